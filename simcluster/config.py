@@ -1,0 +1,32 @@
+"""Simulation settings: one dataclass, every field with the help text the CLI shows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+
+def setting(default: Any, help: str) -> Any:
+    return field(default=default, metadata={"help": help})
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    policy: str = setting("fifo", "Scheduling policy (see `lucid-sim policies`).")
+    placement: str = setting("consolidate", "Placement (see `lucid-sim placements`).")
+    gpus_per_node: int = setting(8, "GPUs in every node.")
+    seed: int = setting(0, "Seed for every random choice (placement, failures).")
+    node_mtbf: float = setting(0.0, "Mean seconds between failures of a node; 0 = nodes never fail.")
+    node_repair: float = setting(3600.0, "Seconds a failed node is down before it is repaired.")
+    checkpoint_interval: float = setting(
+        0.0, "Seconds of progress between periodic checkpoints; a failure loses the work since the last one "
+        "(0 = only preemptions checkpoint)."
+    )
+    preempt_overhead_small: float = setting(40.0, "Checkpoint/restore seconds charged per preemption, ≤ 8 GPUs.")
+    preempt_overhead_large: float = setting(60.0, "Checkpoint/restore seconds charged per preemption, > 8 GPUs.")
+
+    def preemption_overhead(self, gpu_num: int) -> float:
+        return self.preempt_overhead_small if gpu_num <= 8 else self.preempt_overhead_large
+
+    def as_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}

@@ -1,0 +1,254 @@
+"""The simulation: SimPy processes for jobs, nodes, arrivals and the scheduler.
+
+Event-driven throughout: the clock jumps from one arrival, completion,
+failure or repair to the next, so the cost grows with the number of events,
+never with simulated time.
+
+Order within one instant.  Completions and arrivals are ordinary SimPy
+events; the scheduler's wake-up is scheduled with a *later* priority than
+any of them (:data:`LATE`), so at time t every job finishing at t has freed
+its GPUs and every job submitted at t has joined its queue before the policy
+runs — once, for every VC where something changed.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+import simpy
+
+from simcluster.cluster import Cluster, Node, VirtualCluster
+from simcluster.config import SimConfig
+from simcluster.job import Job, JobState
+from simcluster.metrics.observer import Observer
+from simcluster.placement import make_placement
+from simcluster.policies import POLICIES
+from simcluster.queue import JobQueue
+
+LATE = 2  # SimPy's own priorities are URGENT=0 and NORMAL=1
+
+
+def trigger_late(event: simpy.Event) -> None:
+    """Succeed ``event`` now, but after every ordinary event of this instant.
+
+    SimPy's public ``succeed`` always uses NORMAL priority; this mirrors what
+    SimPy itself does for its URGENT events (Initialize, Interruption).
+    """
+    event._ok = True  # noqa: SLF001
+    event._value = None  # noqa: SLF001
+    event.env.schedule(event, LATE)
+
+
+@dataclass(frozen=True)
+class Preempted:
+    """Interrupt cause: the policy took the GPUs back."""
+
+    policy: str
+    overhead: float
+
+
+@dataclass(frozen=True)
+class NodeFailed:
+    """Interrupt cause: a node the job ran on went down."""
+
+    node: str
+
+
+class SimulationStalled(RuntimeError):
+    pass
+
+
+class _VcContext:
+    """What a policy may do to one VC at one instant."""
+
+    __slots__ = ("sim", "vc")
+
+    def __init__(self, sim: Simulation, vc: VirtualCluster) -> None:
+        self.sim, self.vc = sim, vc
+
+    @property
+    def now(self) -> float:
+        return self.sim.env.now
+
+    def try_start(self, job: Job) -> bool:
+        return self.sim.try_start(job, self.vc)
+
+    def preempt(self, job: Job) -> None:
+        self.sim.preempt(job, self.vc)
+
+
+class Simulation:
+    """Replays ``jobs`` on a cluster of ``vc_nodes`` under ``config``.
+
+    >>> from simcluster.job import Job
+    >>> jobs = [Job(index=i, job_id=str(i), vc="a", gpu_num=8, submit_time=0, duration=100) for i in range(3)]
+    >>> sim = Simulation(jobs, {"a": 2}, SimConfig(policy="fifo"))
+    >>> sim.run()
+    >>> [(j.start_time, j.end_time) for j in jobs]
+    [(0, 100.0), (0, 100.0), (100.0, 200.0)]
+    """
+
+    def __init__(
+        self,
+        jobs: list[Job],
+        vc_nodes: dict[str, int],
+        config: SimConfig = SimConfig(),
+        observers: Iterable[Observer] = (),
+    ) -> None:
+        self.config = config
+        self.jobs = jobs
+        start = min((j.submit_time for j in jobs), default=0)
+        self.env = simpy.Environment(initial_time=start)
+        self.cluster = Cluster(vc_nodes, config.gpus_per_node)
+        self.policy = POLICIES.get(config.policy)()
+        self.placement = make_placement(config.placement, random.Random(config.seed))
+        for vc in self.cluster.vcs.values():
+            vc.pending = JobQueue(key=self.policy.pending_key)
+        self.observers = list(observers)
+        self._contexts = {name: _VcContext(self, vc) for name, vc in self.cluster.vcs.items()}
+        self._dirty: dict[str, None] = {}
+        self._wakeup = self.env.event()
+        self._unfinished = len(jobs)
+        self._all_done = self.env.event()
+        self.used_gpus = self.running = self.pending = 0
+
+    # --- the run -----------------------------------------------------------
+    def run(self) -> None:
+        env = self.env
+        env.process(self._arrivals(sorted(self.jobs, key=lambda j: (j.submit_time, j.index))))
+        env.process(self._scheduler())
+        for node in self.cluster.nodes:
+            env.process(self._node_life(node, random.Random(f"{self.config.seed}:{node.name}")))
+        if not self._unfinished:
+            return
+        try:
+            env.run(until=self._all_done)
+        except RuntimeError as exc:  # SimPy: no events left, yet jobs remain
+            stuck = [j.job_id for j in self.jobs if j.state is not JobState.FINISHED][:5]
+            raise SimulationStalled(f"simulation stalled at t={env.now}: jobs {stuck} can never run") from exc
+
+    # --- processes -----------------------------------------------------------
+    def _arrivals(self, jobs: list[Job]) -> Iterator[simpy.Event]:
+        """Submits each job at its submit time (jobs of one second in trace order)."""
+        env = self.env
+        for job in jobs:
+            if job.submit_time > env.now:
+                yield env.timeout(job.submit_time - env.now)
+            job.process = env.process(self._job_life(job))
+
+    def _job_life(self, job: Job) -> Iterator[simpy.Event]:
+        """Queue, wait for GPUs, run; a preemption or failure sends it back to waiting."""
+        vc = self.cluster.vcs[job.vc]
+        self._enqueue(job, vc)
+        for o in self.observers:
+            o.on_submit(job, self.env.now)
+        while True:
+            try:
+                yield job.started
+                yield self.env.timeout(job.overhead_left + job.work_left)
+            except simpy.Interrupt:
+                continue  # whoever stopped us already took our GPUs and re-queued us
+            self._finish(job, vc)
+            return
+
+    def _scheduler(self) -> Iterator[simpy.Event]:
+        """Sleeps until something changed, then runs the policy on each changed VC."""
+        env = self.env
+        while True:
+            yield self._wakeup
+            self._wakeup = env.event()
+            dirty, self._dirty = self._dirty, {}
+            for name in dirty:
+                self.policy.schedule(self.cluster.vcs[name], self._contexts[name])
+            for o in self.observers:
+                o.on_sample(env.now, self.used_gpus, self.running, self.pending)
+
+    def _node_life(self, node: Node, rng: random.Random) -> Iterator[simpy.Event]:
+        """Fails after an exponential time with mean ``node_mtbf``, is repaired, and so on."""
+        mtbf, env = self.config.node_mtbf, self.env
+        while mtbf > 0:
+            yield env.timeout(rng.expovariate(1.0 / mtbf))
+            for job in list(node.jobs):
+                self._evict(job, NodeFailed(node.name))
+            node.set_up(False)
+            for o in self.observers:
+                o.on_node_down(node.name, env.now)
+            yield env.timeout(self.config.node_repair)
+            node.set_up(True)
+            for o in self.observers:
+                o.on_node_up(node.name, env.now)
+            self._request_pass(node.vc)
+
+    # --- state changes -------------------------------------------------------
+    def try_start(self, job: Job, vc: VirtualCluster) -> bool:
+        plan = self.placement.place(job, vc)
+        if plan is None:
+            return False
+        now = self.env.now
+        job.allocation = [(node, node.allocate(job, count)) for node, count in plan]
+        vc.pending.remove(job)
+        vc.running[job] = None
+        job.start(now)
+        job.started.succeed()
+        self.used_gpus += job.gpu_num
+        self.running += 1
+        self.pending -= 1
+        for o in self.observers:
+            o.on_start(job, now)
+        return True
+
+    def preempt(self, job: Job, vc: VirtualCluster) -> None:
+        overhead = self.config.preemption_overhead(job.gpu_num)
+        self._stop(job, vc, overhead=overhead)
+        job.preemptions += 1
+        job.process.interrupt(Preempted(self.policy.name, overhead))
+        for o in self.observers:
+            o.on_preempt(job, self.env.now)
+
+    def _evict(self, job: Job, cause: NodeFailed) -> None:
+        vc = self.cluster.vcs[job.vc]
+        self._stop(job, vc, lose_since_checkpoint=self.config.checkpoint_interval)
+        job.restarts += 1
+        job.process.interrupt(cause)
+        for o in self.observers:
+            o.on_restart(job, self.env.now)
+        self._request_pass(vc)
+
+    def _stop(self, job: Job, vc: VirtualCluster, overhead: float = 0.0,
+              lose_since_checkpoint: float | None = None) -> None:
+        job.stop(self.env.now, overhead, lose_since_checkpoint)
+        self._release(job, vc)
+        self._enqueue(job, vc)
+
+    def _enqueue(self, job: Job, vc: VirtualCluster) -> None:
+        job.started = self.env.event()
+        vc.pending.push(job)
+        self.pending += 1
+        self._request_pass(vc)
+
+    def _release(self, job: Job, vc: VirtualCluster) -> None:
+        for node, _ in job.allocation:
+            node.release(job)
+        job.allocation = []
+        del vc.running[job]
+        self.used_gpus -= job.gpu_num
+        self.running -= 1
+
+    def _finish(self, job: Job, vc: VirtualCluster) -> None:
+        now = self.env.now
+        job.finish(now)
+        self._release(job, vc)
+        self.policy.on_finish(job, now)
+        for o in self.observers:
+            o.on_finish(job, now)
+        self._request_pass(vc)
+        self._unfinished -= 1
+        if not self._unfinished:
+            self._all_done.succeed()
+
+    def _request_pass(self, vc: VirtualCluster) -> None:
+        self._dirty[vc.name] = None
+        if not self._wakeup.triggered:
+            trigger_late(self._wakeup)

@@ -1,0 +1,145 @@
+"""A training job and the one method that moves it between states.
+
+A job's *work* is measured in seconds of exclusive execution (the trace's
+``duration``).  While it runs it first pays any pending restore overhead
+(after a preemption it must reload its checkpoint) and then makes progress.
+Keeping the two apart is what lets the simulator be exact: a job's busy time
+is always its duration plus the overheads it was charged.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from simcluster.cluster import Node
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    """What the job trains; keys into profiled throughput and colocation tables."""
+
+    model: str
+    dataset: str
+    batchsize: int
+    amp: int
+
+
+class JobState(enum.Enum):
+    PENDING = "pending"
+    RUNNING = "running"
+    FINISHED = "finished"
+
+
+@dataclass(slots=True, eq=False)
+class Job:
+    """One job of a trace plus its life in the simulation.
+
+    >>> job = Job(index=0, job_id="j1", vc="vc1", gpu_num=2, submit_time=10, duration=100)
+    >>> job.start(now=30)
+    >>> job.stop(now=70, overhead=40)      # preempted: 40 s done, 40 s restore owed
+    >>> job.remaining_at(70)
+    100.0
+    >>> job.start(now=100); job.finish_time()
+    200.0
+    """
+
+    index: int  # position in the trace (ties in submit time keep file order)
+    job_id: str
+    vc: str
+    gpu_num: int
+    submit_time: int
+    duration: int
+    user: str = ""
+    workload: Workload | None = None
+
+    state: JobState = JobState.PENDING
+    work_left: float = field(init=False)  # seconds of progress still to make
+    overhead_left: float = 0.0  # restore time to pay before progress resumes
+    progress_at_checkpoint: float = 0.0
+    start_time: float | None = None  # first start
+    end_time: float | None = None
+    queue_time: float = 0.0  # all time spent waiting (first wait and after preemptions)
+    busy_time: float = 0.0  # all time spent holding GPUs
+    preemptions: int = 0
+    restarts: int = 0  # node failures survived
+    overhead_total: float = 0.0
+    lost_work: float = 0.0  # progress thrown away by failures
+    pending_since: float = field(init=False)
+    run_started_at: float = 0.0
+    allocation: list[tuple[Node, list[int]]] = field(default_factory=list)
+    process: Any = None  # the SimPy process living this job's life
+    started: Any = None  # SimPy event: succeeds when the scheduler gives the job GPUs
+
+    def __post_init__(self) -> None:
+        self.work_left = float(self.duration)
+        self.pending_since = float(self.submit_time)
+
+    # --- derived ---------------------------------------------------------
+    @property
+    def progress(self) -> float:
+        return self.duration - self.work_left
+
+    def remaining_at(self, now: float) -> float:
+        """Seconds of execution (overhead included) still needed at ``now``."""
+        left = self.overhead_left + self.work_left
+        if self.state is JobState.RUNNING:
+            left -= now - self.run_started_at
+        return left
+
+    def finish_time(self) -> float:
+        """When the current run ends if nothing interrupts it."""
+        return self.run_started_at + self.overhead_left + self.work_left
+
+    # --- transitions -----------------------------------------------------
+    def start(self, now: float) -> None:
+        assert self.state is JobState.PENDING, self
+        self.state = JobState.RUNNING
+        self.queue_time += now - self.pending_since
+        if self.start_time is None:
+            self.start_time = now
+        self.run_started_at = now
+
+    def stop(self, now: float, overhead: float = 0.0, lose_since_checkpoint: float | None = None) -> None:
+        """Leave the GPUs: account the run, then charge what the stop costs.
+
+        ``overhead`` is restore time added for a checkpointed preemption.
+        ``lose_since_checkpoint`` (a checkpoint interval, 0 = none) makes the
+        job lose the progress made since its last checkpoint, as on a failure.
+        """
+        assert self.state is JobState.RUNNING, self
+        self._account_run(now)
+        if lose_since_checkpoint is None:
+            self.progress_at_checkpoint = self.progress  # a preemption checkpoints first
+        else:
+            periodic = 0.0
+            if lose_since_checkpoint > 0:
+                periodic = (self.progress // lose_since_checkpoint) * lose_since_checkpoint
+            kept = max(self.progress_at_checkpoint, periodic)
+            self.lost_work += self.progress - kept
+            self.work_left = self.duration - kept
+        self.overhead_left += overhead
+        self.overhead_total += overhead
+        self.state = JobState.PENDING
+        self.pending_since = now
+
+    def finish(self, now: float) -> None:
+        assert self.state is JobState.RUNNING, self
+        self._account_run(now)
+        self.state = JobState.FINISHED
+        self.end_time = now
+
+    def _account_run(self, now: float) -> None:
+        ran = now - self.run_started_at
+        self.busy_time += ran
+        paid = min(ran, self.overhead_left)
+        self.overhead_left -= paid
+        self.work_left = max(0.0, self.work_left - (ran - paid))
+
+    # --- results ---------------------------------------------------------
+    @property
+    def jct(self) -> float:
+        assert self.end_time is not None
+        return self.end_time - self.submit_time

@@ -1,0 +1,5 @@
+"""Metrics: observers that the engine notifies, and the summary built from them."""
+
+from simcluster.metrics.observer import ClusterTimeline, FinishedJobs, Observer
+
+__all__ = ["ClusterTimeline", "FinishedJobs", "Observer"]

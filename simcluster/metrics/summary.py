@@ -1,0 +1,71 @@
+"""From finished jobs to the results contract: the jobs table and the summary figures."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from simcluster.job import Job
+
+JOB_COLUMNS = [
+    "job_id", "vc", "user", "gpu_num", "submit_time", "start_time", "end_time", "duration", "queue", "jct",
+    "preemptions", "restarts", "busy_time", "overhead", "lost_work",
+]
+
+
+def jobs_frame(jobs: Iterable[Job]) -> pd.DataFrame:
+    """One row per finished job, in trace order (times in seconds)."""
+    rows = sorted(jobs, key=lambda j: j.index)
+    frame = pd.DataFrame(
+        {
+            "job_id": [j.job_id for j in rows],
+            "vc": [j.vc for j in rows],
+            "user": [j.user for j in rows],
+            "gpu_num": np.fromiter((j.gpu_num for j in rows), np.int64, len(rows)),
+            "submit_time": np.fromiter((j.submit_time for j in rows), np.int64, len(rows)),
+            "start_time": np.fromiter((j.start_time for j in rows), float, len(rows)),
+            "end_time": np.fromiter((j.end_time for j in rows), float, len(rows)),
+            "duration": np.fromiter((j.duration for j in rows), np.int64, len(rows)),
+            "queue": np.fromiter((j.queue_time for j in rows), float, len(rows)),
+            "preemptions": np.fromiter((j.preemptions for j in rows), np.int64, len(rows)),
+            "restarts": np.fromiter((j.restarts for j in rows), np.int64, len(rows)),
+            "busy_time": np.fromiter((j.busy_time for j in rows), float, len(rows)),
+            "overhead": np.fromiter((j.overhead_total for j in rows), float, len(rows)),
+            "lost_work": np.fromiter((j.lost_work for j in rows), float, len(rows)),
+        }
+    )
+    frame["jct"] = frame["end_time"] - frame["submit_time"]
+    return frame[JOB_COLUMNS]
+
+
+def figures(frame: pd.DataFrame, gpus: int) -> dict[str, float]:
+    """avg/p50/p99 JCT, avg/p99 queue, makespan and GPU utilization of a set of jobs."""
+    if frame.empty:
+        return {k: 0.0 for k in ("avg_jct", "avg_queue", "p50_jct", "p99_jct", "p99_queue", "makespan",
+                                 "gpu_utilization")} | {"jobs": 0}
+    jct, queue = frame["jct"].to_numpy(), frame["queue"].to_numpy()
+    makespan = float(frame["end_time"].max() - frame["submit_time"].min())
+    gpu_seconds = float((frame["busy_time"] * frame["gpu_num"]).sum())
+    return {
+        "jobs": int(len(frame)),
+        "avg_jct": float(jct.mean()),
+        "avg_queue": float(queue.mean()),
+        "p50_jct": float(np.percentile(jct, 50)),
+        "p99_jct": float(np.percentile(jct, 99)),
+        "p99_queue": float(np.percentile(queue, 99)),
+        "makespan": makespan,
+        "gpu_utilization": gpu_seconds / (gpus * makespan) if makespan > 0 and gpus else 0.0,
+        "preemptions": int(frame["preemptions"].sum()),
+        "restarts": int(frame["restarts"].sum()),
+    }
+
+
+def summarize(frame: pd.DataFrame, vc_gpus: Mapping[str, int], **header: Any) -> dict[str, Any]:
+    """The run's ``summary.json``: ``header`` (policy, placement, timings...), overall and per-VC figures."""
+    summary: dict[str, Any] = dict(header)
+    summary.update(figures(frame, sum(vc_gpus.values())))
+    summary["per_vc"] = {vc: figures(frame[frame["vc"] == vc], gpus) for vc, gpus in vc_gpus.items()}
+    return summary

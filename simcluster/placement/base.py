@@ -1,0 +1,49 @@
+"""What a placement is: a map from one job to GPUs of its VC, or "not now"."""
+
+from __future__ import annotations
+
+import random
+from typing import Protocol
+
+from simcluster.cluster import Node, VirtualCluster
+from simcluster.job import Job
+from simcluster.registry import Registry
+
+Plan = list[tuple[Node, int]]  # (node, GPUs taken on it)
+
+
+class Placement(Protocol):
+    name: str
+
+    def place(self, job: Job, vc: VirtualCluster) -> Plan | None:
+        """GPUs for ``job`` on ``vc`` now, or None if it cannot be placed now.
+
+        Must not change the cluster: the engine applies the plan.
+        """
+        ...
+
+
+PLACEMENTS: Registry[type] = Registry("placement")
+
+
+def make_placement(name: str, rng: random.Random) -> Placement:
+    cls = PLACEMENTS.get(name)
+    return cls(rng)  # type: ignore[no-any-return]
+
+
+def lowest_node(vc: VirtualCluster, mask: int) -> Node:
+    return vc.nodes[(mask & -mask).bit_length() - 1]
+
+
+def fill_in_order(job: Job, nodes: list[Node]) -> Plan | None:
+    """Take free GPUs node by node in the given order until the job has enough."""
+    plan: Plan = []
+    left = job.gpu_num
+    for node in nodes:
+        if left == 0:
+            break
+        take = min(node.free_gpus, left)
+        if take:
+            plan.append((node, take))
+            left -= take
+    return plan if left == 0 else None

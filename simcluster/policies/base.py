@@ -1,0 +1,54 @@
+"""What a scheduling policy is.
+
+A policy orders jobs and says which to start or preempt; it never picks GPUs
+(that is the placement's job) and never records metrics (the observer's).
+It acts through a :class:`SchedulingContext` that the engine hands it for
+one VC at one instant.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from simcluster.cluster import VirtualCluster
+from simcluster.job import Job
+from simcluster.queue import submit_order
+from simcluster.registry import Registry
+
+
+class SchedulingContext(Protocol):
+    now: float
+
+    def try_start(self, job: Job) -> bool:
+        """Place and start a pending job; False if placement found no GPUs."""
+        ...
+
+    def preempt(self, job: Job) -> None:
+        """Checkpoint a running job, free its GPUs and queue it again."""
+        ...
+
+
+class Policy:
+    """Base class: FIFO queue order and no timers; subclasses override."""
+
+    name: str = "?"
+    preemptive: bool = False
+
+    def pending_key(self, job: Job) -> Any:
+        """The queue order; must not change while the job waits."""
+        return submit_order(job)
+
+    def schedule(self, vc: VirtualCluster, ctx: SchedulingContext) -> None:
+        raise NotImplementedError
+
+    def on_finish(self, job: Job, now: float) -> None:
+        """Hook for policies that learn from finished jobs."""
+
+
+POLICIES: Registry[type[Policy]] = Registry("policy")
+
+
+def start_in_order_until_blocked(vc: VirtualCluster, ctx: SchedulingContext) -> None:
+    """Start queued jobs in queue order; the first that cannot be placed blocks the rest."""
+    while (job := vc.pending.first()) is not None and ctx.try_start(job):
+        pass

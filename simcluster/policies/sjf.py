@@ -1,0 +1,16 @@
+from __future__ import annotations
+
+from simcluster.cluster import VirtualCluster
+from simcluster.job import Job
+from simcluster.policies.base import POLICIES, Policy, SchedulingContext, start_in_order_until_blocked
+
+
+@POLICIES.register("sjf")
+class ShortestJobFirst(Policy):
+    """Shortest job first (true duration, non-preemptive); stops at the first job that cannot be placed."""
+
+    def pending_key(self, job: Job) -> int:
+        return job.duration
+
+    def schedule(self, vc: VirtualCluster, ctx: SchedulingContext) -> None:
+        start_in_order_until_blocked(vc, ctx)

@@ -1,0 +1,128 @@
+"""A queue of pending jobs kept in a policy's order.
+
+Policies order their queue by a key that does not change while a job waits
+(submit time, duration, remaining time, ...).  Keeping the list sorted as
+jobs arrive (usually an append) makes each scheduling pass cost what it
+starts, not what waits; removing the head only advances an offset, so a
+FIFO queue of a million jobs drains in linear time.  The same order is also
+kept per GPU count, so a policy can ask for "the next waiting job that fits
+in g GPUs" without stepping over every bigger one.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterator
+from itertools import islice
+from typing import Any
+
+from simcluster.job import Job
+
+QueueKey = Callable[[Job], Any]
+Entry = tuple[Any, int]  # (policy key, trace index): unique and totally ordered
+
+
+def submit_order(job: Job) -> tuple[int, int]:
+    return (job.submit_time, job.index)
+
+
+class _SortedJobs:
+    """Parallel sorted lists of entries and jobs; the head is removed by advancing an offset."""
+
+    __slots__ = ("keys", "jobs", "head")
+
+    def __init__(self) -> None:
+        self.keys: list[Entry] = []
+        self.jobs: list[Job | None] = []
+        self.head = 0
+
+    def push(self, entry: Entry, job: Job) -> None:
+        keys = self.keys
+        if len(keys) == self.head or keys[-1] <= entry:
+            keys.append(entry)
+            self.jobs.append(job)
+            return
+        pos = bisect_right(keys, entry, self.head)
+        keys.insert(pos, entry)
+        self.jobs.insert(pos, job)
+
+    def remove(self, entry: Entry, job: Job) -> None:
+        pos = bisect_left(self.keys, entry, self.head)
+        assert self.jobs[pos] is job
+        if pos == self.head:
+            self.jobs[pos] = None
+            self.head += 1
+            if self.head > 1024 and self.head * 2 > len(self.keys):
+                del self.keys[: self.head], self.jobs[: self.head]
+                self.head = 0
+        else:
+            del self.keys[pos], self.jobs[pos]
+
+    def __len__(self) -> int:
+        return len(self.keys) - self.head
+
+    def entries(self) -> Iterator[tuple[Entry, Job]]:
+        return zip(islice(self.keys, self.head, None), islice(self.jobs, self.head, None))  # type: ignore[arg-type]
+
+
+class JobQueue:
+    """Jobs sorted by ``key`` (ties: trace order).
+
+    >>> from simcluster.job import Job
+    >>> q = JobQueue(key=lambda j: j.duration)
+    >>> for i, (d, g) in enumerate([(30, 1), (10, 8), (20, 1)]):
+    ...     q.push(Job(index=i, job_id=str(i), vc="v", gpu_num=g, submit_time=0, duration=d))
+    >>> [j.duration for j in q], [j.duration for _, j in q.entries_of_size(1)]
+    ([10, 20, 30], [20, 30])
+    """
+
+    def __init__(self, key: QueueKey = submit_order) -> None:
+        self._key = key
+        self._all = _SortedJobs()
+        self._by_size: dict[int, _SortedJobs] = {}
+        self._entry_of: dict[Job, Entry] = {}
+
+    def push(self, job: Job) -> None:
+        entry = (self._key(job), job.index)
+        self._entry_of[job] = entry
+        self._all.push(entry, job)
+        sized = self._by_size.get(job.gpu_num)
+        if sized is None:
+            sized = self._by_size[job.gpu_num] = _SortedJobs()
+        sized.push(entry, job)
+
+    def remove(self, job: Job) -> None:
+        entry = self._entry_of.pop(job)
+        self._all.remove(entry, job)
+        sized = self._by_size[job.gpu_num]
+        sized.remove(entry, job)
+        if not sized:
+            del self._by_size[job.gpu_num]
+
+    def first(self) -> Job | None:
+        return self._all.jobs[self._all.head] if self._entry_of else None
+
+    def sizes(self) -> list[int]:
+        """The GPU counts that jobs in the queue ask for."""
+        return list(self._by_size)
+
+    def entries_of_size(self, gpu_num: int) -> Iterator[tuple[Entry, Job]]:
+        """(entry, job) of the jobs asking for ``gpu_num`` GPUs, in queue order."""
+        return self._by_size[gpu_num].entries()
+
+    def smallest_gpu_num(self) -> int:
+        """The fewest GPUs any waiting job asks for (0 when empty)."""
+        return min(self._by_size, default=0)
+
+    def __contains__(self, job: Job) -> bool:
+        return job in self._entry_of
+
+    def __len__(self) -> int:
+        return len(self._entry_of)
+
+    def __bool__(self) -> bool:
+        return bool(self._entry_of)
+
+    def __iter__(self) -> Iterator[Job]:
+        """In order; do not push or remove while iterating."""
+        return (job for _, job in self._all.entries())  # type: ignore[misc]
