@@ -22,7 +22,7 @@ import simpy
 from simcluster.cluster import Cluster, Node, VirtualCluster
 from simcluster.config import SimConfig
 from simcluster.job import Job, JobState
-from simcluster.metrics.observer import Observer
+from simcluster.metrics.observer import Observer, overridden_hooks
 from simcluster.placement import make_placement
 from simcluster.policies import POLICIES
 from simcluster.queue import JobQueue
@@ -106,7 +106,9 @@ class Simulation:
         self.placement = make_placement(config.placement, random.Random(config.seed))
         for vc in self.cluster.vcs.values():
             vc.pending = JobQueue(key=self.policy.pending_key)
-        self.observers = list(observers)
+        observers = list(observers)
+        self._on = {hook: overridden_hooks(observers, hook) for hook in (
+            "on_submit", "on_start", "on_preempt", "on_restart", "on_finish", "on_node_down", "on_node_up", "on_sample")}
         self._contexts = {name: _VcContext(self, vc) for name, vc in self.cluster.vcs.items()}
         self._dirty: dict[str, None] = {}
         self._wakeup = self.env.event()
@@ -142,8 +144,8 @@ class Simulation:
         """Queue, wait for GPUs, run; a preemption or failure sends it back to waiting."""
         vc = self.cluster.vcs[job.vc]
         self._enqueue(job, vc)
-        for o in self.observers:
-            o.on_submit(job, self.env.now)
+        for hook in self._on["on_submit"]:
+            hook(job, self.env.now)
         while True:
             try:
                 yield job.started
@@ -162,8 +164,8 @@ class Simulation:
             dirty, self._dirty = self._dirty, {}
             for name in dirty:
                 self.policy.schedule(self.cluster.vcs[name], self._contexts[name])
-            for o in self.observers:
-                o.on_sample(env.now, self.used_gpus, self.running, self.pending)
+            for hook in self._on["on_sample"]:
+                hook(env.now, self.used_gpus, self.running, self.pending)
 
     def _node_life(self, node: Node, rng: random.Random) -> Iterator[simpy.Event]:
         """Fails after an exponential time with mean ``node_mtbf``, is repaired, and so on."""
@@ -173,12 +175,12 @@ class Simulation:
             for job in list(node.jobs):
                 self._evict(job, NodeFailed(node.name))
             node.set_up(False)
-            for o in self.observers:
-                o.on_node_down(node.name, env.now)
+            for hook in self._on["on_node_down"]:
+                hook(node.name, env.now)
             yield env.timeout(self.config.node_repair)
             node.set_up(True)
-            for o in self.observers:
-                o.on_node_up(node.name, env.now)
+            for hook in self._on["on_node_up"]:
+                hook(node.name, env.now)
             self._request_pass(node.vc)
 
     # --- state changes -------------------------------------------------------
@@ -187,7 +189,7 @@ class Simulation:
         if plan is None:
             return False
         now = self.env.now
-        job.allocation = [(node, node.allocate(job, count)) for node, count in plan]
+        job.allocation = tuple((node, node.allocate(job, count)) for node, count in plan)
         vc.pending.remove(job)
         vc.running[job] = None
         job.start(now)
@@ -195,8 +197,8 @@ class Simulation:
         self.used_gpus += job.gpu_num
         self.running += 1
         self.pending -= 1
-        for o in self.observers:
-            o.on_start(job, now)
+        for hook in self._on["on_start"]:
+            hook(job, now)
         return True
 
     def preempt(self, job: Job, vc: VirtualCluster) -> None:
@@ -204,16 +206,16 @@ class Simulation:
         self._stop(job, vc, overhead=overhead)
         job.preemptions += 1
         job.process.interrupt(Preempted(self.policy.name, overhead))
-        for o in self.observers:
-            o.on_preempt(job, self.env.now)
+        for hook in self._on["on_preempt"]:
+            hook(job, self.env.now)
 
     def _evict(self, job: Job, cause: NodeFailed) -> None:
         vc = self.cluster.vcs[job.vc]
         self._stop(job, vc, lose_since_checkpoint=self.config.checkpoint_interval)
         job.restarts += 1
         job.process.interrupt(cause)
-        for o in self.observers:
-            o.on_restart(job, self.env.now)
+        for hook in self._on["on_restart"]:
+            hook(job, self.env.now)
         self._request_pass(vc)
 
     def _stop(self, job: Job, vc: VirtualCluster, overhead: float = 0.0,
@@ -231,7 +233,7 @@ class Simulation:
     def _release(self, job: Job, vc: VirtualCluster) -> None:
         for node, _ in job.allocation:
             node.release(job)
-        job.allocation = []
+        job.allocation = ()
         del vc.running[job]
         self.used_gpus -= job.gpu_num
         self.running -= 1
@@ -240,9 +242,10 @@ class Simulation:
         now = self.env.now
         job.finish(now)
         self._release(job, vc)
+        job.process = job.started = None  # a finished job keeps no SimPy objects alive
         self.policy.on_finish(job, now)
-        for o in self.observers:
-            o.on_finish(job, now)
+        for hook in self._on["on_finish"]:
+            hook(job, now)
         self._request_pass(vc)
         self._unfinished -= 1
         if not self._unfinished:

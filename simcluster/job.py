@@ -69,7 +69,7 @@ class Job:
     lost_work: float = 0.0  # progress thrown away by failures
     pending_since: float = field(init=False)
     run_started_at: float = 0.0
-    allocation: list[tuple[Node, list[int]]] = field(default_factory=list)
+    allocation: tuple[tuple[Node, list[int]], ...] = ()  # (node, GPU indices) while running
     process: Any = None  # the SimPy process living this job's life
     started: Any = None  # SimPy event: succeeds when the scheduler gives the job GPUs
 

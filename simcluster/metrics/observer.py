@@ -22,6 +22,12 @@ class Observer:
     def on_sample(self, now: float, used_gpus: int, running: int, pending: int) -> None: ...
 
 
+def overridden_hooks(observers: list[Observer], hook: str) -> list:
+    """Bound ``hook`` methods of the observers that implement it (no-op defaults are skipped)."""
+    default = getattr(Observer, hook)
+    return [getattr(o, hook) for o in observers if getattr(type(o), hook) is not default]
+
+
 class ClusterTimeline(Observer):
     """Busy GPUs, running and pending jobs after every scheduling instant.
 

@@ -68,11 +68,16 @@ def synthesize(spec: SynthSpec) -> Trace:
     vc_nodes = _split_nodes(spec, rng)
     vc_names = list(vc_nodes)
 
-    # users live in one VC each, bigger VCs hosting more users; a Zipf-like few submit most
-    user_vc = rng.choice(len(vc_names), size=spec.users, p=_normalise(list(vc_nodes.values())))
-    user_weight = 1.0 / np.arange(1, spec.users + 1) ** 1.1
-    users = rng.choice(spec.users, size=n, p=_normalise(user_weight))
-    vcs = user_vc[users]
+    # jobs go to VCs in proportion to their size (each VC equally loaded); users live in one VC
+    # each, and within a VC a Zipf-like few submit most jobs
+    vcs = rng.choice(len(vc_names), size=n, p=_normalise(list(vc_nodes.values())))
+    user_vc = np.concatenate([np.arange(len(vc_names)), rng.integers(len(vc_names), size=max(0, spec.users - len(vc_names)))])
+    users = np.empty(n, dtype=np.int64)
+    for v in range(len(vc_names)):
+        members = np.flatnonzero(user_vc == v)
+        weight = 1.0 / np.arange(1, len(members) + 1) ** 1.1
+        mine = vcs == v
+        users[mine] = members[rng.choice(len(members), size=int(mine.sum()), p=_normalise(weight))]
 
     sizes = np.array(list(GPU_COUNTS))
     gpu = rng.choice(sizes, size=n, p=_normalise(list(GPU_COUNTS.values())))

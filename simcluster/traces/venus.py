@@ -48,7 +48,9 @@ class Trace:
     def make_jobs(self) -> list[Job]:
         """Fresh job objects (a simulation consumes them; a trace can be replayed)."""
         f = self.frame
-        users = f["user"].tolist() if "user" in f else [""] * len(f)
+        shared: dict[str, str] = {}  # one str object per distinct VC and user name
+        vcs = [shared.setdefault(v, v) for v in f["vc"].tolist()]
+        users = [shared.setdefault(u, u) for u in f["user"].tolist()] if "user" in f else [""] * len(f)
         workloads: list[Workload | None] = [None] * len(f)
         if all(c in f for c in WORKLOAD):
             interned: dict[tuple, Workload] = {}
@@ -57,7 +59,7 @@ class Trace:
         return [
             Job(index=i, job_id=jid, vc=vc, gpu_num=g, submit_time=s, duration=d, user=u, workload=w)
             for i, (jid, vc, g, s, d, u, w) in enumerate(
-                zip(f["job_id"].tolist(), f["vc"].tolist(), f["gpu_num"].tolist(), f["submit_time"].tolist(),
+                zip(f["job_id"].tolist(), vcs, f["gpu_num"].tolist(), f["submit_time"].tolist(),
                     f["duration"].tolist(), users, workloads)
             )
         ]
