@@ -25,6 +25,7 @@ class Node:
     name: str
     gpu_count: int
     gpus: list[Job | None] = field(default_factory=list)
+    free_ids: list[int] = field(default_factory=list)  # free GPU indices, ascending
     jobs: dict[Job, list[int]] = field(default_factory=dict)
     up: bool = True
     used: int = 0
@@ -32,6 +33,7 @@ class Node:
 
     def __post_init__(self) -> None:
         self.gpus = [None] * self.gpu_count
+        self.free_ids = list(range(self.gpu_count))
 
     @property
     def free_gpus(self) -> int:
@@ -40,7 +42,8 @@ class Node:
     def allocate(self, job: Job, count: int) -> list[int]:
         """Give ``count`` free GPUs (lowest indices first) to ``job``."""
         assert count <= self.free_gpus, (self.name, count, self.free_gpus)
-        taken = [i for i, holder in enumerate(self.gpus) if holder is None][:count]
+        taken = self.free_ids[:count]
+        del self.free_ids[:count]
         for i in taken:
             self.gpus[i] = job
         self.jobs[job] = taken
@@ -53,6 +56,7 @@ class Node:
         for i in taken:
             assert self.gpus[i] is job
             self.gpus[i] = None
+        self.free_ids = sorted(self.free_ids + taken)
         self.used -= len(taken)
         self.vc._refile(self, used_delta=-len(taken))
 

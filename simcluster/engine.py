@@ -107,8 +107,15 @@ class Simulation:
         for vc in self.cluster.vcs.values():
             vc.pending = JobQueue(key=self.policy.pending_key)
         observers = list(observers)
-        self._on = {hook: overridden_hooks(observers, hook) for hook in (
-            "on_submit", "on_start", "on_preempt", "on_restart", "on_finish", "on_node_down", "on_node_up", "on_sample")}
+        # per hook, only the observers that implement it (most hooks are no-ops for most observers)
+        self._on_submit = overridden_hooks(observers, "on_submit")
+        self._on_start = overridden_hooks(observers, "on_start")
+        self._on_preempt = overridden_hooks(observers, "on_preempt")
+        self._on_restart = overridden_hooks(observers, "on_restart")
+        self._on_finish = overridden_hooks(observers, "on_finish")
+        self._on_node_down = overridden_hooks(observers, "on_node_down")
+        self._on_node_up = overridden_hooks(observers, "on_node_up")
+        self._on_sample = overridden_hooks(observers, "on_sample")
         self._contexts = {name: _VcContext(self, vc) for name, vc in self.cluster.vcs.items()}
         self._dirty: dict[str, None] = {}
         self._wakeup = self.env.event()
@@ -144,7 +151,7 @@ class Simulation:
         """Queue, wait for GPUs, run; a preemption or failure sends it back to waiting."""
         vc = self.cluster.vcs[job.vc]
         self._enqueue(job, vc)
-        for hook in self._on["on_submit"]:
+        for hook in self._on_submit:
             hook(job, self.env.now)
         while True:
             try:
@@ -164,7 +171,7 @@ class Simulation:
             dirty, self._dirty = self._dirty, {}
             for name in dirty:
                 self.policy.schedule(self.cluster.vcs[name], self._contexts[name])
-            for hook in self._on["on_sample"]:
+            for hook in self._on_sample:
                 hook(env.now, self.used_gpus, self.running, self.pending)
 
     def _node_life(self, node: Node, rng: random.Random) -> Iterator[simpy.Event]:
@@ -175,11 +182,11 @@ class Simulation:
             for job in list(node.jobs):
                 self._evict(job, NodeFailed(node.name))
             node.set_up(False)
-            for hook in self._on["on_node_down"]:
+            for hook in self._on_node_down:
                 hook(node.name, env.now)
             yield env.timeout(self.config.node_repair)
             node.set_up(True)
-            for hook in self._on["on_node_up"]:
+            for hook in self._on_node_up:
                 hook(node.name, env.now)
             self._request_pass(node.vc)
 
@@ -197,7 +204,7 @@ class Simulation:
         self.used_gpus += job.gpu_num
         self.running += 1
         self.pending -= 1
-        for hook in self._on["on_start"]:
+        for hook in self._on_start:
             hook(job, now)
         return True
 
@@ -206,7 +213,7 @@ class Simulation:
         self._stop(job, vc, overhead=overhead)
         job.preemptions += 1
         job.process.interrupt(Preempted(self.policy.name, overhead))
-        for hook in self._on["on_preempt"]:
+        for hook in self._on_preempt:
             hook(job, self.env.now)
 
     def _evict(self, job: Job, cause: NodeFailed) -> None:
@@ -214,7 +221,7 @@ class Simulation:
         self._stop(job, vc, lose_since_checkpoint=self.config.checkpoint_interval)
         job.restarts += 1
         job.process.interrupt(cause)
-        for hook in self._on["on_restart"]:
+        for hook in self._on_restart:
             hook(job, self.env.now)
         self._request_pass(vc)
 
@@ -244,7 +251,7 @@ class Simulation:
         self._release(job, vc)
         job.process = job.started = None  # a finished job keeps no SimPy objects alive
         self.policy.on_finish(job, now)
-        for hook in self._on["on_finish"]:
+        for hook in self._on_finish:
             hook(job, now)
         self._request_pass(vc)
         self._unfinished -= 1

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from heapq import heapify, heappop, heappush
+from heapq import heapify, heappop, heapreplace
 
 from simcluster.cluster import VirtualCluster
 from simcluster.job import Job
@@ -37,14 +37,12 @@ class ShortestRemainingTimeFirst(Policy):
         quota = vc.total_gpus
         # (remaining, 0 = pending / 1 = running, trace index, job): the walk's order
         running = [(j.run_started_at + j.overhead_left + j.work_left - now, 1, j.index, j) for j in vc.running]
-        heap: list = []
+        heap: list = []  # the next job of each pending stream: (remaining, 0, index, job, stream)
         if running and self.pending_key(pending.first()) > max(running)[0]:  # type: ignore[arg-type]
             # every running job comes first in the order and fits: only what is left is handed out
             quota -= sum(j.gpu_num for j in vc.running)
             running = []
-        elif running:
-            running.sort()
-            heap.append((*running[0], None))  # running jobs enter the heap one at a time, in order
+        running.sort()
         for size in pending.sizes():
             stream = pending.entries_of_size(size)
             (rem, index), job = next(stream)
@@ -53,25 +51,28 @@ class ShortestRemainingTimeFirst(Policy):
 
         to_preempt: list[Job] = []
         to_start: list[Job] = []
-        visited = 0  # running jobs walked so far
-        while heap and quota > 0:
-            rem, is_running, index, job, stream = heappop(heap)
-            if is_running:
-                visited += 1
+        walked = 0  # running jobs walked so far (they are already in order: no heap needed)
+        while quota > 0 and (heap or walked < len(running)):
+            if walked < len(running) and (not heap or running[walked] < heap[0]):
+                job = running[walked][3]
+                walked += 1
                 if job.gpu_num <= quota:
                     quota -= job.gpu_num
                 else:
                     to_preempt.append(job)
-                if visited < len(running):
-                    heappush(heap, (*running[visited], None))
-            elif job.gpu_num <= quota:
-                quota -= job.gpu_num
-                to_start.append(job)
-                item = next(stream, None)
-                if item is not None:
-                    heappush(heap, (item[0][0], 0, item[0][1], item[1], stream))
-            # else: a pending stream that no longer fits is dropped, since the quota only shrinks
-        to_preempt.extend(r[3] for r in running[visited:])  # not reached: the quota ran out first
+                continue
+            job, stream = heap[0][3], heap[0][4]
+            if job.gpu_num > quota:
+                heappop(heap)  # this GPU count no longer fits, and the quota only shrinks
+                continue
+            quota -= job.gpu_num
+            to_start.append(job)
+            item = next(stream, None)
+            if item is None:
+                heappop(heap)
+            else:
+                heapreplace(heap, (item[0][0], 0, item[0][1], item[1], stream))
+        to_preempt.extend(r[3] for r in running[walked:])  # not reached: the quota ran out first
         for job in to_preempt:
             ctx.preempt(job)
         for job in to_start:
