@@ -3,12 +3,14 @@
     python benchmarks/bench_policies.py [--trace PATH] [--policy fifo,sjf,...] [--repeat N]
 
 Each run is a fresh process (peak memory is its own); with --repeat the best CPU times are kept.
-Targets (issue 2): simulation ≤ 1 CPU-s and loading ≤ 1 s per policy on 23,859 jobs.
+Targets: simulation ≤ 1 CPU-s and loading ≤ 1 s for fifo, sjf, srtf; tiresias ≤ 3 CPU-s; qssf with the
+file or history estimator ≤ 1 CPU-s, with ebm ≤ 60 CPU-s including training.
 """
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from _measure import measure_in_subprocess
 from rich.console import Console
@@ -21,7 +23,7 @@ from simcluster.policies import POLICIES
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--trace", default=str(shared_data_dir() / "venus_sept"))
-    parser.add_argument("--policy", default=",".join(POLICIES.names()))
+    parser.add_argument("--policy", default=",".join(p for p in POLICIES.names() if p != "qssf") + ",qssf")
     parser.add_argument("--placement", default="consolidate")
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
@@ -29,10 +31,20 @@ def main() -> None:
     table = Table(title=f"policies on {args.trace} ({args.placement})", title_justify="left")
     for col in ("policy", "jobs", "load CPU-s", "sim CPU-s", "peak MiB", "avg JCT (s)", "avg queue (s)", "GPU util"):
         table.add_column(col, justify="right")
+    estimates = str(Path(args.trace) / "reference_estimates" / "qssf_lgb_priority.csv")
+    variants = []
     for policy in args.policy.split(","):
-        runs = [measure_in_subprocess(args.trace, policy, args.placement) for _ in range(args.repeat)]
+        if policy == "qssf":
+            variants += [("qssf/oracle", policy, {"estimator": "oracle"}), ("qssf/history", policy, {"estimator": "history"}),
+                         ("qssf/file", policy, {"estimator": "file", "estimates": estimates}),
+                         ("qssf/ebm", policy, {"estimator": "ebm"})]
+        else:
+            variants.append((policy, policy, {}))
+    for label, policy, options in variants:
+        repeat = 1 if options.get("estimator") == "ebm" or policy == "tiresias-gittins" else args.repeat
+        runs = [measure_in_subprocess(args.trace, policy, args.placement, **options) for _ in range(repeat)]
         best = min(runs, key=lambda r: r["sim_cpu"])
-        table.add_row(policy, f"{best['jobs']:,}", f"{min(r['load_cpu'] for r in runs):.3f}", f"{best['sim_cpu']:.3f}",
+        table.add_row(label, f"{best['jobs']:,}", f"{min(r['load_cpu'] for r in runs):.3f}", f"{best['sim_cpu']:.3f}",
                       f"{max(r['peak_mib'] for r in runs):.0f}", f"{best['avg_jct']:,.1f}", f"{best['avg_queue']:,.1f}",
                       f"{best['utilization']:.1%}")
     Console(width=120).print(table)

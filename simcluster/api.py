@@ -54,7 +54,7 @@ def simulate(trace: Trace, config: SimConfig = SimConfig(), observers: Iterable[
         policy=config.policy, placement=config.placement, trace=trace.source, seed=config.seed,
         gpus=sum(vc_gpus.values()), node_failures=finished.node_failures,
         sim_cpu_seconds=sim_cpu, load_cpu_seconds=trace.load_cpu_seconds,
-        skipped_rows=dict(trace.skipped), config=config.as_dict(),
+        skipped_rows=dict(trace.skipped), config=config.as_dict(), **sim.policy.report(),
     )
     return RunResult(frame, series, summary)
 

@@ -22,6 +22,7 @@ from rich.table import Table
 
 from simcluster.api import simulate
 from simcluster.config import SimConfig
+from simcluster.estimators import ESTIMATORS
 from simcluster.job import Job
 from simcluster.metrics import Observer
 from simcluster.paths import DEFAULT_TRACE
@@ -83,6 +84,18 @@ def run(
                                                        "failure loses the work since the last (0: none).")] = 0.0,
     preempt_overhead_small: Annotated[float, typer.Option(min=0, help="Preemption overhead (s), jobs of ≤ 8 GPUs.")] = 40.0,
     preempt_overhead_large: Annotated[float, typer.Option(min=0, help="Preemption overhead (s), jobs of > 8 GPUs.")] = 60.0,
+    quantum: Annotated[float, typer.Option(min=1, help="tiresias: seconds between scheduling decisions.")] = 60.0,
+    queues: Annotated[Optional[int], typer.Option(min=1, help="tiresias: number of priority queues K "
+                                                  "(default thresholds 18000·2^i GPU-s).")] = None,
+    thresholds: Annotated[Optional[str], typer.Option(help="tiresias: attained-service thresholds in GPU-seconds, "
+                                                      "comma-separated (K-1 of them). Default: 18000.")] = None,
+    promote_knob: Annotated[float, typer.Option(min=0, help="tiresias: promote a job that waited longer than "
+                                                "knob × its last run to the top queue (0: off).")] = 0.0,
+    estimator: Annotated[str, typer.Option(help="qssf: duration estimator — oracle, history, file or ebm.")] = "oracle",
+    estimates: Annotated[Optional[Path], typer.Option(help="qssf --estimator file: CSV of job_id,priority "
+                                                      "(estimated duration in seconds).")] = None,
+    retrain_interval: Annotated[float, typer.Option(min=1, help="qssf --estimator ebm: simulated seconds "
+                                                    "between re-trainings.")] = 7 * 86400.0,
     skip_invalid: Annotated[bool, typer.Option(help="Drop invalid trace rows (and report how many and why) "
                                                "instead of stopping at the first.")] = False,
     epoch: Annotated[str, typer.Option(help="Time zero for wall-clock submit times.")] = DEFAULT_EPOCH,
@@ -93,14 +106,18 @@ def run(
     """Simulate a trace and write jobs, timeline and summary to a results folder."""
     if fmt not in FORMATS:
         _fail(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
-    config = SimConfig(policy=policy, placement=placement, gpus_per_node=gpus_per_node, seed=seed,
-                       node_mtbf=node_mtbf, node_repair=node_repair, checkpoint_interval=checkpoint_interval,
-                       preempt_overhead_small=preempt_overhead_small, preempt_overhead_large=preempt_overhead_large)
     try:
-        POLICIES.get(policy), PLACEMENTS.get(placement)
+        config = SimConfig(policy=policy, placement=placement, gpus_per_node=gpus_per_node, seed=seed,
+                           node_mtbf=node_mtbf, node_repair=node_repair, checkpoint_interval=checkpoint_interval,
+                           preempt_overhead_small=preempt_overhead_small,
+                           preempt_overhead_large=preempt_overhead_large, quantum=quantum,
+                           thresholds=_queue_thresholds(queues, thresholds), promote_knob=promote_knob,
+                           estimator=estimator, estimates=str(estimates) if estimates else None,
+                           retrain_interval=retrain_interval)
+        POLICIES.get(policy), PLACEMENTS.get(placement), ESTIMATORS.get(estimator)
         loaded = load_trace(trace or DEFAULT_TRACE, vc_config, gpus_per_node=gpus_per_node,
                             skip_invalid=skip_invalid, epoch=epoch)
-    except (TraceError, UnknownPlugin) as exc:
+    except (TraceError, UnknownPlugin, ValueError) as exc:
         _fail(str(exc))
     quiet = quiet or as_json
     if loaded.skipped and not quiet:
@@ -112,13 +129,33 @@ def run(
     with Progress(TextColumn("[bold]{task.fields[label]}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
                   TimeElapsedColumn(), TimeRemainingColumn(), console=err, disable=quiet, transient=True) as progress:
         task = progress.add_task("", total=len(loaded), label=f"{policy}/{placement}")
-        result = simulate(loaded, config, [_ProgressObserver(progress, task, len(loaded))])
+        try:
+            result = simulate(loaded, config, [_ProgressObserver(progress, task, len(loaded))])
+        except (TraceError, ValueError) as exc:  # e.g. an estimates file that lacks a job
+            _fail(str(exc))
     write_run(target, result.tables(), result.summary, fmt)
 
     if as_json:
         print(json.dumps(result.summary, default=float))
     elif not quiet:
         _print_summary(result.summary, target)
+
+
+def _queue_thresholds(queues: int | None, thresholds: str | None) -> tuple[float, ...]:
+    """--queues K and/or --thresholds a,b,... → K-1 ascending thresholds."""
+    if thresholds:
+        try:
+            values = tuple(float(v) for v in thresholds.split(","))
+        except ValueError:
+            raise ValueError(f"--thresholds must be numbers separated by commas, got {thresholds!r}") from None
+        if list(values) != sorted(set(values)) or values[0] <= 0:
+            raise ValueError(f"--thresholds must be positive and increasing, got {thresholds!r}")
+        if queues is not None and len(values) != queues - 1:
+            raise ValueError(f"--queues {queues} needs {queues - 1} thresholds, got {len(values)}")
+        return values
+    if queues is not None:
+        return tuple(18000.0 * 2**i for i in range(queues - 1))
+    return (18000.0,)
 
 
 def _print_summary(summary: dict[str, Any], target: Path) -> None:
@@ -134,6 +171,10 @@ def _print_summary(summary: dict[str, Any], target: Path) -> None:
         row(vc, figures)
     row("all", summary, style="bold")
     out.print(table)
+    quality = summary.get("estimate_quality")
+    if quality and quality.get("jobs"):
+        out.print(f"{summary['estimator']} estimates: MAE {quality['mae']:,.0f} s, median relative error "
+                  f"{quality['median_relative_error']:.1%} over {quality['jobs']:,} jobs", highlight=False)
     out.print(f"makespan {summary['makespan']:,.0f} s · preemptions {summary['preemptions']:,} · "
               f"restarts {summary['restarts']:,} · simulation {summary['sim_cpu_seconds']:.2f} CPU-s · "
               f"loading {summary['load_cpu_seconds']:.2f} CPU-s\nresults in [bold]{target}[/]", highlight=False)

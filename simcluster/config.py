@@ -25,6 +25,19 @@ class SimConfig:
     preempt_overhead_small: float = setting(40.0, "Checkpoint/restore seconds charged per preemption, ≤ 8 GPUs.")
     preempt_overhead_large: float = setting(60.0, "Checkpoint/restore seconds charged per preemption, > 8 GPUs.")
 
+    # tiresias
+    quantum: float = setting(60.0, "Seconds between scheduling decisions of quantum-based policies (tiresias).")
+    thresholds: tuple[float, ...] = setting(
+        (18000.0,), "Attained-service thresholds (GPU-seconds) between tiresias' priority queues; K queues need K-1."
+    )
+    promote_knob: float = setting(
+        0.0, "Tiresias' starvation guard: a job waiting longer than knob × its last run goes to the top queue (0: off)."
+    )
+    # estimate-driven policies (qssf)
+    estimator: str = setting("oracle", "Duration estimator: oracle, history, file or ebm.")
+    estimates: str | None = setting(None, "CSV of job_id,priority (estimated duration, s) for --estimator file.")
+    retrain_interval: float = setting(7 * 86400.0, "Seconds of simulated time between re-trainings of learned estimators.")
+
     def preemption_overhead(self, gpu_num: int) -> float:
         return self.preempt_overhead_small if gpu_num <= 8 else self.preempt_overhead_large
 

@@ -30,15 +30,15 @@ from simcluster.queue import JobQueue
 LATE = 2  # SimPy's own priorities are URGENT=0 and NORMAL=1
 
 
-def trigger_late(event: simpy.Event) -> None:
-    """Succeed ``event`` now, but after every ordinary event of this instant.
+def trigger_late(event: simpy.Event, delay: float = 0.0) -> None:
+    """Succeed ``event`` after ``delay``, but after every ordinary event of that instant.
 
     SimPy's public ``succeed`` always uses NORMAL priority; this mirrors what
     SimPy itself does for its URGENT events (Initialize, Interruption).
     """
     event._ok = True  # noqa: SLF001
     event._value = None  # noqa: SLF001
-    event.env.schedule(event, LATE)
+    event.env.schedule(event, LATE, delay)
 
 
 @dataclass(frozen=True)
@@ -78,6 +78,9 @@ class _VcContext:
     def preempt(self, job: Job) -> None:
         self.sim.preempt(job, self.vc)
 
+    def wake_at(self, when: float) -> None:
+        self.sim.wake_at(self.vc, when)
+
 
 class Simulation:
     """Replays ``jobs`` on a cluster of ``vc_nodes`` under ``config``.
@@ -102,7 +105,7 @@ class Simulation:
         start = min((j.submit_time for j in jobs), default=0)
         self.env = simpy.Environment(initial_time=start)
         self.cluster = Cluster(vc_nodes, config.gpus_per_node)
-        self.policy = POLICIES.get(config.policy)()
+        self.policy = POLICIES.get(config.policy)(config)
         self.placement = make_placement(config.placement, random.Random(config.seed))
         for vc in self.cluster.vcs.values():
             vc.pending = JobQueue(key=self.policy.pending_key)
@@ -118,6 +121,7 @@ class Simulation:
         self._on_sample = overridden_hooks(observers, "on_sample")
         self._contexts = {name: _VcContext(self, vc) for name, vc in self.cluster.vcs.items()}
         self._dirty: dict[str, None] = {}
+        self._timers: set[tuple[str, float]] = set()  # (VC, time) of policy wake-ups already set
         self._wakeup = self.env.event()
         self._unfinished = len(jobs)
         self._all_done = self.env.event()
@@ -150,6 +154,7 @@ class Simulation:
     def _job_life(self, job: Job) -> Iterator[simpy.Event]:
         """Queue, wait for GPUs, run; a preemption or failure sends it back to waiting."""
         vc = self.cluster.vcs[job.vc]
+        self.policy.on_submit(job, self.env.now)
         self._enqueue(job, vc)
         for hook in self._on_submit:
             hook(job, self.env.now)
@@ -257,6 +262,16 @@ class Simulation:
         self._unfinished -= 1
         if not self._unfinished:
             self._all_done.succeed()
+
+    def wake_at(self, vc: VirtualCluster, when: float) -> None:
+        """Run the policy on ``vc`` again at ``when`` (a policy's own timer; duplicates are merged)."""
+        key = (vc.name, when)
+        if key in self._timers:
+            return
+        self._timers.add(key)
+        timer = self.env.event()
+        timer.callbacks.append(lambda _: (self._timers.discard(key), self._request_pass(vc)))
+        trigger_late(timer, max(0.0, when - self.env.now))
 
     def _request_pass(self, vc: VirtualCluster) -> None:
         self._dirty[vc.name] = None

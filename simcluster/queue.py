@@ -99,6 +99,13 @@ class JobQueue:
         if not sized:
             del self._by_size[job.gpu_num]
 
+    def rekey(self) -> None:
+        """Recompute every waiting job's key (for a policy whose order changed as a whole)."""
+        jobs = list(self)
+        self._all, self._by_size, self._entry_of = _SortedJobs(), {}, {}
+        for job in sorted(jobs, key=lambda j: (self._key(j), j.index)):
+            self.push(job)
+
     def first(self) -> Job | None:
         return self._all.jobs[self._all.head] if self._entry_of else None
 

@@ -12,11 +12,14 @@ from simcluster.cli import main
 LUCID_FIFO_AVG_JCT = 65_720
 
 
-@pytest.mark.parametrize("policy", ["fifo", "sjf", "srtf"])
+@pytest.mark.parametrize("policy", ["fifo", "sjf", "srtf", "tiresias", "qssf"])
 def test_cli_runs_each_policy_on_venus(venus_sept, tmp_path, capsys, policy):
     out = tmp_path / policy
+    extra = []
+    if policy == "qssf":
+        extra = ["--estimator", "file", "--estimates", str(venus_sept / "reference_estimates" / "qssf_lgb_priority.csv")]
     with pytest.raises(SystemExit) as exited:
-        main(["run", "--trace", str(venus_sept), "--policy", policy, "--out", str(out), "--json"])
+        main(["run", "--trace", str(venus_sept), "--policy", policy, "--out", str(out), "--json", *extra])
     assert exited.value.code == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["jobs"] == 23_859
@@ -24,5 +27,7 @@ def test_cli_runs_each_policy_on_venus(venus_sept, tmp_path, capsys, policy):
     assert (out / "jobs.csv").is_file()
     if policy == "fifo":
         assert summary["avg_jct"] == pytest.approx(LUCID_FIFO_AVG_JCT, rel=0.005)
-    if policy == "srtf":
+    if policy in ("srtf", "tiresias"):
         assert summary["preemptions"] > 0
+    if policy == "qssf":
+        assert summary["estimator"] == "file" and summary["estimate_quality"]["jobs"] == 23_859

@@ -39,6 +39,7 @@ This mirrors the layout of Lucid's public ``colocate_info.csv`` (speed, utilizat
 and memory of each measured pair) with explicit throughputs and a status.
 
 Files are CSV or Parquet, chosen by the extension (``.csv``, ``.parquet``/``.pq``).
+Columns other than the ones above are ignored on reading; keys must be unique.
 :func:`read_single_table` and :func:`read_pair_table` check every row and raise
 :class:`TableError` naming the file, the 1-based data row and the field at fault;
 :func:`write_table` checks the same rules, then writes atomically (a temporary
@@ -57,18 +58,18 @@ import numpy as np
 import pandas as pd
 
 __all__ = [
-    "SINGLE_COLUMNS",
-    "SINGLE_KEY",
     "PAIR_COLUMNS",
     "PAIR_KEY",
-    "STATUS_OK",
-    "STATUS_FAILED",
+    "SINGLE_COLUMNS",
+    "SINGLE_KEY",
     "SPEED_MAX",
+    "STATUS_FAILED",
+    "STATUS_OK",
     "TableError",
-    "read_single_table",
     "read_pair_table",
-    "validate_single_table",
+    "read_single_table",
     "validate_pair_table",
+    "validate_single_table",
     "write_table",
 ]
 
@@ -171,7 +172,7 @@ def _number(value: object) -> float:
     if _is_blank(value):
         return math.nan
     if isinstance(value, bool):
-        raise ValueError("boolean")
+        raise TypeError("a boolean is not a number")
     number = float(value)  # type: ignore[arg-type]
     if math.isinf(number):
         raise ValueError("infinite")
@@ -195,9 +196,8 @@ def _check_value(kind: str, number: float) -> str | None:
     elif kind == _PERCENT:
         if not 0.0 <= number <= 100.0:
             return f"expected a {kind}, got {number:g}"
-    elif kind == _SPEED:
-        if not 0.0 < number <= SPEED_MAX:
-            return f"expected a {kind}, got {number:g}"
+    elif kind == _SPEED and not 0.0 < number <= SPEED_MAX:
+        return f"expected a {kind}, got {number:g}"
     return None
 
 
@@ -210,14 +210,18 @@ def _validate(
 ) -> pd.DataFrame:
     missing = [c for c in columns if c not in df.columns]
     if missing:
-        raise _fail(source, None, None, f"missing column(s) {', '.join(missing)}; expected {','.join(columns)}")
+        raise _fail(
+            source, None, None, f"missing column(s) {', '.join(missing)}; expected {','.join(columns)}"
+        )
     df = df.reset_index(drop=True)
     out: dict[str, pd.Series] = {}
 
     status = _as_text(df["status"])
     for i, value in enumerate(status):
         if value not in (STATUS_OK, STATUS_FAILED):
-            raise _fail(source, i + 1, "status", f"expected {STATUS_OK!r} or {STATUS_FAILED!r}, got {value!r}")
+            raise _fail(
+                source, i + 1, "status", f"expected {STATUS_OK!r} or {STATUS_FAILED!r}, got {value!r}"
+            )
     ok = (status == STATUS_OK).to_numpy()
     error = _as_text(df["error"])
     for i, (is_ok, text) in enumerate(zip(ok, error, strict=True)):

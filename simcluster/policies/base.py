@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from simcluster.cluster import VirtualCluster
+from simcluster.config import SimConfig
 from simcluster.job import Job
 from simcluster.queue import submit_order
 from simcluster.registry import Registry
@@ -27,12 +28,19 @@ class SchedulingContext(Protocol):
         """Checkpoint a running job, free its GPUs and queue it again."""
         ...
 
+    def wake_at(self, when: float) -> None:
+        """Run the policy on this VC again at ``when`` (merged with any other wake-up then)."""
+        ...
+
 
 class Policy:
     """Base class: FIFO queue order and no timers; subclasses override."""
 
     name: str = "?"
     preemptive: bool = False
+
+    def __init__(self, config: SimConfig | None = None) -> None:
+        self.config = config or SimConfig()
 
     def pending_key(self, job: Job) -> Any:
         """The queue order; must not change while the job waits."""
@@ -41,8 +49,15 @@ class Policy:
     def schedule(self, vc: VirtualCluster, ctx: SchedulingContext) -> None:
         raise NotImplementedError
 
+    def on_submit(self, job: Job, now: float) -> None:
+        """Hook called when a job arrives, before it is queued (e.g. to estimate its duration)."""
+
     def on_finish(self, job: Job, now: float) -> None:
         """Hook for policies that learn from finished jobs."""
+
+    def report(self) -> dict[str, Any]:
+        """Figures the policy adds to ``summary.json`` (e.g. estimator quality)."""
+        return {}
 
 
 POLICIES: Registry[type[Policy]] = Registry("policy")

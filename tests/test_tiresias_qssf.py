@@ -1,0 +1,187 @@
+"""Tiresias, its Gittins variant and QSSF: hand-computed schedules and their invariants."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import make_trace
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simcluster.api import simulate
+from simcluster.config import SimConfig
+from simcluster.engine import Simulation
+from simcluster.estimators import make_estimator
+from simcluster.job import Job, JobState
+from simcluster.metrics import Observer
+from simcluster.policies.tiresias import Tiresias
+from simcluster.policies.tiresias_gittins import GittinsIndex, TiresiasGittins
+
+
+def times(rows, vc_nodes, **cfg):
+    result = simulate(make_trace(rows, vc_nodes), SimConfig(**cfg))
+    jobs = result.jobs.set_index("job_id")
+    return [(jobs.at[f"j{i}", "start_time"], jobs.at[f"j{i}", "end_time"]) for i in range(len(rows))], result
+
+
+# --- tiresias ---------------------------------------------------------------------------------------
+def test_tiresias_demotes_a_job_past_its_threshold_and_decides_on_quantum_boundaries():
+    # j0 crosses 480 GPU-s after 60 s but is only demoted at the next boundary (120), where j1 takes over;
+    # j1's completion at 220 is acted on at 240, when j0 resumes with 880 s + 40 s overhead left.
+    rows = [("a", 8, 0, 1000), ("a", 8, 30, 100)]
+    got, result = times(rows, {"a": 1}, policy="tiresias", thresholds=(480.0,), quantum=60)
+    assert got == [(0, 1160), (120, 220)]
+    assert result.jobs.set_index("job_id").at["j0", "preemptions"] == 1
+
+
+def test_tiresias_keeps_fifo_order_inside_a_queue():
+    rows = [("a", 8, 0, 300), ("a", 8, 10, 100), ("a", 8, 20, 100)]
+    got, _ = times(rows, {"a": 1}, policy="tiresias", thresholds=(1e9,))
+    assert got == [(0, 300), (300, 400), (420, 520)]  # j1 ends at 400, acted on at 420
+
+
+def test_tiresias_with_three_queues():
+    # thresholds 480 and 4800 GPU-s; j0 (8 GPUs) is demoted at 120 (960 > 480) below newcomer j1
+    rows = [("a", 8, 0, 2000), ("a", 8, 100, 50)]
+    got, _ = times(rows, {"a": 1}, policy="tiresias", thresholds=(480.0, 4800.0))
+    assert got == [(0, 2000 + 40 + 60), (120, 170)]
+
+
+class QueueInversionGuard(Observer):
+    """After every decision: no waiting job sits in a higher queue than a running one."""
+
+    def __init__(self) -> None:
+        self.sim: Simulation | None = None
+        self.checked = 0
+
+    def on_sample(self, now, used_gpus, running, pending):
+        policy: Tiresias = self.sim.policy
+        if now % policy.quantum:
+            return
+        for vc in self.sim.cluster.vcs.values():
+            if vc.pending and vc.running:
+                best_waiting = min(policy.queue_of(policy.attained(j, now)) for j in vc.pending)
+                worst_running = max(policy.queue_of(policy.attained(j, now)) for j in vc.running)
+                assert best_waiting >= worst_running, (now, best_waiting, worst_running)
+                self.checked += 1
+
+
+@settings(max_examples=30, deadline=None)
+@given(rows=st.lists(st.tuples(st.integers(0, 600), st.integers(1, 900)), min_size=2, max_size=30),
+       thresholds=st.lists(st.sampled_from([60.0, 200.0, 600.0, 3000.0]), min_size=1, max_size=3, unique=True))
+def test_a_running_job_never_sits_in_a_lower_queue_than_a_waiting_job_that_fits(rows, thresholds):
+    # single-GPU jobs: a waiting job fits whenever a lower-queue job holds a GPU
+    trace = make_trace([("a", 1, t, d) for t, d in sorted(rows)], {"a": 1})
+    guard = QueueInversionGuard()
+    config = SimConfig(policy="tiresias", thresholds=tuple(sorted(thresholds)))
+    sim = Simulation(trace.make_jobs(), trace.vc_nodes, config, [guard])
+    guard.sim = sim
+    sim.run()
+    assert all(j.state is JobState.FINISHED for j in sim.jobs)
+
+
+class WaitLog(Observer):
+    def __init__(self, job_id: str) -> None:
+        self.job_id, self.waits, self.runs, self._since = job_id, [], [], None
+
+    def on_preempt(self, job, now):
+        if job.job_id == self.job_id:
+            self.runs.append(now - job.run_started_at)
+            self._since = now
+
+    def on_start(self, job, now):
+        if job.job_id == self.job_id and self._since is not None:
+            self.waits.append((now - self._since, self.runs[-1]))
+            self._since = None
+
+
+@pytest.mark.parametrize("knob", [0.0, 2.0])
+def test_the_promote_knob_bounds_how_long_a_demoted_job_starves(knob):
+    # j0 (8 GPUs, long) is demoted after 120 s; a stream of short single-GPU jobs keeps the top queue busy
+    # for 6,000 s. Without the knob j0 waits for the whole stream; with knob 2 never longer than
+    # 2 × its last run plus two quanta.
+    stream = [("a", 1, t, 50) for t in range(30, 6000, 50) for _ in range(8)]
+    rows = [("a", 8, 0, 3000), *stream]
+    log = WaitLog("j0")
+    simulate(make_trace(rows, {"a": 1}), SimConfig(policy="tiresias", thresholds=(480.0,), promote_knob=knob), [log])
+    assert log.waits
+    if knob:
+        assert all(wait <= knob * run + 120 for wait, run in log.waits)
+    else:
+        assert max(wait for wait, _ in log.waits) > 5000
+
+
+# --- tiresias-gittins ----------------------------------------------------------------------------
+def test_gittins_index_from_finished_services():
+    g = GittinsIndex()
+    assert g.index(0, float("inf")) == 0.0  # nothing finished yet
+    for s in (800, 800, 8000):
+        g.add(s)
+    g.refresh()
+    assert g.index(0, float("inf")) == pytest.approx(3 / 9600)
+    assert g.index(480, float("inf")) == pytest.approx(3 / (9600 - 3 * 480))
+    assert g.index(0, 1000) == pytest.approx(2 / (1600 + 1000))
+    assert g.index(9000, 100) == 0.0  # outlived every finished job
+
+
+def test_tiresias_gittins_serves_the_job_likely_to_finish_soonest(monkeypatch):
+    monkeypatch.setattr(TiresiasGittins, "REFRESH_SECONDS", 0.0)
+    # services seen: 800, 800 → a fresh job (index 2/1600) beats j2, which has outlived them (index 0)
+    rows = [("a", 8, 0, 100), ("a", 8, 0, 100), ("a", 8, 0, 1000), ("a", 8, 400, 100)]
+    got, _ = times(rows, {"a": 1}, policy="tiresias-gittins", thresholds=(1e9,))
+    assert got == [(0, 100), (120, 220), (240, 1400), (420, 520)]
+
+
+# --- qssf ------------------------------------------------------------------------------------------
+def test_qssf_orders_by_estimated_service_once_older_jobs_wait():
+    rows = [("a", 8, 0, 100), ("a", 4, 10, 500), ("a", 2, 10, 400), ("a", 8, 20, 10)]
+    got, result = times(rows, {"a": 1}, policy="qssf", estimator="oracle")
+    assert got == [(0, 100), (110, 610), (110, 510), (100, 110)]
+    assert result.summary["estimate_quality"]["mae"] == 0
+
+
+def test_qssf_orders_newcomers_by_gpu_count_like_the_artifacts():
+    rows = [("a", 8, 0, 10), ("a", 1, 0, 1000)]
+    got, _ = times(rows, {"a": 1}, policy="qssf")
+    assert got == [(1000, 1010), (0, 1000)]
+
+
+def test_history_estimator_falls_back_from_user_and_gpus_to_user_to_everyone():
+    est = make_estimator(SimConfig(estimator="history"))
+    job = lambda user, gpus, d=0: Job(index=0, job_id="x", vc="a", gpu_num=gpus, submit_time=0, duration=d, user=user)
+    assert est.estimate(job("u", 1), 0) == 0.0
+    est.observe(job("u", 1, 100), 0)
+    est.observe(job("u", 2, 300), 0)
+    est.observe(job("v", 1, 1000), 0)
+    assert est.estimate(job("u", 1), 0) == 100
+    assert est.estimate(job("u", 4), 0) == 200
+    assert est.estimate(job("w", 1), 0) == pytest.approx(1400 / 3)
+
+
+def test_file_estimates_are_validated(tmp_path: Path):
+    bad = tmp_path / "est.csv"
+    bad.write_text("job_id,priority\nj0,12\nj1,soon\n")
+    with pytest.raises(ValueError, match=r"est.csv, line 3, field 'priority': not a number: 'soon'"):
+        make_estimator(SimConfig(estimator="file", estimates=str(bad)))
+    with pytest.raises(ValueError, match="needs --estimates"):
+        make_estimator(SimConfig(estimator="file"))
+
+
+def test_file_estimates_drive_the_order(tmp_path: Path):
+    est = tmp_path / "est.csv"
+    est.write_text("job_id,priority\nj0,100\nj1,5\nj2,1\n")  # j2 believed shortest although it is not
+    rows = [("a", 8, 0, 100), ("a", 8, 10, 20), ("a", 8, 20, 300)]
+    got, result = times(rows, {"a": 1}, policy="qssf", estimator="file", estimates=str(est))
+    assert got == [(0, 100), (400, 420), (100, 400)]
+    assert result.summary["estimate_quality"]["jobs"] == 3
+
+
+def test_ebm_estimator_trains_weekly_on_finished_jobs_and_reports_quality():
+    from simcluster.traces.synth import SynthSpec, synthesize
+
+    trace = synthesize(SynthSpec(jobs=600, nodes=8, vcs=2, seed=4, load=0.5))
+    result = simulate(trace, SimConfig(policy="qssf", estimator="ebm", retrain_interval=86400.0))
+    quality = result.summary["estimate_quality"]
+    assert result.summary["jobs"] == 600 and quality["jobs"] == 600
+    assert quality["mae"] > 0 and quality["median_relative_error"] >= 0
