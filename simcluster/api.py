@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from simcluster.colocation.loader import ColocationModel
 from simcluster.config import SimConfig
 from simcluster.engine import Simulation
 from simcluster.metrics import ClusterTimeline, FinishedJobs, Observer
@@ -27,7 +28,8 @@ class RunResult:
         return {"jobs": self.jobs, "timeline": self.timeline}
 
 
-def simulate(trace: Trace, config: SimConfig = SimConfig(), observers: Iterable[Observer] = ()) -> RunResult:
+def simulate(trace: Trace, config: SimConfig = SimConfig(), observers: Iterable[Observer] = (),
+             colocation: ColocationModel | None = None) -> RunResult:
     """Replay ``trace`` under ``config``.
 
     >>> from simcluster.traces.synth import SynthSpec, synthesize
@@ -38,23 +40,28 @@ def simulate(trace: Trace, config: SimConfig = SimConfig(), observers: Iterable[
     cpu0 = time.process_time()
     jobs = trace.make_jobs()
     finished, timeline = FinishedJobs(), ClusterTimeline()
-    sim = Simulation(jobs, trace.vc_nodes, config, [finished, timeline, *observers])
+    sim = Simulation(jobs, trace.vc_nodes, config, [finished, timeline, *observers], colocation)
     with _quiet_gc():
         sim.run()
     sim_cpu = time.process_time() - cpu0
 
     frame = jobs_frame(finished.jobs)
     series = pd.DataFrame(
-        {"time": timeline.time, "busy_gpus": timeline.used_gpus, "running_jobs": timeline.running,
-         "pending_jobs": timeline.pending}
+        {"time": timeline.time, "busy_gpus": timeline.used_gpus, "shared_gpus": timeline.shared_gpus,
+         "running_jobs": timeline.running, "pending_jobs": timeline.pending}
     )
     vc_gpus = {name: vc.total_gpus for name, vc in sim.cluster.vcs.items()}
+    end = float(frame["end_time"].max()) if len(frame) else sim.env.now
+    vc_gpu_seconds = {name: vc.gpu_seconds(end) for name, vc in sim.cluster.vcs.items()}
+    sharing = {}
+    if sim.colocation is not None:
+        sharing = {"colocation": sim.colocation.source, "colocation_fallbacks": sim.colocation.fallback_counts()}
     summary = summarize(
-        frame, vc_gpus,
+        frame, vc_gpus, vc_gpu_seconds,
         policy=config.policy, placement=config.placement, trace=trace.source, seed=config.seed,
         gpus=sum(vc_gpus.values()), node_failures=finished.node_failures,
         sim_cpu_seconds=sim_cpu, load_cpu_seconds=trace.load_cpu_seconds,
-        skipped_rows=dict(trace.skipped), config=config.as_dict(), **sim.policy.report(),
+        skipped_rows=dict(trace.skipped), config=config.as_dict(), **sim.policy.report(), **sharing,
     )
     return RunResult(frame, series, summary)
 

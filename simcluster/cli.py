@@ -96,6 +96,10 @@ def run(
                                                       "(estimated duration in seconds).")] = None,
     retrain_interval: Annotated[float, typer.Option(min=1, help="qssf --estimator ebm: simulated seconds "
                                                     "between re-trainings.")] = 7 * 86400.0,
+    colocation: Annotated[str, typer.Option(help="Sharing policies: colocation tables — 'default' (ours), 'lucid' "
+                                            "(public RTX 3090 table) or a folder with single.csv and pair.csv.")] = "default",
+    gpu_memory: Annotated[float, typer.Option(min=1, help="Sharing policies: MiB of memory per GPU.")] = 24576.0,
+    max_jobs_per_gpu: Annotated[int, typer.Option(min=1, help="Sharing policies: most jobs on one GPU.")] = 2,
     skip_invalid: Annotated[bool, typer.Option(help="Drop invalid trace rows (and report how many and why) "
                                                "instead of stopping at the first.")] = False,
     epoch: Annotated[str, typer.Option(help="Time zero for wall-clock submit times.")] = DEFAULT_EPOCH,
@@ -113,7 +117,8 @@ def run(
                            preempt_overhead_large=preempt_overhead_large, quantum=quantum,
                            thresholds=_queue_thresholds(queues, thresholds), promote_knob=promote_knob,
                            estimator=estimator, estimates=str(estimates) if estimates else None,
-                           retrain_interval=retrain_interval)
+                           retrain_interval=retrain_interval, colocation=colocation, gpu_memory=gpu_memory,
+                           max_jobs_per_gpu=max_jobs_per_gpu)
         POLICIES.get(policy), PLACEMENTS.get(placement), ESTIMATORS.get(estimator)
         loaded = load_trace(trace or DEFAULT_TRACE, vc_config, gpus_per_node=gpus_per_node,
                             skip_invalid=skip_invalid, epoch=epoch)
@@ -171,6 +176,9 @@ def _print_summary(summary: dict[str, Any], target: Path) -> None:
         row(vc, figures)
     row("all", summary, style="bold")
     out.print(table)
+    if "colocation" in summary:
+        out.print(f"GPU sharing: {summary['shared_gpu_fraction']:.1%} of busy GPU-time shared, average slowdown "
+                  f"{summary['avg_slowdown']:.3f}; colocation: {summary['colocation']}", highlight=False)
     quality = summary.get("estimate_quality")
     if quality and quality.get("jobs"):
         out.print(f"{summary['estimator']} estimates: MAE {quality['mae']:,.0f} s, median relative error "

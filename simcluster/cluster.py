@@ -9,7 +9,7 @@ instead of sorting every node on every attempt.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from simcluster.job import Job
@@ -18,21 +18,28 @@ from simcluster.queue import JobQueue
 
 @dataclass(eq=False)
 class Node:
-    """A machine with ``gpu_count`` GPUs; ``gpus[i]`` is the job on GPU i."""
+    """A machine with ``gpu_count`` GPUs; ``gpus[i]`` lists the jobs on GPU i.
+
+    A GPU holds one job, or several when a sharing policy colocates them
+    (``attach``); ``free_gpus`` counts idle GPUs only.
+    """
 
     vc: VirtualCluster
     index: int  # position inside its VC (placement tie-break order)
     name: str
     gpu_count: int
-    gpus: list[Job | None] = field(default_factory=list)
-    free_ids: list[int] = field(default_factory=list)  # free GPU indices, ascending
+    gpus: list[list[Job]] = field(default_factory=list)
+    memory_used: list[float] = field(default_factory=list)  # MiB per GPU
+    free_ids: list[int] = field(default_factory=list)  # idle GPU indices, ascending
     jobs: dict[Job, list[int]] = field(default_factory=dict)
     up: bool = True
-    used: int = 0
+    used: int = 0  # GPUs holding at least one job
+    shared: int = 0  # GPUs holding two or more
     bucket: int | None = None  # the free-count bucket the node is filed under
 
     def __post_init__(self) -> None:
-        self.gpus = [None] * self.gpu_count
+        self.gpus = [[] for _ in range(self.gpu_count)]
+        self.memory_used = [0.0] * self.gpu_count
         self.free_ids = list(range(self.gpu_count))
 
     @property
@@ -40,31 +47,64 @@ class Node:
         return self.gpu_count - self.used if self.up else 0
 
     def allocate(self, job: Job, count: int) -> list[int]:
-        """Give ``count`` free GPUs (lowest indices first) to ``job``."""
+        """Give ``count`` idle GPUs (lowest indices first) to ``job``."""
         assert count <= self.free_gpus, (self.name, count, self.free_gpus)
         taken = self.free_ids[:count]
         del self.free_ids[:count]
         for i in taken:
-            self.gpus[i] = job
+            self.gpus[i].append(job)
+            self.memory_used[i] += job.memory
         self.jobs[job] = taken
         self.used += count
-        self.vc._refile(self, used_delta=count)
+        self.vc._refile(self, used_delta=count, shared_delta=0)
         return taken
+
+    def attach(self, job: Job, ids: list[int]) -> list[int]:
+        """Put ``job`` on exactly these GPUs, idle or already running other jobs (sharing)."""
+        assert self.up and job not in self.jobs
+        newly_used = newly_shared = 0
+        for i in ids:
+            holders = self.gpus[i]
+            if not holders:
+                self.free_ids.remove(i)
+                newly_used += 1
+            elif len(holders) == 1:
+                newly_shared += 1
+            holders.append(job)
+            self.memory_used[i] += job.memory
+        self.jobs[job] = list(ids)
+        self.used += newly_used
+        self.shared += newly_shared
+        self.vc._refile(self, used_delta=newly_used, shared_delta=newly_shared)
+        return list(ids)
 
     def release(self, job: Job) -> None:
         taken = self.jobs.pop(job)
+        freed = unshared = 0
         for i in taken:
-            assert self.gpus[i] is job
-            self.gpus[i] = None
-        self.free_ids = sorted(self.free_ids + taken)
-        self.used -= len(taken)
-        self.vc._refile(self, used_delta=-len(taken))
+            holders = self.gpus[i]
+            holders.remove(job)
+            self.memory_used[i] -= job.memory
+            if not holders:
+                freed += 1
+                self.memory_used[i] = 0.0
+            elif len(holders) == 1:
+                unshared += 1
+        if freed:
+            self.free_ids = sorted(self.free_ids + [i for i in taken if not self.gpus[i]])
+        self.used -= freed
+        self.shared -= unshared
+        self.vc._refile(self, used_delta=-freed, shared_delta=-unshared)
+
+    def partners(self, job: Job) -> set[Job]:
+        """Other jobs sharing a GPU of this node with ``job``."""
+        return {other for i in self.jobs[job] for other in self.gpus[i] if other is not job}
 
     def set_up(self, up: bool) -> None:
         """Take the node out of (or back into) service; it must be empty to go down."""
         assert up or not self.jobs, "evict jobs before taking a node down"
         self.up = up
-        self.vc._refile(self, used_delta=0)
+        self.vc._refile(self, used_delta=0, shared_delta=0)
 
 
 class VirtualCluster:
@@ -86,11 +126,15 @@ class VirtualCluster:
         self.buckets[gpus_per_node] = (1 << nodes) - 1
         for node in self.nodes:
             node.bucket = gpus_per_node
-        self.used_gpus = 0
+        self.used_gpus = 0  # GPUs holding at least one job
+        self.shared_gpus = 0  # GPUs holding two or more
+        self.clock: Callable[[], float] = lambda: 0.0  # the simulation sets its own clock here
+        self.busy_gpu_seconds = self.shared_gpu_seconds = 0.0
+        self._since = 0.0
         self.pending: JobQueue = JobQueue()
         self.running: dict[Job, None] = {}  # insertion-ordered set
 
-    def _refile(self, node: Node, used_delta: int) -> None:
+    def _refile(self, node: Node, used_delta: int, shared_delta: int) -> None:
         """Move ``node`` to the bucket of its current free count."""
         bit = 1 << node.index
         if node.bucket is not None:
@@ -100,7 +144,18 @@ class VirtualCluster:
         if node.bucket is not None:
             self.buckets[node.bucket] |= bit
             self.free_gpus += node.bucket
-        self.used_gpus += used_delta
+        if used_delta or shared_delta:
+            now = self.clock()
+            self.busy_gpu_seconds += self.used_gpus * (now - self._since)
+            self.shared_gpu_seconds += self.shared_gpus * (now - self._since)
+            self._since = now
+            self.used_gpus += used_delta
+            self.shared_gpus += shared_delta
+
+    def gpu_seconds(self, now: float) -> tuple[float, float]:
+        """GPU-seconds with at least one job, and with two or more, up to ``now``."""
+        return (self.busy_gpu_seconds + self.used_gpus * (now - self._since),
+                self.shared_gpu_seconds + self.shared_gpus * (now - self._since))
 
     def nodes_with_free(self, k: int) -> Iterator[Node]:
         """Up nodes with exactly ``k`` free GPUs, in node order."""

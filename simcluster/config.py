@@ -38,6 +38,14 @@ class SimConfig:
     estimates: str | None = setting(None, "CSV of job_id,priority (estimated duration, s) for --estimator file.")
     retrain_interval: float = setting(7 * 86400.0, "Seconds of simulated time between re-trainings of learned estimators.")
 
+    # GPU sharing
+    colocation: str = setting(
+        "default", "Colocation tables: 'default' (ours: measured if committed, else analytic), 'lucid' (the public "
+        "RTX 3090 table from the shared data), or a folder with single.csv and pair.csv."
+    )
+    gpu_memory: float = setting(24576.0, "MiB of memory per GPU; jobs share a GPU only while their memory fits.")
+    max_jobs_per_gpu: int = setting(2, "Most jobs one GPU may hold when a policy shares GPUs.")
+
     def preemption_overhead(self, gpu_num: int) -> float:
         return self.preempt_overhead_small if gpu_num <= 8 else self.preempt_overhead_large
 

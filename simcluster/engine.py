@@ -21,9 +21,11 @@ import simpy
 
 from simcluster.cluster import Cluster, Node, VirtualCluster
 from simcluster.config import SimConfig
+from simcluster.job import UNKNOWN_WORKLOAD as UNKNOWN
 from simcluster.job import Job, JobState
 from simcluster.metrics.observer import Observer, overridden_hooks
-from simcluster.placement import make_placement
+from simcluster.colocation.loader import ColocationModel, load_colocation_model
+from simcluster.placement import Plan, make_placement
 from simcluster.policies import POLICIES
 from simcluster.queue import JobQueue
 
@@ -47,6 +49,13 @@ class Preempted:
 
     policy: str
     overhead: float
+
+
+@dataclass(frozen=True)
+class RateChanged:
+    """Interrupt cause: a GPU partner arrived or left, so the job runs at a new speed."""
+
+    speed: float
 
 
 @dataclass(frozen=True)
@@ -75,6 +84,17 @@ class _VcContext:
     def try_start(self, job: Job) -> bool:
         return self.sim.try_start(job, self.vc)
 
+    def start_on(self, job: Job, plan: Plan) -> None:
+        self.sim.start(job, self.vc, plan)
+
+    @property
+    def colocation(self) -> ColocationModel:
+        return self.sim.colocation
+
+    @property
+    def config(self) -> SimConfig:
+        return self.sim.config
+
     def preempt(self, job: Job) -> None:
         self.sim.preempt(job, self.vc)
 
@@ -99,7 +119,9 @@ class Simulation:
         vc_nodes: dict[str, int],
         config: SimConfig = SimConfig(),
         observers: Iterable[Observer] = (),
+        colocation: ColocationModel | None = None,
     ) -> None:
+        """``colocation`` overrides the model that ``config.colocation`` names (for sharing policies)."""
         self.config = config
         self.jobs = jobs
         start = min((j.submit_time for j in jobs), default=0)
@@ -109,6 +131,14 @@ class Simulation:
         self.placement = make_placement(config.placement, random.Random(config.seed))
         for vc in self.cluster.vcs.values():
             vc.pending = JobQueue(key=self.policy.pending_key)
+            vc.clock = lambda env=self.env: env.now
+            vc._since = float(start)
+        self.colocation: ColocationModel | None = None
+        if self.policy.shares_gpus:
+            self.colocation = colocation or load_colocation_model(config.colocation)
+            for job in jobs:
+                if not job.memory:
+                    job.memory = self.colocation.memory_mib(job.workload or UNKNOWN, job.gpu_num)
         observers = list(observers)
         # per hook, only the observers that implement it (most hooks are no-ops for most observers)
         self._on_submit = overridden_hooks(observers, "on_submit")
@@ -116,6 +146,7 @@ class Simulation:
         self._on_preempt = overridden_hooks(observers, "on_preempt")
         self._on_restart = overridden_hooks(observers, "on_restart")
         self._on_finish = overridden_hooks(observers, "on_finish")
+        self._on_speed = overridden_hooks(observers, "on_speed")
         self._on_node_down = overridden_hooks(observers, "on_node_down")
         self._on_node_up = overridden_hooks(observers, "on_node_up")
         self._on_sample = overridden_hooks(observers, "on_sample")
@@ -125,7 +156,7 @@ class Simulation:
         self._wakeup = self.env.event()
         self._unfinished = len(jobs)
         self._all_done = self.env.event()
-        self.used_gpus = self.running = self.pending = 0
+        self.running = self.pending = 0
 
     # --- the run -----------------------------------------------------------
     def run(self) -> None:
@@ -156,14 +187,15 @@ class Simulation:
         vc = self.cluster.vcs[job.vc]
         self.policy.on_submit(job, self.env.now)
         self._enqueue(job, vc)
+        self._request_pass(vc)
         for hook in self._on_submit:
             hook(job, self.env.now)
         while True:
             try:
-                yield job.started
-                yield self.env.timeout(job.overhead_left + job.work_left)
+                yield job.started  # at once if we are already running (a rate change)
+                yield self.env.timeout(job.time_left())
             except simpy.Interrupt:
-                continue  # whoever stopped us already took our GPUs and re-queued us
+                continue  # preempted, evicted or re-timed: whoever did it already updated our state
             self._finish(job, vc)
             return
 
@@ -176,8 +208,11 @@ class Simulation:
             dirty, self._dirty = self._dirty, {}
             for name in dirty:
                 self.policy.schedule(self.cluster.vcs[name], self._contexts[name])
-            for hook in self._on_sample:
-                hook(env.now, self.used_gpus, self.running, self.pending)
+            if self._on_sample:
+                vcs = self.cluster.vcs.values()
+                used, shared = sum(vc.used_gpus for vc in vcs), sum(vc.shared_gpus for vc in vcs)
+                for hook in self._on_sample:
+                    hook(env.now, used, shared, self.running, self.pending)
 
     def _node_life(self, node: Node, rng: random.Random) -> Iterator[simpy.Event]:
         """Fails after an exponential time with mean ``node_mtbf``, is repaired, and so on."""
@@ -197,21 +232,30 @@ class Simulation:
 
     # --- state changes -------------------------------------------------------
     def try_start(self, job: Job, vc: VirtualCluster) -> bool:
+        """Start ``job`` where the placement puts it, on idle GPUs; False if it has none now."""
         plan = self.placement.place(job, vc)
         if plan is None:
             return False
+        self.start(job, vc, plan)
+        return True
+
+    def start(self, job: Job, vc: VirtualCluster, plan: Plan) -> None:
+        """Start ``job`` on ``plan``: (node, count) takes idle GPUs, (node, [ids]) exactly those (sharing)."""
         now = self.env.now
-        job.allocation = tuple((node, node.allocate(job, count)) for node, count in plan)
+        job.allocation = tuple(
+            (node, node.allocate(job, where) if isinstance(where, int) else node.attach(job, where))
+            for node, where in plan
+        )
         vc.pending.remove(job)
         vc.running[job] = None
         job.start(now)
         job.started.succeed()
-        self.used_gpus += job.gpu_num
         self.running += 1
         self.pending -= 1
+        if vc.shared_gpus:
+            self._retime({job, *self._partners(job)})
         for hook in self._on_start:
             hook(job, now)
-        return True
 
     def preempt(self, job: Job, vc: VirtualCluster) -> None:
         overhead = self.config.preemption_overhead(job.gpu_num)
@@ -237,18 +281,58 @@ class Simulation:
         self._enqueue(job, vc)
 
     def _enqueue(self, job: Job, vc: VirtualCluster) -> None:
+        """Queue ``job``; the caller asks for a pass if one is needed (a preemption is the pass's own doing)."""
         job.started = self.env.event()
         vc.pending.push(job)
         self.pending += 1
-        self._request_pass(vc)
 
     def _release(self, job: Job, vc: VirtualCluster) -> None:
+        partners = self._partners(job) if vc.shared_gpus else ()
         for node, _ in job.allocation:
             node.release(job)
         job.allocation = ()
+        job.speed, job.sharing = 1.0, False
         del vc.running[job]
-        self.used_gpus -= job.gpu_num
         self.running -= 1
+        if partners:
+            self._retime(partners)
+
+    # --- GPU sharing -----------------------------------------------------------
+    @staticmethod
+    def _partners(job: Job) -> set[Job]:
+        return {other for node, _ in job.allocation for other in node.partners(job)}
+
+    def _speed_of(self, job: Job) -> tuple[float, bool]:
+        """A job runs at the pace of its slowest GPU; on a GPU it shares, its speed is the
+        product of its pairwise speeds with each partner there (the colocation table's measure)."""
+        slowest, sharing = 1.0, False
+        for node, ids in job.allocation:
+            for i in ids:
+                holders = node.gpus[i]
+                if len(holders) < 2:
+                    continue
+                sharing = True
+                speed = 1.0
+                for other in holders:
+                    if other is not job:
+                        speed *= self.colocation.pair_speeds(job.workload or UNKNOWN, job.gpu_num,
+                                                             other.workload or UNKNOWN, other.gpu_num)[0]
+                slowest = min(slowest, speed)
+        return slowest, sharing
+
+    def _retime(self, jobs: Iterable[Job]) -> None:
+        """Give running ``jobs`` their current speed; a job whose speed changed is re-timed by interrupt."""
+        now = self.env.now
+        for job in sorted(jobs, key=lambda j: j.index):  # deterministic order of interrupts
+            if job.state is not JobState.RUNNING:
+                continue
+            speed, sharing = self._speed_of(job)
+            if speed != job.speed or sharing != job.sharing:
+                job.change_speed(now, speed, sharing)
+                if job.started.processed:  # else its process has not timed this run yet and will read the speed
+                    job.process.interrupt(RateChanged(speed))
+                for hook in self._on_speed:
+                    hook(job, now)
 
     def _finish(self, job: Job, vc: VirtualCluster) -> None:
         now = self.env.now

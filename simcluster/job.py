@@ -27,6 +27,9 @@ class Workload:
     amp: int
 
 
+UNKNOWN_WORKLOAD = Workload("unknown", "unknown", 1, 0)  # what a job of a trace without workload columns runs
+
+
 class JobState(enum.Enum):
     PENDING = "pending"
     RUNNING = "running"
@@ -54,10 +57,14 @@ class Job:
     duration: int
     user: str = ""
     workload: Workload | None = None
+    memory: float = 0.0  # GPU memory (MiB) on each of its GPUs; what limits sharing
 
     state: JobState = JobState.PENDING
     work_left: float = field(init=False)  # seconds of progress still to make
     overhead_left: float = 0.0  # restore time to pay before progress resumes
+    speed: float = 1.0  # progress per second now (below 1 while sharing GPUs)
+    shared_seconds: float = 0.0  # time run while sharing a GPU
+    sharing: bool = False
     progress_at_checkpoint: float = 0.0
     start_time: float | None = None  # first start
     end_time: float | None = None
@@ -83,15 +90,28 @@ class Job:
         return self.duration - self.work_left
 
     def remaining_at(self, now: float) -> float:
-        """Seconds of execution (overhead included) still needed at ``now``."""
+        """Seconds of exclusive execution (overhead included) still needed at ``now``."""
         left = self.overhead_left + self.work_left
         if self.state is JobState.RUNNING:
-            left -= now - self.run_started_at
+            ran = now - self.run_started_at
+            paid = min(ran, self.overhead_left)
+            left -= paid + (ran - paid) * self.speed
         return left
+
+    def time_left(self) -> float:
+        """Wall-clock seconds until the current run ends at the current speed (from its segment start)."""
+        return self.overhead_left + self.work_left / self.speed
 
     def finish_time(self) -> float:
         """When the current run ends if nothing interrupts it."""
-        return self.run_started_at + self.overhead_left + self.work_left
+        return self.run_started_at + self.time_left()
+
+    def change_speed(self, now: float, speed: float, sharing: bool) -> None:
+        """Close the current run segment at the old speed and go on at ``speed``."""
+        assert self.state is JobState.RUNNING
+        self._account_run(now)
+        self.run_started_at = now
+        self.speed, self.sharing = speed, sharing
 
     # --- transitions -----------------------------------------------------
     def start(self, now: float) -> None:
@@ -134,9 +154,11 @@ class Job:
     def _account_run(self, now: float) -> None:
         ran = now - self.run_started_at
         self.busy_time += ran
+        if self.sharing:
+            self.shared_seconds += ran
         paid = min(ran, self.overhead_left)
         self.overhead_left -= paid
-        self.work_left = max(0.0, self.work_left - (ran - paid))
+        self.work_left = max(0.0, self.work_left - (ran - paid) * self.speed)
 
     # --- results ---------------------------------------------------------
     @property

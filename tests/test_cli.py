@@ -26,7 +26,7 @@ def test_run_without_arguments_uses_the_embedded_trace_and_writes_the_results_co
     assert summary["policy"] == "fifo" and summary["jobs"] == len(jobs) == 2000
     assert set(summary["per_vc"]) == set(jobs["vc"])
     timeline = pd.read_csv(out / "timeline.csv")
-    assert list(timeline.columns) == ["time", "busy_gpus", "running_jobs", "pending_jobs"]
+    assert list(timeline.columns) == ["time", "busy_gpus", "shared_gpus", "running_jobs", "pending_jobs"]
     assert timeline["time"].is_monotonic_increasing
 
 

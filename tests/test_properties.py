@@ -19,7 +19,7 @@ VCS = {"a": 2, "b": 1}
 
 
 class CapacityGuard(Observer):
-    """Checks, at every start, that no GPU holds two jobs and node counts agree."""
+    """Checks, at every start, that no GPU holds more than two jobs and node counts agree."""
 
     def __init__(self) -> None:
         self.starts: list[tuple[str, float]] = []
@@ -30,8 +30,8 @@ class CapacityGuard(Observer):
         for node, gpus in job.allocation:
             assert node.up
             assert node.used <= node.gpu_count
-            assert sum(h is not None for h in node.gpus) == node.used
-            assert all(node.gpus[i] is job for i in gpus)
+            assert sum(bool(holders) for holders in node.gpus) == node.used
+            assert all(job in node.gpus[i] and len(node.gpus[i]) <= 2 for i in gpus)
 
 
 jobs_strategy = st.lists(
@@ -57,9 +57,12 @@ def test_every_job_starts_after_submission_and_finishes_exactly_once(rows, polic
     assert (jobs["start_time"] >= jobs["submit_time"]).all()
     assert (jobs["end_time"] >= jobs["start_time"]).all()
     assert (jobs["jct"] >= jobs["duration"]).all()
-    assert (jobs["jct"] == jobs["queue"] + jobs["busy_time"]).all()
-    # work is conserved: busy time is the duration plus the overheads charged
-    assert (jobs["busy_time"] == jobs["duration"] + jobs["overhead"]).all()
+    assert np.allclose(jobs["jct"], jobs["queue"] + jobs["busy_time"])
+    # work is conserved: busy time is the duration plus the overheads charged (more while slowed by sharing)
+    if POLICIES.get(policy).shares_gpus:
+        assert (jobs["busy_time"] >= jobs["duration"] + jobs["overhead"] - 1e-6).all()
+    else:
+        assert (jobs["busy_time"] == jobs["duration"] + jobs["overhead"]).all()
 
 
 @fast
@@ -93,7 +96,11 @@ def test_node_failures_lose_work_but_every_job_still_finishes_once(rows, policy,
     jobs, _ = run(rows, policy=policy, seed=seed, node_mtbf=300, node_repair=50, checkpoint_interval=60)
     assert len(jobs) == len(rows)
     # failure times are random reals: compare up to rounding
-    assert np.allclose(jobs["busy_time"], jobs["duration"] + jobs["overhead"] + jobs["lost_work"])
+    spent = jobs["duration"] + jobs["overhead"] + jobs["lost_work"]
+    if POLICIES.get(policy).shares_gpus:
+        assert (jobs["busy_time"] >= spent - 1e-6).all()
+    else:
+        assert np.allclose(jobs["busy_time"], spent)
     assert (jobs.loc[jobs["restarts"] == 0, "lost_work"] == 0).all()
 
 

@@ -55,7 +55,7 @@ class QueueInversionGuard(Observer):
         self.sim: Simulation | None = None
         self.checked = 0
 
-    def on_sample(self, now, used_gpus, running, pending):
+    def on_sample(self, now, used_gpus, shared_gpus, running, pending):
         policy: Tiresias = self.sim.policy
         if now % policy.quantum:
             return

@@ -17,9 +17,10 @@ class Observer:
     def on_preempt(self, job: Job, now: float) -> None: ...
     def on_restart(self, job: Job, now: float) -> None: ...  # evicted by a node failure
     def on_finish(self, job: Job, now: float) -> None: ...
+    def on_speed(self, job: Job, now: float) -> None: ...  # a running job's speed changed (GPU sharing)
     def on_node_down(self, node_name: str, now: float) -> None: ...
     def on_node_up(self, node_name: str, now: float) -> None: ...
-    def on_sample(self, now: float, used_gpus: int, running: int, pending: int) -> None: ...
+    def on_sample(self, now: float, used_gpus: int, shared_gpus: int, running: int, pending: int) -> None: ...
 
 
 def overridden_hooks(observers: list[Observer], hook: str) -> list:
@@ -29,7 +30,7 @@ def overridden_hooks(observers: list[Observer], hook: str) -> list:
 
 
 class ClusterTimeline(Observer):
-    """Busy GPUs, running and pending jobs after every scheduling instant.
+    """Busy (and shared) GPUs, running and pending jobs after every scheduling instant.
 
     One row per distinct time (the last state at that time), stored in typed
     arrays so a million-job run costs megabytes, not gigabytes.
@@ -38,15 +39,18 @@ class ClusterTimeline(Observer):
     def __init__(self) -> None:
         self.time = array("d")
         self.used_gpus = array("q")
+        self.shared_gpus = array("q")
         self.running = array("q")
         self.pending = array("q")
 
-    def on_sample(self, now: float, used_gpus: int, running: int, pending: int) -> None:
+    def on_sample(self, now: float, used_gpus: int, shared_gpus: int, running: int, pending: int) -> None:
         if self.time and self.time[-1] == now:
-            self.used_gpus[-1], self.running[-1], self.pending[-1] = used_gpus, running, pending
+            self.used_gpus[-1], self.shared_gpus[-1] = used_gpus, shared_gpus
+            self.running[-1], self.pending[-1] = running, pending
             return
         self.time.append(now)
         self.used_gpus.append(used_gpus)
+        self.shared_gpus.append(shared_gpus)
         self.running.append(running)
         self.pending.append(pending)
 

@@ -12,7 +12,7 @@ from simcluster.job import Job
 
 JOB_COLUMNS = [
     "job_id", "vc", "user", "gpu_num", "submit_time", "start_time", "end_time", "duration", "queue", "jct",
-    "preemptions", "restarts", "busy_time", "overhead", "lost_work",
+    "preemptions", "restarts", "busy_time", "overhead", "lost_work", "shared_seconds", "mean_speed",
 ]
 
 
@@ -35,20 +35,29 @@ def jobs_frame(jobs: Iterable[Job]) -> pd.DataFrame:
             "busy_time": np.fromiter((j.busy_time for j in rows), float, len(rows)),
             "overhead": np.fromiter((j.overhead_total for j in rows), float, len(rows)),
             "lost_work": np.fromiter((j.lost_work for j in rows), float, len(rows)),
+            "shared_seconds": np.fromiter((j.shared_seconds for j in rows), float, len(rows)),
         }
     )
     frame["jct"] = frame["end_time"] - frame["submit_time"]
+    # progress made per second of running (1.0 unless the job shared GPUs); restore overhead excluded
+    working = frame["busy_time"] - frame["overhead"]
+    work = frame["duration"] + frame["lost_work"]
+    frame["mean_speed"] = np.where(working > 0, work / working.where(working > 0, 1.0), 1.0)
     return frame[JOB_COLUMNS]
 
 
-def figures(frame: pd.DataFrame, gpus: int) -> dict[str, float]:
-    """avg/p50/p99 JCT, avg/p99 queue, makespan and GPU utilization of a set of jobs."""
+def figures(frame: pd.DataFrame, gpus: int, gpu_seconds: tuple[float, float] | None = None) -> dict[str, float]:
+    """avg/p50/p99 JCT, avg/p99 queue, makespan, GPU utilization and sharing of a set of jobs.
+
+    ``gpu_seconds``: (GPU-seconds with a job, GPU-seconds with two or more) as the cluster
+    counted them; without it, utilization is computed from the jobs (exact unless GPUs were shared).
+    """
     if frame.empty:
         return {k: 0.0 for k in ("avg_jct", "avg_queue", "p50_jct", "p99_jct", "p99_queue", "makespan",
                                  "gpu_utilization")} | {"jobs": 0}
     jct, queue = frame["jct"].to_numpy(), frame["queue"].to_numpy()
     makespan = float(frame["end_time"].max() - frame["submit_time"].min())
-    gpu_seconds = float((frame["busy_time"] * frame["gpu_num"]).sum())
+    busy, shared = gpu_seconds or (float((frame["busy_time"] * frame["gpu_num"]).sum()), 0.0)
     return {
         "jobs": int(len(frame)),
         "avg_jct": float(jct.mean()),
@@ -57,15 +66,24 @@ def figures(frame: pd.DataFrame, gpus: int) -> dict[str, float]:
         "p99_jct": float(np.percentile(jct, 99)),
         "p99_queue": float(np.percentile(queue, 99)),
         "makespan": makespan,
-        "gpu_utilization": gpu_seconds / (gpus * makespan) if makespan > 0 and gpus else 0.0,
+        "gpu_utilization": busy / (gpus * makespan) if makespan > 0 and gpus else 0.0,
         "preemptions": int(frame["preemptions"].sum()),
         "restarts": int(frame["restarts"].sum()),
+        "shared_gpu_fraction": shared / busy if busy > 0 else 0.0,
+        "avg_slowdown": float((1.0 / frame["mean_speed"]).mean()),
     }
 
 
-def summarize(frame: pd.DataFrame, vc_gpus: Mapping[str, int], **header: Any) -> dict[str, Any]:
+def summarize(frame: pd.DataFrame, vc_gpus: Mapping[str, int],
+              vc_gpu_seconds: Mapping[str, tuple[float, float]] | None = None, **header: Any) -> dict[str, Any]:
     """The run's ``summary.json``: ``header`` (policy, placement, timings...), overall and per-VC figures."""
     summary: dict[str, Any] = dict(header)
-    summary.update(figures(frame, sum(vc_gpus.values())))
-    summary["per_vc"] = {vc: figures(frame[frame["vc"] == vc], gpus) for vc, gpus in vc_gpus.items()}
+    total = None
+    if vc_gpu_seconds:
+        total = (sum(b for b, _ in vc_gpu_seconds.values()), sum(s for _, s in vc_gpu_seconds.values()))
+    summary.update(figures(frame, sum(vc_gpus.values()), total))
+    summary["per_vc"] = {
+        vc: figures(frame[frame["vc"] == vc], gpus, vc_gpu_seconds.get(vc) if vc_gpu_seconds else None)
+        for vc, gpus in vc_gpus.items()
+    }
     return summary

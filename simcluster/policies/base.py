@@ -32,12 +32,22 @@ class SchedulingContext(Protocol):
         """Run the policy on this VC again at ``when`` (merged with any other wake-up then)."""
         ...
 
+    def start_on(self, job: Job, plan: Any) -> None:
+        """Start a pending job on exactly these GPUs (a sharing policy's own placement)."""
+        ...
+
+    @property
+    def colocation(self) -> Any:
+        """The colocation model (slowdowns, memory) when the policy shares GPUs."""
+        ...
+
 
 class Policy:
     """Base class: FIFO queue order and no timers; subclasses override."""
 
     name: str = "?"
     preemptive: bool = False
+    shares_gpus: bool = False  # True: the engine loads a colocation model and times shared GPUs
 
     def __init__(self, config: SimConfig | None = None) -> None:
         self.config = config or SimConfig()

@@ -13,7 +13,7 @@ being stepped through.  Running jobs are few and sorted up front.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterator
 from heapq import heapify, heappop, heapreplace
 from typing import Any
 
@@ -21,29 +21,33 @@ from simcluster.cluster import VirtualCluster
 from simcluster.job import Job
 from simcluster.policies.base import SchedulingContext
 
-Stream = Iterator[tuple[Any, int, Job]]  # (order key, trace index, job), in order
+Stream = Iterator[tuple[tuple[Any, int], Job]]  # ((order key, trace index), job), in order
 
 
-def queue_streams(vc: VirtualCluster) -> list[Stream]:
-    """The VC's pending queue, one stream per GPU count, in queue order."""
+def queue_streams(vc: VirtualCluster) -> dict[int, Stream]:
+    """The VC's pending queue, one stream per GPU count (the key), in queue order."""
     pending = vc.pending
-    return [((key, index, job) for (key, index), job in pending.entries_of_size(size)) for size in pending.sizes()]
+    return {size: pending.entries_of_size(size) for size in pending.sizes()}
 
 
-def list_streams(jobs_in_order: Iterable[tuple[Any, Job]]) -> list[Stream]:
-    """Streams per GPU count from (key, job) pairs already in order."""
-    by_size: dict[int, list[tuple[Any, int, Job]]] = {}
-    for key, job in jobs_in_order:
-        by_size.setdefault(job.gpu_num, []).append((key, job.index, job))
-    return [iter(items) for items in by_size.values()]
+def gpu_count(job: Job) -> float:
+    return job.gpu_num
+
+
+def gpu_share(job: Job) -> float:
+    """The quota a running job uses when GPUs may be shared: each GPU split among its jobs."""
+    if not job.sharing:
+        return job.gpu_num
+    return sum(1.0 / len(node.gpus[i]) for node, ids in job.allocation for i in ids)
 
 
 def walk_quota(vc: VirtualCluster, ctx: SchedulingContext, running: list[tuple[Any, Job]],
-               pending: list[Stream], pending_first_on_ties: bool = True, reserved: int = 0) -> None:
+               pending: dict[int, Stream], pending_first_on_ties: bool = True, reserved: float = 0,
+               quota_of: Callable[[Job], float] = gpu_count) -> int:
     """Preempt and start jobs of ``vc`` by the quota walk.
 
     ``running`` holds (key, job) for every running job; keys compare with the
-    pending streams' keys.  On equal keys pending jobs go first unless
+    pending streams' keys; ``pending`` maps a GPU count to its stream.  On equal keys pending jobs go first unless
     ``pending_first_on_ties`` is False.  ``reserved`` GPUs of the quota are
     held by running jobs the caller already knows come first and fit.
     """
@@ -51,10 +55,13 @@ def walk_quota(vc: VirtualCluster, ctx: SchedulingContext, running: list[tuple[A
     quota = vc.total_gpus - reserved
     ordered = sorted((key, running_tag, job.index, job) for key, job in running)
     heap = []
-    for stream in pending:
+    for size, stream in pending.items():
+        if size > quota:
+            continue  # can never fit in this walk
         first = next(stream, None)
         if first is not None:
-            heap.append((first[0], pending_tag, first[1], first[2], stream))
+            (key, index), job = first
+            heap.append((key, pending_tag, index, job, stream))
     heapify(heap)
 
     to_preempt: list[Job] = []
@@ -64,8 +71,9 @@ def walk_quota(vc: VirtualCluster, ctx: SchedulingContext, running: list[tuple[A
         if walked < len(ordered) and (not heap or ordered[walked] < heap[0]):
             job = ordered[walked][3]
             walked += 1
-            if job.gpu_num <= quota:
-                quota -= job.gpu_num
+            need = quota_of(job)
+            if need <= quota:
+                quota -= need
             else:
                 to_preempt.append(job)
             continue
@@ -79,9 +87,11 @@ def walk_quota(vc: VirtualCluster, ctx: SchedulingContext, running: list[tuple[A
         if item is None:
             heappop(heap)
         else:
-            heapreplace(heap, (item[0], pending_tag, item[1], item[2], stream))
+            (key, index), job = item
+            heapreplace(heap, (key, pending_tag, index, job, stream))
     to_preempt.extend(r[3] for r in ordered[walked:])  # not reached: the quota ran out first
     for job in to_preempt:
         ctx.preempt(job)
     for job in to_start:
         ctx.try_start(job)
+    return len(to_preempt)

@@ -3,7 +3,7 @@ from __future__ import annotations
 from simcluster.cluster import VirtualCluster
 from simcluster.job import Job
 from simcluster.policies.base import POLICIES, Policy, SchedulingContext
-from simcluster.policies.quota import queue_streams, walk_quota
+from simcluster.policies.quota import gpu_count, queue_streams, walk_quota
 
 
 @POLICIES.register("srtf")
@@ -20,6 +20,7 @@ class ShortestRemainingTimeFirst(Policy):
     """
 
     preemptive = True
+    quota_of = staticmethod(gpu_count)
 
     def pending_key(self, job: Job) -> float:
         return job.remaining_at(0.0)  # constant while pending
@@ -31,7 +32,11 @@ class ShortestRemainingTimeFirst(Policy):
         running = [(j.run_started_at + j.overhead_left + j.work_left - now, j) for j in vc.running]
         if running and self.pending_key(vc.pending.first()) > max(r[0] for r in running):  # type: ignore[arg-type]
             running = []  # every running job comes first and fits: only what is left is handed out
-            quota_used = sum(j.gpu_num for j in vc.running)
+            quota_used = sum(self.quota_of(j) for j in vc.running)
         else:
             quota_used = 0
-        walk_quota(vc, ctx, running, queue_streams(vc), reserved=quota_used)
+        preempted = walk_quota(vc, ctx, running, queue_streams(vc), reserved=quota_used, quota_of=self.quota_of)
+        if preempted and not self.shares_gpus:
+            # the preempted jobs' remaining time grew by the overhead, which may let others in: look again
+            # at once, as the artifacts' per-second loop does (sharing variants would chase their own tail)
+            ctx.wake_at(ctx.now)

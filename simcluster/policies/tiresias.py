@@ -25,7 +25,7 @@ from simcluster.cluster import VirtualCluster
 from simcluster.config import SimConfig
 from simcluster.job import Job, JobState
 from simcluster.policies.base import POLICIES, Policy, SchedulingContext
-from simcluster.policies.quota import list_streams, queue_streams, walk_quota
+from simcluster.policies.quota import queue_streams, walk_quota
 
 
 @POLICIES.register("tiresias")

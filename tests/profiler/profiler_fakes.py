@@ -1,6 +1,10 @@
-"""Workloads for profiler tests, importable by the worker processes (module-level builders).
+"""Stand-ins for the profiler tests: a clock, NVML, quick run settings, and test workloads.
 
-They train a real (small) model or fail the way real jobs fail; none fakes a throughput.
+A plain module rather than conftest.py fixtures: tests/conftest.py is imported by
+its neighbours as ``conftest``, and a second conftest.py here would take that name.
+The workloads are module-level builders so that worker processes can import them;
+they train a real (small) model or fail the way real jobs fail -- none fakes a
+throughput.
 """
 
 from __future__ import annotations
@@ -8,11 +12,81 @@ from __future__ import annotations
 import os
 import signal
 from collections.abc import Iterator
+from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 import torch
 from torch import nn
 
+from profiler.measure import MeasureSettings
+from profiler.runner import RunSettings
 from workloads import ModuleWrapper, TrainingStep, WorkloadConfig, WorkloadSpec, get_workload
+
+
+class FakeClock:
+    """A clock that moves only when told to: the test decides how long each step takes."""
+
+    def __init__(self, start: float = 1000.0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def quick_settings() -> RunSettings:
+    """Real CPU runs cut short: a couple of seconds of measurement each."""
+    return RunSettings(
+        device="cpu",
+        size="tiny",
+        measure=MeasureSettings(warmup_steps=2, window_s=0.25, cv_windows=3, cv_target=0.5, time_limit_s=2.0),
+        startup_timeout_s=120.0,
+        cpu_threads=1,
+    )
+
+
+@dataclass
+class FakeNvmlModule:
+    """Stands in for ``pynvml``: each GPU plays back its scripted readings, one per sample."""
+
+    readings: dict[int, list[tuple[float, float, float]]]  # index -> [(gpu %, memory %, used MiB)]
+    init_error: Exception | None = None
+    calls: dict[int, int] = field(default_factory=dict)
+
+    def nvmlInit(self) -> None:
+        if self.init_error is not None:
+            raise self.init_error
+
+    def nvmlShutdown(self) -> None:
+        pass
+
+    def nvmlDeviceGetHandleByIndex(self, index: int) -> int:
+        return index
+
+    def nvmlDeviceGetHandleByUUID(self, uuid: str) -> int:
+        return int(uuid.rsplit("-", 1)[-1])
+
+    def _reading(self, handle: int) -> tuple[float, float, float]:
+        script = self.readings[handle]
+        position = self.calls.get(handle, 0)
+        return script[min(position, len(script) - 1)]
+
+    def nvmlDeviceGetUtilizationRates(self, handle: int) -> SimpleNamespace:
+        gpu, memory, _ = self._reading(handle)
+        return SimpleNamespace(gpu=gpu, memory=memory)
+
+    def nvmlDeviceGetMemoryInfo(self, handle: int) -> SimpleNamespace:
+        _, _, used = self._reading(handle)
+        self.calls[handle] = self.calls.get(handle, 0) + 1  # the sampler reads memory last
+        return SimpleNamespace(used=int(used * 1024 * 1024), total=24 * 1024**3)
+
+    def nvmlDeviceGetName(self, handle: int) -> bytes:
+        return b"Fake RTX 3090"
+
+    def nvmlSystemGetDriverVersion(self) -> str:
+        return "555.42"
 
 
 class LinearRegressionStep:

@@ -6,9 +6,9 @@ import itertools
 import math
 
 import pytest
-from conftest import FakeClock
 from hypothesis import given
 from hypothesis import strategies as st
+from profiler_fakes import FakeClock
 
 from profiler.measure import (
     MeasureSettings,
@@ -30,7 +30,8 @@ def steps_taking(clock: FakeClock, durations: itertools.cycle[float]):  # type: 
     return step
 
 
-def test_a_steady_job_is_measured_exactly_and_stops_once_its_windows_agree(clock: FakeClock) -> None:
+def test_a_steady_job_is_measured_exactly_and_stops_once_its_windows_agree() -> None:
+    clock = FakeClock()
     settings = MeasureSettings(warmup_steps=3, window_s=1.0, cv_windows=4, cv_target=0.02, time_limit_s=60)
     result = measure_steady_state(steps_taking(clock, itertools.cycle([0.1])), settings, clock)
 
@@ -40,7 +41,8 @@ def test_a_steady_job_is_measured_exactly_and_stops_once_its_windows_agree(clock
     assert result.cv == pytest.approx(0.0, abs=1e-9)
 
 
-def test_steps_longer_than_a_window_are_counted_in_fractions(clock: FakeClock) -> None:
+def test_steps_longer_than_a_window_are_counted_in_fractions() -> None:
+    clock = FakeClock()
     recorder = WindowRecorder(origin=clock(), window_s=1.0)
     recorder.start(clock())
     windows: list[Window] = []
@@ -52,7 +54,8 @@ def test_steps_longer_than_a_window_are_counted_in_fractions(clock: FakeClock) -
     assert all(w.completions in (2, 3) for w in windows)
 
 
-def test_a_job_that_starts_late_skips_the_window_it_missed_the_start_of(clock: FakeClock) -> None:
+def test_a_job_that_starts_late_skips_the_window_it_missed_the_start_of() -> None:
+    clock = FakeClock()
     recorder = WindowRecorder(origin=clock(), window_s=1.0)
     clock.advance(0.3)
     recorder.start(clock())
@@ -64,7 +67,8 @@ def test_a_job_that_starts_late_skips_the_window_it_missed_the_start_of(clock: F
     assert all(w.iters_per_s == pytest.approx(10.0) for w in windows)
 
 
-def test_a_job_that_never_steadies_stops_at_the_time_limit_with_its_mean_throughput(clock: FakeClock) -> None:
+def test_a_job_that_never_steadies_stops_at_the_time_limit_with_its_mean_throughput() -> None:
+    clock = FakeClock()
     settings = MeasureSettings(warmup_steps=0, window_s=0.5, cv_windows=3, cv_target=0.02, time_limit_s=20)
     began = clock()
     # Bursts: four quick steps then one slow one, so 0.5 s windows never agree.
@@ -78,7 +82,8 @@ def test_a_job_that_never_steadies_stops_at_the_time_limit_with_its_mean_through
     assert 0 < result.iters_per_s < 1 / 0.05
 
 
-def test_windows_inside_one_long_step_never_count_as_steady(clock: FakeClock) -> None:
+def test_windows_inside_one_long_step_never_count_as_steady() -> None:
+    clock = FakeClock()
     # 0.3 s windows against steps of up to 0.9 s: many windows see a single step's
     # interpolated rate.  They must not end the measurement early.
     settings = MeasureSettings(warmup_steps=0, window_s=0.3, cv_windows=3, cv_target=0.02, time_limit_s=10)

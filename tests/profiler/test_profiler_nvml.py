@@ -6,7 +6,7 @@ import math
 import time
 
 import pytest
-from conftest import FakeClock, FakeNvmlModule
+from profiler_fakes import FakeClock, FakeNvmlModule
 
 from profiler import nvml as nvml_module
 from profiler.nvml import GpuIdentity, GpuSampler, cuda_device_identity, open_nvml
@@ -18,7 +18,8 @@ def open_fake(readings: dict[int, list[tuple[float, float, float]]]):  # type: i
     return nvml
 
 
-def test_the_summary_averages_utilization_and_keeps_the_peak_memory(clock: FakeClock) -> None:
+def test_the_summary_averages_utilization_and_keeps_the_peak_memory() -> None:
+    clock = FakeClock()
     nvml = open_fake({0: [(50, 20, 1000), (70, 40, 3000), (90, 60, 2000), (10, 5, 9000)]})
     sampler = GpuSampler(nvml, [GpuIdentity(0)], clock=clock)
     for _ in range(4):
@@ -32,7 +33,8 @@ def test_the_summary_averages_utilization_and_keeps_the_peak_memory(clock: FakeC
     assert summary.gmem == pytest.approx(3000.0)
 
 
-def test_with_several_gpus_utilization_is_averaged_and_memory_is_the_busiest_gpus(clock: FakeClock) -> None:
+def test_with_several_gpus_utilization_is_averaged_and_memory_is_the_busiest_gpus() -> None:
+    clock = FakeClock()
     nvml = open_fake({0: [(100, 50, 4000)], 1: [(50, 10, 6000)]})
     sampler = GpuSampler(nvml, [GpuIdentity(0), GpuIdentity(1)], clock=clock)
     sampler.sample_once()
@@ -41,7 +43,8 @@ def test_with_several_gpus_utilization_is_averaged_and_memory_is_the_busiest_gpu
     assert sampler.latest_gpu_util() == pytest.approx(75.0)
 
 
-def test_gpus_are_found_by_the_uuid_their_worker_reported(clock: FakeClock) -> None:
+def test_gpus_are_found_by_the_uuid_their_worker_reported() -> None:
+    clock = FakeClock()
     nvml = open_fake({0: [(0, 0, 0)], 3: [(42, 0, 0)]})
     sampler = GpuSampler(nvml, [cuda_device_identity(0, "fake-uuid-3")], clock=clock)
     sampler.sample_once()
@@ -61,7 +64,8 @@ def test_the_thread_samples_until_stopped() -> None:
     assert len(sampler.samples()) == count  # stopped means stopped
 
 
-def test_an_interval_without_samples_reports_nan(clock: FakeClock) -> None:
+def test_an_interval_without_samples_reports_nan() -> None:
+    clock = FakeClock()
     sampler = GpuSampler(open_fake({0: [(30, 10, 500)]}), [GpuIdentity(0)], clock=clock)
     sampler.sample_once()
     assert math.isnan(sampler.summary(5000, 6000).gpu_util)

@@ -13,11 +13,12 @@ from typing import Any
 
 import profiler_fakes
 import pytest
+from profiler_fakes import quick_settings
 
 from profiler.observe import QuietSweepObserver
 from profiler.pair import sweep_pairs
 from profiler.plan import JobConfig, PairConfig
-from profiler.runner import JobRequest, RunSettings, run_jobs
+from profiler.runner import JobRequest, run_jobs
 from profiler.single import sweep_single
 from profiler.tables import ResultTable
 from simcluster.colocation import read_pair_table, read_single_table
@@ -40,15 +41,14 @@ class Recorder(QuietSweepObserver):
 
 
 def test_a_failing_configuration_is_recorded_and_the_sweep_goes_on_then_resumes(
-    tmp_path: Path, quick_settings: RunSettings
+    tmp_path: Path,
 ) -> None:
+    settings = quick_settings()
     path = tmp_path / "single.csv"
     configs = [config("OOM"), config("NeuMF")]
     observer = Recorder()
 
-    first = sweep_single(
-        configs, ResultTable(path, "single"), profiler_fakes.resolve, quick_settings, observer
-    )
+    first = sweep_single(configs, ResultTable(path, "single"), profiler_fakes.resolve, settings, observer)
 
     table = read_single_table(path)
     assert (first.measured, first.failed, first.skipped) == (2, 1, 0)
@@ -61,7 +61,7 @@ def test_a_failing_configuration_is_recorded_and_the_sweep_goes_on_then_resumes(
     assert observer.windows > 0
 
     again = Recorder()
-    second = sweep_single(configs, ResultTable(path, "single"), profiler_fakes.resolve, quick_settings, again)
+    second = sweep_single(configs, ResultTable(path, "single"), profiler_fakes.resolve, settings, again)
     assert (second.measured, second.skipped) == (0, 2)
     assert again.started == []
     pd_rows = read_single_table(path)
@@ -71,7 +71,7 @@ def test_a_failing_configuration_is_recorded_and_the_sweep_goes_on_then_resumes(
         configs,
         ResultTable(path, "single"),
         profiler_fakes.resolve,
-        quick_settings,
+        settings,
         Recorder(),
         retry_failed=True,
     )
@@ -79,15 +79,17 @@ def test_a_failing_configuration_is_recorded_and_the_sweep_goes_on_then_resumes(
     assert len(read_single_table(path)) == 2  # the retried row replaced, not duplicated
 
 
-def test_a_worker_that_dies_is_recorded_with_its_signal(quick_settings: RunSettings) -> None:
-    outcome = run_jobs([JobRequest(profiler_fakes.resolve("Killed"), 4, False, 1)], quick_settings)
+def test_a_worker_that_dies_is_recorded_with_its_signal() -> None:
+    settings = quick_settings()
+    outcome = run_jobs([JobRequest(profiler_fakes.resolve("Killed"), 4, False, 1)], settings)
     assert not outcome.ok
     assert "Killed" in outcome.error and "SIGKILL" in outcome.error
 
 
 def test_two_cpu_workloads_share_the_machine_and_give_a_valid_pair_table(
-    tmp_path: Path, quick_settings: RunSettings
+    tmp_path: Path,
 ) -> None:
+    settings = quick_settings()
     single_path, pair_path = tmp_path / "single.csv", tmp_path / "pair.parquet"
     pair = PairConfig(config("TD3", 8), config("NeuMF", 8))
     observer = Recorder()
@@ -97,7 +99,7 @@ def test_two_cpu_workloads_share_the_machine_and_give_a_valid_pair_table(
         ResultTable(pair_path, "pair"),
         ResultTable(single_path, "single"),
         profiler_fakes.resolve,
-        quick_settings,
+        settings,
         observer,
     )
 
@@ -119,22 +121,23 @@ def test_two_cpu_workloads_share_the_machine_and_give_a_valid_pair_table(
         ResultTable(pair_path, "pair"),
         ResultTable(single_path, "single"),
         profiler_fakes.resolve,
-        quick_settings,
+        settings,
         Recorder(),
     )
     assert (again.measured, again.skipped) == (0, 1)  # measured either way round is measured
 
 
 def test_a_pair_whose_solo_run_fails_is_recorded_without_running(
-    tmp_path: Path, quick_settings: RunSettings
+    tmp_path: Path,
 ) -> None:
+    settings = quick_settings()
     observer = Recorder()
     sweep_pairs(
         [PairConfig(config("OOM"), config("OOM"))],
         ResultTable(tmp_path / "pair.csv", "pair"),
         ResultTable(tmp_path / "single.csv", "single"),
         profiler_fakes.resolve,
-        quick_settings,
+        settings,
         observer,
     )
     row = read_pair_table(tmp_path / "pair.csv").iloc[0]
@@ -144,15 +147,18 @@ def test_a_pair_whose_solo_run_fails_is_recorded_without_running(
     assert observer.started == ["OOM bs4 (alone)"]  # solo measured once, the pair never started
 
 
-def test_a_job_on_two_devices_trains_with_distributed_data_parallel(quick_settings: RunSettings) -> None:
-    outcome = run_jobs([JobRequest(profiler_fakes.resolve("PPO"), 8, False, 2)], quick_settings)
+def test_a_job_on_two_devices_trains_with_distributed_data_parallel() -> None:
+    settings = quick_settings()
+    outcome = run_jobs([JobRequest(profiler_fakes.resolve("PPO"), 8, False, 2)], settings)
     assert outcome.ok, outcome.error
     assert outcome.jobs[0].iters_per_s > 0
 
 
 def test_ctrl_c_during_a_run_ends_the_workers_and_leaves_a_valid_table(
-    tmp_path: Path, quick_settings: RunSettings
+    tmp_path: Path,
 ) -> None:
+    settings = quick_settings()
+
     class InterruptOnFirstWindowOfSecondRun(Recorder):
         def on_window(self, job: int, iters_per_s: float, samples_per_s: float, gpu_util: float) -> None:
             if len(self.started) == 2:
@@ -164,7 +170,7 @@ def test_ctrl_c_during_a_run_ends_the_workers_and_leaves_a_valid_table(
             [config("Linear"), config("NeuMF")],
             ResultTable(path, "single"),
             profiler_fakes.resolve,
-            quick_settings,
+            settings,
             InterruptOnFirstWindowOfSecondRun(),
         )
     table = read_single_table(path)

@@ -1,0 +1,112 @@
+"""``metadata.json`` next to the tables: where, when and how they were measured.
+
+A throughput means little without the GPU, driver and library versions behind it.
+The file also guards resumption: a table measured on one device is not silently
+extended with rows measured on another.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import platform
+import socket
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import torch
+import torchvision
+
+from profiler.nvml import Nvml, cuda_device_identity
+from profiler.runner import RunSettings
+
+METADATA_NAME = "metadata.json"
+
+
+def metadata_path(table: Path) -> Path:
+    return table.parent / METADATA_NAME
+
+
+def describe_environment(settings: RunSettings, gpu_count: int, nvml: Nvml | None) -> dict[str, Any]:
+    """Host, libraries and devices of this run (NVML for GPUs, so the parent never touches CUDA)."""
+    gpus: list[dict[str, object]] = []
+    driver = None
+    if settings.device == "cuda" and nvml is not None:
+        try:
+            driver = nvml.driver_version()
+            gpus = [nvml.describe(nvml.handle(cuda_device_identity(i, None))) for i in range(gpu_count)]
+        except Exception:  # noqa: BLE001 - a description is not worth failing a sweep for
+            gpus = []
+    if settings.device == "cuda":
+        device_name = str(gpus[0]["name"]) if gpus else "cuda (GPU name unknown: no NVML)"
+    else:
+        device_name = f"cpu ({platform.processor() or platform.machine()})"
+    return {
+        "device": settings.device,
+        "device_name": device_name,
+        "size": settings.size,
+        "gpus": gpus,
+        "driver": driver,
+        "cuda": torch.version.cuda,
+        "torch": torch.__version__,
+        "torchvision": torchvision.__version__,
+        "python": platform.python_version(),
+        "host": socket.gethostname(),
+        "cpu_count": os.cpu_count(),
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
+def read_metadata(table: Path) -> dict[str, Any] | None:
+    path = metadata_path(table)
+    if not path.exists():
+        return None
+    try:
+        loaded = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    return loaded if isinstance(loaded, dict) else None
+
+
+def resume_conflict(table: Path, environment: dict[str, Any]) -> str | None:
+    """Why rows of this run must not join the existing ``table``, or None if they may."""
+    if not table.exists():
+        return None
+    previous = (read_metadata(table) or {}).get("tables", {}).get(table.name, {}).get("environment")
+    if not previous:
+        return None
+    for field in ("device_name", "size"):
+        if previous.get(field) != environment.get(field):
+            return (
+                f"{table} was measured with {field} {previous.get(field)!r}, this run has "
+                f"{environment.get(field)!r}; write to another --out (or remove the old table)"
+            )
+    return None
+
+
+def write_metadata(
+    table: Path, environment: dict[str, Any], settings: RunSettings, selection: dict[str, Any]
+) -> Path:
+    """Record this run's environment and settings under the table's name, keeping other tables' entries."""
+    path = metadata_path(table)
+    document = read_metadata(table) or {}
+    tables = document.setdefault("tables", {})
+    tables[table.name] = {
+        "environment": environment,
+        "settings": dataclasses.asdict(settings),
+        "selection": selection,
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            json.dump(document, handle, indent=2, sort_keys=True, default=str)
+            handle.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path

@@ -1,0 +1,154 @@
+"""The profiler's output tables: rows from measurements, kept on disk row by row.
+
+Each finished configuration is appended and the whole table rewritten atomically
+through :func:`simcluster.colocation.write_table`, so the file is valid after every
+row -- an interrupted sweep leaves a table that loads, and the next run resumes by
+skipping the keys already in it.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from profiler.plan import JobConfig, PairConfig, PairKey
+from profiler.runner import RunOutcome
+from simcluster.colocation import (
+    PAIR_COLUMNS,
+    PAIR_KEY,
+    SINGLE_COLUMNS,
+    SINGLE_KEY,
+    SPEED_MAX,
+    STATUS_FAILED,
+    STATUS_OK,
+    read_pair_table,
+    read_single_table,
+    validate_pair_table,
+    validate_single_table,
+    write_table,
+)
+
+Row = dict[str, Any]
+
+
+def single_row(config: JobConfig, outcome: RunOutcome) -> Row:
+    """The single-table row of a job measured alone."""
+    job = outcome.jobs[0]
+    iters = job.iters_per_s
+    gmem = outcome.gpu.gmem if not math.isnan(outcome.gpu.gmem) else job.torch_peak_mem
+    return {
+        "model": config.model,
+        "dataset": config.dataset,
+        "batchsize": config.batchsize,
+        "amp": int(config.amp),
+        "gpu_num": config.gpu_num,
+        "iters_per_s": iters,
+        "samples_per_s": iters * config.batchsize * config.gpu_num,
+        "gpu_util": outcome.gpu.gpu_util,
+        "gmem_util": outcome.gpu.gmem_util,
+        "gmem": gmem,
+        "torch_peak_mem": job.torch_peak_mem,
+        "status": STATUS_OK if outcome.ok else STATUS_FAILED,
+        "error": outcome.error,
+    }
+
+
+def pair_row(pair: PairConfig, outcome: RunOutcome | None, solo: tuple[float, float], error: str = "") -> Row:
+    """The pair-table row; ``outcome=None`` when the pair was not run (``error`` says why)."""
+    row: Row = {}
+    for suffix, config in (("1", pair.first), ("2", pair.second)):
+        row |= {
+            f"model{suffix}": config.model,
+            f"dataset{suffix}": config.dataset,
+            f"batchsize{suffix}": config.batchsize,
+            f"amp{suffix}": int(config.amp),
+            f"gpu_num{suffix}": config.gpu_num,
+        }
+    shared = (outcome.jobs[0].iters_per_s, outcome.jobs[1].iters_per_s) if outcome else (math.nan, math.nan)
+    speeds = [s / alone if alone > 0 else math.nan for s, alone in zip(shared, solo, strict=True)]
+    if outcome is not None and not outcome.ok:
+        error = outcome.error
+    elif outcome is not None:
+        strange = [f"speed{i + 1} {s:.3g}" for i, s in enumerate(speeds) if not 0 < s <= SPEED_MAX]
+        if strange:
+            error = (
+                f"{', '.join(strange)} outside (0, {SPEED_MAX:g}]: shared faster than solo by too much, "
+                "so the solo measurement is suspect; delete its row from the single table and run again"
+            )
+    ok = outcome is not None and outcome.ok and not error
+    gpu = outcome.gpu if outcome else None
+    row |= {
+        "iters_per_s1": shared[0],
+        "iters_per_s2": shared[1],
+        "speed1": speeds[0] if ok else math.nan,
+        "speed2": speeds[1] if ok else math.nan,
+        "gpu_util": gpu.gpu_util if gpu else math.nan,
+        "gmem_util": gpu.gmem_util if gpu else math.nan,
+        "gmem": gpu.gmem if gpu else math.nan,
+        "status": STATUS_OK if ok else STATUS_FAILED,
+        "error": "" if ok else error,
+    }
+    return row
+
+
+class ResultTable:
+    """A single or pair table on disk, loaded once, then appended to row by row."""
+
+    def __init__(self, path: Path, kind: str) -> None:
+        if kind not in ("single", "pair"):
+            raise ValueError(f"kind must be 'single' or 'pair', got {kind!r}")
+        self.path = path
+        self.kind = kind
+        self._columns = SINGLE_COLUMNS if kind == "single" else PAIR_COLUMNS
+        self._key = SINGLE_KEY if kind == "single" else PAIR_KEY
+        if path.exists():
+            reader = read_single_table if kind == "single" else read_pair_table
+            self._frame = reader(path)
+        else:
+            self._frame = pd.DataFrame({c: pd.Series(dtype=object) for c in self._columns})
+        self._status = {self._key_of(r): r["status"] for r in self._frame.to_dict("records")}
+
+    def __len__(self) -> int:
+        return len(self._frame)
+
+    def _key_of(self, row: Row) -> tuple[Any, ...]:
+        return tuple(row[c] for c in self._key)
+
+    def status(self, key: tuple[Any, ...]) -> str | None:
+        """``ok``, ``failed`` or None (not measured) for a row key."""
+        return self._status.get(tuple(key))
+
+    def row(self, key: tuple[Any, ...]) -> Row | None:
+        if tuple(key) not in self._status:
+            return None
+        mask = pd.Series(True, index=self._frame.index)
+        for column, value in zip(self._key, key, strict=True):
+            mask &= self._frame[column] == value
+        return self._frame[mask].iloc[0].to_dict()
+
+    def add(self, row: Row) -> None:
+        """Add (or replace, for a retried key) a row and rewrite the file atomically."""
+        key = self._key_of(row)
+        frame = self._frame
+        if key in self._status:
+            keep = pd.Series(False, index=frame.index)
+            for column, value in zip(self._key, key, strict=True):
+                keep |= frame[column] != value
+            frame = frame[keep]
+        new = pd.DataFrame([row], columns=self._columns)
+        combined = new if frame.empty else pd.concat([frame, new], ignore_index=True)
+        write_table(combined, self.path)
+        validate = validate_single_table if self.kind == "single" else validate_pair_table
+        self._frame = validate(combined, str(self.path))
+        self._status[key] = row["status"]
+
+    def pair_status(self, pair: PairConfig) -> str | None:
+        """Status of a pair measured in either order."""
+        return self.status(pair.key) or self.status(_swapped(pair.key))
+
+
+def _swapped(key: PairKey) -> PairKey:
+    return key[5:] + key[:5]  # type: ignore[return-value]

@@ -1,0 +1,143 @@
+"""GPU sharing for policies: where a job may squeeze in next to running jobs, and when it pays.
+
+Two rules from the "wise resource sharing" line of work (IWQoS'24):
+
+- **all shared** (aggressive): a job that cannot get enough idle GPUs may take
+  GPUs that hold exactly one job, as long as memory fits; no interference check.
+- **wise sharing** (conditional): waiting job A may share with resident job B
+  only if running together is predicted to lower their total (equivalently,
+  average) completion time.  With remaining exclusive times a, b and slowdown
+  factors ξA = 1/speedA, ξB = 1/speedB from the colocation table::
+
+      together until the first finishes, then the other alone:
+        if a·ξA <= b·ξB:  tA = a·ξA,  tB = tA + (b − tA/ξB)
+        else:             tB = b·ξB,  tA = tB + (a − tB/ξA)
+        t_con = tA + tB
+      one after the other (B finishes, then A runs alone):
+        t_seq = b + (b + a)
+
+  A shares with B only if t_con < t_seq; partner GPUs are taken in
+  ascending t_con, and if not enough GPUs qualify A keeps waiting.
+
+Sharing never preempts.  A GPU holds at most ``max_jobs_per_gpu`` jobs and
+only while their memory fits in ``gpu_memory``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from simcluster.cluster import Node, VirtualCluster
+from simcluster.job import UNKNOWN_WORKLOAD as UNKNOWN
+from simcluster.job import Job
+from simcluster.placement import Plan
+from simcluster.policies.base import SchedulingContext
+
+PartnerCost = Callable[[Job, Job], "float | None"]  # (waiting, resident) → cost, None = refuse
+
+
+def share_anyone(waiting: Job, resident: Job) -> float:
+    return 0.0
+
+
+def completion_times(a: float, b: float, xi_a: float, xi_b: float) -> tuple[float, float]:
+    """(t_con, t_seq): total completion time of A and B run together, and B then A.
+
+    >>> completion_times(100, 100, 1.2, 1.2)   # mild slowdown: sharing pays
+    (320.0, 300)
+    >>> completion_times(100, 1000, 1.1, 1.1)[0] < completion_times(100, 1000, 1.1, 1.1)[1]
+    True
+    """
+    ta, tb = a * xi_a, b * xi_b
+    if ta <= tb:
+        tb = ta + (b - ta / xi_b)
+    else:
+        ta = tb + (a - tb / xi_a)
+    return ta + tb, b + (b + a)
+
+
+def wise_partner_cost(ctx: SchedulingContext) -> PartnerCost:
+    """t_con of sharing with ``resident`` if it beats running one after the other, else None."""
+    now = ctx.now
+
+    def cost(waiting: Job, resident: Job) -> float | None:
+        speed_w, speed_r = ctx.colocation.pair_speeds(
+            waiting.workload or UNKNOWN, waiting.gpu_num, resident.workload or UNKNOWN, resident.gpu_num)
+        t_con, t_seq = completion_times(waiting.remaining_at(now), resident.remaining_at(now), 1 / speed_w, 1 / speed_r)
+        return t_con if t_con < t_seq else None
+
+    return cost
+
+
+def shared_plan(job: Job, vc: VirtualCluster, ctx: SchedulingContext, partner_cost: PartnerCost) -> Plan | None:
+    """Idle GPUs plus shareable ones for ``job``, using as few shared GPUs as possible.
+
+    A job of at most one node's GPUs stays on one node (the one needing the
+    fewest shared GPUs, then the cheapest partners, then node order); a
+    larger job takes the nodes with the most usable GPUs first.  Returns None
+    if there are not enough usable GPUs.
+    """
+    config = ctx.config
+    costs: dict[Job, float | None] = {}
+
+    def usable(node: Node) -> tuple[list[int], list[tuple[float, int]]]:
+        shareable = []
+        for i, holders in enumerate(node.gpus):
+            if not holders or len(holders) >= config.max_jobs_per_gpu:
+                continue
+            if node.memory_used[i] + job.memory > config.gpu_memory:
+                continue
+            worst = 0.0
+            for resident in holders:
+                if resident not in costs:
+                    costs[resident] = partner_cost(job, resident)
+                c = costs[resident]
+                if c is None:
+                    break
+                worst = max(worst, c)
+            else:
+                shareable.append((worst, i))
+        shareable.sort()
+        return list(node.free_ids), shareable
+
+    need = job.gpu_num
+    candidates = [(node, *usable(node)) for node in vc.nodes if node.up and node.used]
+    if need <= vc.gpus_per_node:
+        best = None
+        for node, idle, shareable in candidates:
+            shared_needed = need - len(idle)
+            if shared_needed <= 0 or shared_needed > len(shareable):
+                continue
+            key = (shared_needed, sum(c for c, _ in shareable[:shared_needed]), node.index)
+            if best is None or key < best[0]:
+                best = (key, node, idle + [i for _, i in shareable[:shared_needed]])
+        return None if best is None else [(best[1], sorted(best[2]))]
+    idle_nodes = [(node, list(node.free_ids), []) for node in vc.nodes if node.up and not node.used]
+    pool = sorted(candidates + idle_nodes, key=lambda c: (-(len(c[1]) + len(c[2])), c[0].index))
+    plan: Plan = []
+    left = need
+    for node, idle, shareable in pool:
+        take = (idle + [i for _, i in shareable])[:left]
+        if take:
+            plan.append((node, sorted(take)))
+            left -= len(take)
+        if not left:
+            return plan
+    return None
+
+
+def share_waiting_jobs(vc: VirtualCluster, ctx: SchedulingContext, partner_cost: PartnerCost,
+                       stop_at_first_failure: bool = False) -> None:
+    """Offer each still-waiting job, in queue order, a shared placement."""
+    pairs_only = ctx.config.max_jobs_per_gpu == 2
+    for job in list(vc.pending):
+        room_on_used = vc.used_gpus - vc.shared_gpus if pairs_only else vc.used_gpus
+        if job.gpu_num > vc.free_gpus + room_on_used:
+            if stop_at_first_failure:
+                return
+            continue  # not even every idle and singly-used GPU would do
+        plan = shared_plan(job, vc, ctx, partner_cost)
+        if plan is not None:
+            ctx.start_on(job, plan)
+        elif stop_at_first_failure:
+            return
