@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test bench clean
+.PHONY: run test bench lint clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,12 @@ test: $(STAMP)
 ## Benchmarks on ../shared/data (prints figures).
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_policies.py
+
+## Style and types (installs ruff and mypy into .venv).
+lint: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[lint]'
+	$(BIN)/ruff check .
+	$(BIN)/mypy simcluster profiler workloads --ignore-missing-imports
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import resource
 import subprocess
 import sys
-import time
 from typing import Any
 
 
@@ -23,7 +21,8 @@ result = simulate(trace, SimConfig(policy={policy!r}, placement={placement!r}, *
 s = result.summary
 print(json.dumps(dict(jobs=s["jobs"], load_cpu=s["load_cpu_seconds"], sim_cpu=s["sim_cpu_seconds"],
     wall=time.perf_counter() - w0, peak_mib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-    avg_jct=s["avg_jct"], avg_queue=s["avg_queue"], utilization=s["gpu_utilization"])))
+    avg_jct=s["avg_jct"], avg_queue=s["avg_queue"], utilization=s["gpu_utilization"],
+    shared=s["shared_gpu_fraction"], preemptions=s["preemptions"])))
 """
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     if done.returncode:
@@ -31,9 +30,3 @@ print(json.dumps(dict(jobs=s["jobs"], load_cpu=s["load_cpu_seconds"], sim_cpu=s[
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def wall_clock() -> float:
-    return time.perf_counter()
-
-
-def peak_rss_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

@@ -4,7 +4,8 @@
 
 Each run is a fresh process (peak memory is its own); with --repeat the best CPU times are kept.
 Targets: simulation ≤ 1 CPU-s and loading ≤ 1 s for fifo, sjf, srtf; tiresias ≤ 3 CPU-s; qssf with the
-file or history estimator ≤ 1 CPU-s, with ebm ≤ 60 CPU-s including training.
+file or history estimator ≤ 1 CPU-s, with ebm ≤ 60 CPU-s including training; srtf-wrs ≤ 3 CPU-s.
+Sharing policies use the Lucid RTX 3090 colocation table (the trace's workloads key into it).
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ def main() -> None:
     args = parser.parse_args()
 
     table = Table(title=f"policies on {args.trace} ({args.placement})", title_justify="left")
-    for col in ("policy", "jobs", "load CPU-s", "sim CPU-s", "peak MiB", "avg JCT (s)", "avg queue (s)", "GPU util"):
+    for col in ("policy", "jobs", "load CPU-s", "sim CPU-s", "peak MiB", "avg JCT (s)", "avg queue (s)", "GPU util",
+                "shared"):
         table.add_column(col, justify="right")
     estimates = str(Path(args.trace) / "reference_estimates" / "qssf_lgb_priority.csv")
     variants = []
@@ -38,6 +40,8 @@ def main() -> None:
             variants += [("qssf/oracle", policy, {"estimator": "oracle"}), ("qssf/history", policy, {"estimator": "history"}),
                          ("qssf/file", policy, {"estimator": "file", "estimates": estimates}),
                          ("qssf/ebm", policy, {"estimator": "ebm"})]
+        elif POLICIES.get(policy).shares_gpus:
+            variants.append((f"{policy}/lucid", policy, {"colocation": "lucid"}))
         else:
             variants.append((policy, policy, {}))
     for label, policy, options in variants:
@@ -46,7 +50,7 @@ def main() -> None:
         best = min(runs, key=lambda r: r["sim_cpu"])
         table.add_row(label, f"{best['jobs']:,}", f"{min(r['load_cpu'] for r in runs):.3f}", f"{best['sim_cpu']:.3f}",
                       f"{max(r['peak_mib'] for r in runs):.0f}", f"{best['avg_jct']:,.1f}", f"{best['avg_queue']:,.1f}",
-                      f"{best['utilization']:.1%}")
+                      f"{best['utilization']:.1%}", f"{best['shared']:.1%}")
     Console(width=120).print(table)
 
 

@@ -12,7 +12,6 @@ import json
 import os
 import platform
 import socket
-import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ import torchvision
 
 from profiler.nvml import Nvml, cuda_device_identity
 from profiler.runner import RunSettings
+from simcluster.atomic import atomic_write
 
 METADATA_NAME = "metadata.json"
 
@@ -99,14 +99,5 @@ def write_metadata(
         "settings": dataclasses.asdict(settings),
         "selection": selection,
     }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as handle:
-            json.dump(document, handle, indent=2, sort_keys=True, default=str)
-            handle.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    text = json.dumps(document, indent=2, sort_keys=True, default=str) + "\n"
+    return atomic_write(path, lambda handle: handle.write(text.encode()))

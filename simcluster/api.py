@@ -28,7 +28,7 @@ class RunResult:
         return {"jobs": self.jobs, "timeline": self.timeline}
 
 
-def simulate(trace: Trace, config: SimConfig = SimConfig(), observers: Iterable[Observer] = (),
+def simulate(trace: Trace, config: SimConfig | None = None, observers: Iterable[Observer] = (),
              colocation: ColocationModel | None = None) -> RunResult:
     """Replay ``trace`` under ``config``.
 
@@ -37,6 +37,7 @@ def simulate(trace: Trace, config: SimConfig = SimConfig(), observers: Iterable[
     >>> result.summary["jobs"], result.summary["policy"]
     (50, 'sjf')
     """
+    config = config or SimConfig()
     cpu0 = time.process_time()
     jobs = trace.make_jobs()
     finished, timeline = FinishedJobs(), ClusterTimeline()
@@ -52,12 +53,12 @@ def simulate(trace: Trace, config: SimConfig = SimConfig(), observers: Iterable[
     )
     vc_gpus = {name: vc.total_gpus for name, vc in sim.cluster.vcs.items()}
     end = float(frame["end_time"].max()) if len(frame) else sim.env.now
-    vc_gpu_seconds = {name: vc.gpu_seconds(end) for name, vc in sim.cluster.vcs.items()}
+    vc_sharing = {name: vc.sharing_seconds(end) for name, vc in sim.cluster.vcs.items()}
     sharing = {}
     if sim.colocation is not None:
         sharing = {"colocation": sim.colocation.source, "colocation_fallbacks": sim.colocation.fallback_counts()}
     summary = summarize(
-        frame, vc_gpus, vc_gpu_seconds,
+        frame, vc_gpus, vc_sharing,
         policy=config.policy, placement=config.placement, trace=trace.source, seed=config.seed,
         gpus=sum(vc_gpus.values()), node_failures=finished.node_failures,
         sim_cpu_seconds=sim_cpu, load_cpu_seconds=trace.load_cpu_seconds,

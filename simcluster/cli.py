@@ -13,11 +13,18 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 
 from simcluster.api import simulate
@@ -69,13 +76,13 @@ class _ProgressObserver(Observer):
 
 @app.command()
 def run(
-    trace: Annotated[Optional[Path], typer.Option(help="Trace: a folder with cluster_full_log.csv and vc_config.csv, "
+    trace: Annotated[Path | None, typer.Option(help="Trace: a folder with cluster_full_log.csv and vc_config.csv, "
                                                   "or a CSV file (then give --vc-config). Default: the embedded trace.")] = None,
     policy: Annotated[str, typer.Option(help="Scheduling policy; `lucid-sim policies` lists them.")] = "fifo",
     placement: Annotated[str, typer.Option(help="Placement; `lucid-sim placements` lists them.")] = "consolidate",
-    out_dir: Annotated[Optional[Path], typer.Option("--out", help="Results folder (replaced atomically). "
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Results folder (replaced atomically). "
                                                     "Default: results/<trace>-<policy>-<placement>.")] = None,
-    vc_config: Annotated[Optional[Path], typer.Option(help="VC config CSV (vc,num: nodes per VC).")] = None,
+    vc_config: Annotated[Path | None, typer.Option(help="VC config CSV (vc,num: nodes per VC).")] = None,
     gpus_per_node: Annotated[int, typer.Option(min=1, help="GPUs per node.")] = 8,
     seed: Annotated[int, typer.Option(help="Seed for random placement and node failures.")] = 0,
     node_mtbf: Annotated[float, typer.Option(min=0, help="Mean seconds between failures of each node (0: never).")] = 0.0,
@@ -85,14 +92,14 @@ def run(
     preempt_overhead_small: Annotated[float, typer.Option(min=0, help="Preemption overhead (s), jobs of ≤ 8 GPUs.")] = 40.0,
     preempt_overhead_large: Annotated[float, typer.Option(min=0, help="Preemption overhead (s), jobs of > 8 GPUs.")] = 60.0,
     quantum: Annotated[float, typer.Option(min=1, help="tiresias: seconds between scheduling decisions.")] = 60.0,
-    queues: Annotated[Optional[int], typer.Option(min=1, help="tiresias: number of priority queues K "
+    queues: Annotated[int | None, typer.Option(min=1, help="tiresias: number of priority queues K "
                                                   "(default thresholds 18000·2^i GPU-s).")] = None,
-    thresholds: Annotated[Optional[str], typer.Option(help="tiresias: attained-service thresholds in GPU-seconds, "
+    thresholds: Annotated[str | None, typer.Option(help="tiresias: attained-service thresholds in GPU-seconds, "
                                                       "comma-separated (K-1 of them). Default: 18000.")] = None,
     promote_knob: Annotated[float, typer.Option(min=0, help="tiresias: promote a job that waited longer than "
                                                 "knob × its last run to the top queue (0: off).")] = 0.0,
     estimator: Annotated[str, typer.Option(help="qssf: duration estimator — oracle, history, file or ebm.")] = "oracle",
-    estimates: Annotated[Optional[Path], typer.Option(help="qssf --estimator file: CSV of job_id,priority "
+    estimates: Annotated[Path | None, typer.Option(help="qssf --estimator file: CSV of job_id,priority "
                                                       "(estimated duration in seconds).")] = None,
     retrain_interval: Annotated[float, typer.Option(min=1, help="qssf --estimator ebm: simulated seconds "
                                                     "between re-trainings.")] = 7 * 86400.0,
@@ -235,7 +242,7 @@ def trace_synth(
 @trace_app.command("check")
 def trace_check(
     trace: Annotated[Path, typer.Argument(help="Trace folder or CSV file.")],
-    vc_config: Annotated[Optional[Path], typer.Option(help="VC config CSV.")] = None,
+    vc_config: Annotated[Path | None, typer.Option(help="VC config CSV.")] = None,
     gpus_per_node: Annotated[int, typer.Option(min=1, help="GPUs per node.")] = 8,
     skip_invalid: Annotated[bool, typer.Option(help="Count invalid rows instead of stopping at the first.")] = False,
 ) -> None:

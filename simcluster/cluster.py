@@ -29,22 +29,24 @@ class Node:
     name: str
     gpu_count: int
     gpus: list[list[Job]] = field(default_factory=list)
-    memory_used: list[float] = field(default_factory=list)  # MiB per GPU
     free_ids: list[int] = field(default_factory=list)  # idle GPU indices, ascending
     jobs: dict[Job, list[int]] = field(default_factory=dict)
     up: bool = True
     used: int = 0  # GPUs holding at least one job
     shared: int = 0  # GPUs holding two or more
+    extra: int = 0  # jobs beyond the first on each GPU, summed over GPUs
     bucket: int | None = None  # the free-count bucket the node is filed under
 
     def __post_init__(self) -> None:
         self.gpus = [[] for _ in range(self.gpu_count)]
-        self.memory_used = [0.0] * self.gpu_count
         self.free_ids = list(range(self.gpu_count))
 
     @property
     def free_gpus(self) -> int:
         return self.gpu_count - self.used if self.up else 0
+
+    def memory_used(self, gpu: int) -> float:
+        return sum(job.memory for job in self.gpus[gpu])
 
     def allocate(self, job: Job, count: int) -> list[int]:
         """Give ``count`` idle GPUs (lowest indices first) to ``job``."""
@@ -53,48 +55,56 @@ class Node:
         del self.free_ids[:count]
         for i in taken:
             self.gpus[i].append(job)
-            self.memory_used[i] += job.memory
         self.jobs[job] = taken
         self.used += count
-        self.vc._refile(self, used_delta=count, shared_delta=0)
+        self.vc._refile(self, count)
         return taken
 
     def attach(self, job: Job, ids: list[int]) -> list[int]:
         """Put ``job`` on exactly these GPUs, idle or already running other jobs (sharing)."""
         assert self.up and job not in self.jobs
-        newly_used = newly_shared = 0
+        newly_used = newly_shared = extra = 0
         for i in ids:
             holders = self.gpus[i]
             if not holders:
                 self.free_ids.remove(i)
                 newly_used += 1
-            elif len(holders) == 1:
-                newly_shared += 1
+            else:
+                extra += 1
+                newly_shared += len(holders) == 1
             holders.append(job)
-            self.memory_used[i] += job.memory
         self.jobs[job] = list(ids)
         self.used += newly_used
         self.shared += newly_shared
-        self.vc._refile(self, used_delta=newly_used, shared_delta=newly_shared)
+        self.extra += extra
+        self.vc._refile(self, newly_used, newly_shared, extra)
         return list(ids)
 
     def release(self, job: Job) -> None:
         taken = self.jobs.pop(job)
-        freed = unshared = 0
+        if not self.shared:  # every GPU of the job was its alone: the common, fast case
+            for i in taken:
+                self.gpus[i].clear()
+            self.free_ids = sorted(self.free_ids + taken) if self.free_ids else taken
+            self.used -= len(taken)
+            self.vc._refile(self, -len(taken))
+            return
+        freed: list[int] = []
+        unshared = extra = 0
         for i in taken:
             holders = self.gpus[i]
             holders.remove(job)
-            self.memory_used[i] -= job.memory
             if not holders:
-                freed += 1
-                self.memory_used[i] = 0.0
-            elif len(holders) == 1:
-                unshared += 1
+                freed.append(i)
+            else:
+                extra += 1
+                unshared += len(holders) == 1
         if freed:
-            self.free_ids = sorted(self.free_ids + [i for i in taken if not self.gpus[i]])
-        self.used -= freed
+            self.free_ids = sorted(self.free_ids + freed)
+        self.used -= len(freed)
         self.shared -= unshared
-        self.vc._refile(self, used_delta=-freed, shared_delta=-unshared)
+        self.extra -= extra
+        self.vc._refile(self, -len(freed), -unshared, -extra)
 
     def partners(self, job: Job) -> set[Job]:
         """Other jobs sharing a GPU of this node with ``job``."""
@@ -104,7 +114,7 @@ class Node:
         """Take the node out of (or back into) service; it must be empty to go down."""
         assert up or not self.jobs, "evict jobs before taking a node down"
         self.up = up
-        self.vc._refile(self, used_delta=0, shared_delta=0)
+        self.vc._refile(self, 0)
 
 
 class VirtualCluster:
@@ -115,8 +125,9 @@ class VirtualCluster:
     (16, 16)
     """
 
-    def __init__(self, name: str, nodes: int, gpus_per_node: int = 8) -> None:
+    def __init__(self, name: str, nodes: int, gpus_per_node: int = 8, totals: GpuCounts | None = None) -> None:
         self.name = name
+        self.totals = totals or GpuCounts()  # the whole cluster's counts, kept up to date by every VC
         self.gpus_per_node = gpus_per_node
         self.nodes = [Node(self, i, f"{name}/n{i}", gpus_per_node) for i in range(nodes)]
         self.total_gpus = nodes * gpus_per_node
@@ -128,14 +139,15 @@ class VirtualCluster:
             node.bucket = gpus_per_node
         self.used_gpus = 0  # GPUs holding at least one job
         self.shared_gpus = 0  # GPUs holding two or more
+        self.extra_jobs = 0  # jobs beyond the first on each GPU
         self.clock: Callable[[], float] = lambda: 0.0  # the simulation sets its own clock here
-        self.busy_gpu_seconds = self.shared_gpu_seconds = 0.0
+        self.shared_gpu_seconds = self.extra_gpu_seconds = 0.0
         self._since = 0.0
         self.pending: JobQueue = JobQueue()
         self.running: dict[Job, None] = {}  # insertion-ordered set
 
-    def _refile(self, node: Node, used_delta: int, shared_delta: int) -> None:
-        """Move ``node`` to the bucket of its current free count."""
+    def _refile(self, node: Node, used_delta: int, shared_delta: int = 0, extra_delta: int = 0) -> None:
+        """Move ``node`` to the bucket of its current free count and update the VC's counts."""
         bit = 1 << node.index
         if node.bucket is not None:
             self.buckets[node.bucket] &= ~bit
@@ -144,18 +156,22 @@ class VirtualCluster:
         if node.bucket is not None:
             self.buckets[node.bucket] |= bit
             self.free_gpus += node.bucket
-        if used_delta or shared_delta:
+        self.used_gpus += used_delta
+        self.totals.used += used_delta
+        if shared_delta or extra_delta:  # only sharing changes these: integrate them over time
+            self.totals.shared += shared_delta
             now = self.clock()
-            self.busy_gpu_seconds += self.used_gpus * (now - self._since)
             self.shared_gpu_seconds += self.shared_gpus * (now - self._since)
+            self.extra_gpu_seconds += self.extra_jobs * (now - self._since)
             self._since = now
-            self.used_gpus += used_delta
             self.shared_gpus += shared_delta
+            self.extra_jobs += extra_delta
 
-    def gpu_seconds(self, now: float) -> tuple[float, float]:
-        """GPU-seconds with at least one job, and with two or more, up to ``now``."""
-        return (self.busy_gpu_seconds + self.used_gpus * (now - self._since),
-                self.shared_gpu_seconds + self.shared_gpus * (now - self._since))
+    def sharing_seconds(self, now: float) -> tuple[float, float]:
+        """Up to ``now``: GPU-seconds of GPUs holding two or more jobs, and job-seconds beyond
+        the first job of a GPU (what summing jobs' GPU-time counts twice)."""
+        return (self.shared_gpu_seconds + self.shared_gpus * (now - self._since),
+                self.extra_gpu_seconds + self.extra_jobs * (now - self._since))
 
     def nodes_with_free(self, k: int) -> Iterator[Node]:
         """Up nodes with exactly ``k`` free GPUs, in node order."""
@@ -166,6 +182,12 @@ class VirtualCluster:
             mask ^= low
 
 
+@dataclass
+class GpuCounts:
+    used: int = 0  # GPUs holding at least one job
+    shared: int = 0  # GPUs holding two or more
+
+
 class Cluster:
     """All virtual clusters, built from a ``{vc: node count}`` mapping."""
 
@@ -173,7 +195,8 @@ class Cluster:
         if gpus_per_node <= 0:
             raise ValueError("gpus_per_node must be positive")
         self.gpus_per_node = gpus_per_node
-        self.vcs = {name: VirtualCluster(name, n, gpus_per_node) for name, n in vc_nodes.items()}
+        self.counts = GpuCounts()
+        self.vcs = {name: VirtualCluster(name, n, gpus_per_node, self.counts) for name, n in vc_nodes.items()}
         self.total_gpus = sum(vc.total_gpus for vc in self.vcs.values())
 
     @property
@@ -187,4 +210,4 @@ class Cluster:
 
     @property
     def used_gpus(self) -> int:
-        return sum(vc.used_gpus for vc in self.vcs.values())
+        return self.counts.used

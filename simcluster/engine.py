@@ -14,22 +14,24 @@ runs — once, for every VC where something changed.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable
 from dataclasses import dataclass
+from typing import Any, cast
 
 import simpy
 
 from simcluster.cluster import Cluster, Node, VirtualCluster
+from simcluster.colocation.loader import ColocationModel, load_colocation_model
 from simcluster.config import SimConfig
 from simcluster.job import UNKNOWN_WORKLOAD as UNKNOWN
 from simcluster.job import Job, JobState
 from simcluster.metrics.observer import Observer, overridden_hooks
-from simcluster.colocation.loader import ColocationModel, load_colocation_model
 from simcluster.placement import Plan, make_placement
 from simcluster.policies import POLICIES
 from simcluster.queue import JobQueue
 
 LATE = 2  # SimPy's own priorities are URGENT=0 and NORMAL=1
+Process = Generator[simpy.Event, Any, None]  # the life story of a SimPy process
 
 
 def trigger_late(event: simpy.Event, delay: float = 0.0) -> None:
@@ -38,9 +40,9 @@ def trigger_late(event: simpy.Event, delay: float = 0.0) -> None:
     SimPy's public ``succeed`` always uses NORMAL priority; this mirrors what
     SimPy itself does for its URGENT events (Initialize, Interruption).
     """
-    event._ok = True  # noqa: SLF001
-    event._value = None  # noqa: SLF001
-    event.env.schedule(event, LATE, delay)
+    event._ok = True
+    event._value = None
+    event.env.schedule(event, cast(Any, LATE), delay)
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,7 @@ class _VcContext:
 
     @property
     def colocation(self) -> ColocationModel:
+        assert self.sim.colocation is not None, "only sharing policies ask for the colocation model"
         return self.sim.colocation
 
     @property
@@ -117,12 +120,12 @@ class Simulation:
         self,
         jobs: list[Job],
         vc_nodes: dict[str, int],
-        config: SimConfig = SimConfig(),
+        config: SimConfig | None = None,
         observers: Iterable[Observer] = (),
         colocation: ColocationModel | None = None,
     ) -> None:
         """``colocation`` overrides the model that ``config.colocation`` names (for sharing policies)."""
-        self.config = config
+        self.config = config = config or SimConfig()
         self.jobs = jobs
         start = min((j.submit_time for j in jobs), default=0)
         self.env = simpy.Environment(initial_time=start)
@@ -131,7 +134,7 @@ class Simulation:
         self.placement = make_placement(config.placement, random.Random(config.seed))
         for vc in self.cluster.vcs.values():
             vc.pending = JobQueue(key=self.policy.pending_key)
-            vc.clock = lambda env=self.env: env.now
+            vc.clock = self._now
             vc._since = float(start)
         self.colocation: ColocationModel | None = None
         if self.policy.shares_gpus:
@@ -158,6 +161,9 @@ class Simulation:
         self._all_done = self.env.event()
         self.running = self.pending = 0
 
+    def _now(self) -> float:
+        return self.env.now
+
     # --- the run -----------------------------------------------------------
     def run(self) -> None:
         env = self.env
@@ -174,7 +180,7 @@ class Simulation:
             raise SimulationStalled(f"simulation stalled at t={env.now}: jobs {stuck} can never run") from exc
 
     # --- processes -----------------------------------------------------------
-    def _arrivals(self, jobs: list[Job]) -> Iterator[simpy.Event]:
+    def _arrivals(self, jobs: list[Job]) -> Process:
         """Submits each job at its submit time (jobs of one second in trace order)."""
         env = self.env
         for job in jobs:
@@ -182,7 +188,7 @@ class Simulation:
                 yield env.timeout(job.submit_time - env.now)
             job.process = env.process(self._job_life(job))
 
-    def _job_life(self, job: Job) -> Iterator[simpy.Event]:
+    def _job_life(self, job: Job) -> Process:
         """Queue, wait for GPUs, run; a preemption or failure sends it back to waiting."""
         vc = self.cluster.vcs[job.vc]
         self.policy.on_submit(job, self.env.now)
@@ -199,7 +205,7 @@ class Simulation:
             self._finish(job, vc)
             return
 
-    def _scheduler(self) -> Iterator[simpy.Event]:
+    def _scheduler(self) -> Process:
         """Sleeps until something changed, then runs the policy on each changed VC."""
         env = self.env
         while True:
@@ -208,13 +214,11 @@ class Simulation:
             dirty, self._dirty = self._dirty, {}
             for name in dirty:
                 self.policy.schedule(self.cluster.vcs[name], self._contexts[name])
-            if self._on_sample:
-                vcs = self.cluster.vcs.values()
-                used, shared = sum(vc.used_gpus for vc in vcs), sum(vc.shared_gpus for vc in vcs)
-                for hook in self._on_sample:
-                    hook(env.now, used, shared, self.running, self.pending)
+            counts = self.cluster.counts
+            for hook in self._on_sample:
+                hook(env.now, counts.used, counts.shared, self.running, self.pending)
 
-    def _node_life(self, node: Node, rng: random.Random) -> Iterator[simpy.Event]:
+    def _node_life(self, node: Node, rng: random.Random) -> Process:
         """Fails after an exponential time with mean ``node_mtbf``, is repaired, and so on."""
         mtbf, env = self.config.node_mtbf, self.env
         while mtbf > 0:
@@ -305,6 +309,8 @@ class Simulation:
     def _speed_of(self, job: Job) -> tuple[float, bool]:
         """A job runs at the pace of its slowest GPU; on a GPU it shares, its speed is the
         product of its pairwise speeds with each partner there (the colocation table's measure)."""
+        model = self.colocation
+        assert model is not None
         slowest, sharing = 1.0, False
         for node, ids in job.allocation:
             for i in ids:
@@ -315,8 +321,8 @@ class Simulation:
                 speed = 1.0
                 for other in holders:
                     if other is not job:
-                        speed *= self.colocation.pair_speeds(job.workload or UNKNOWN, job.gpu_num,
-                                                             other.workload or UNKNOWN, other.gpu_num)[0]
+                        speed *= model.pair_speeds(job.workload or UNKNOWN, job.gpu_num,
+                                                   other.workload or UNKNOWN, other.gpu_num)[0]
                 slowest = min(slowest, speed)
         return slowest, sharing
 
@@ -353,8 +359,12 @@ class Simulation:
         if key in self._timers:
             return
         self._timers.add(key)
+        def ring(_: simpy.Event) -> None:
+            self._timers.discard(key)
+            self._request_pass(vc)
+
         timer = self.env.event()
-        timer.callbacks.append(lambda _: (self._timers.discard(key), self._request_pass(vc)))
+        timer.callbacks.append(ring)
         trigger_late(timer, max(0.0, when - self.env.now))
 
     def _request_pass(self, vc: VirtualCluster) -> None:

@@ -29,7 +29,7 @@ def submit_order(job: Job) -> tuple[int, int]:
 class _SortedJobs:
     """Parallel sorted lists of entries and jobs; the head is removed by advancing an offset."""
 
-    __slots__ = ("keys", "jobs", "head")
+    __slots__ = ("head", "jobs", "keys")
 
     def __init__(self) -> None:
         self.keys: list[Entry] = []

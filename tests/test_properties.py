@@ -54,6 +54,7 @@ def run(rows, **cfg) -> tuple[pd.DataFrame, CapacityGuard]:
 def test_every_job_starts_after_submission_and_finishes_exactly_once(rows, policy, placement):
     jobs, guard = run(rows, policy=policy, placement=placement, seed=3)
     assert len(jobs) == len(rows) and jobs["job_id"].is_unique
+    assert len(guard.starts) >= len(rows)  # every start was checked against capacity
     assert (jobs["start_time"] >= jobs["submit_time"]).all()
     assert (jobs["end_time"] >= jobs["start_time"]).all()
     assert (jobs["jct"] >= jobs["duration"]).all()
@@ -107,7 +108,7 @@ def test_node_failures_lose_work_but_every_job_still_finishes_once(rows, policy,
 @fast
 @given(rows=jobs_strategy, policy=st.sampled_from(POLICIES.names()), placement=st.sampled_from(PLACEMENTS.names()))
 def test_same_trace_policy_and_seed_give_identical_results(rows, policy, placement):
-    cfg = dict(policy=policy, placement=placement, seed=11, node_mtbf=500, node_repair=30)
+    cfg = {"policy": policy, "placement": placement, "seed": 11, "node_mtbf": 500, "node_repair": 30}
     first, _ = run(rows, **cfg)
     again, _ = run(rows, **cfg)
     pd.testing.assert_frame_equal(first, again)

@@ -114,12 +114,12 @@ class SharingGuard(Observer):
         for node, ids in job.allocation:
             for i in ids:
                 assert len(node.gpus[i]) <= self.max_jobs
-                assert node.memory_used[i] <= self.gpu_memory + 1e-9
+                assert node.memory_used(i) <= self.gpu_memory + 1e-9
         self._segment[job.job_id] = (now, job.speed, job.overhead_left)
 
     def on_speed(self, job, now):
         if job.job_id in self._segment:
-            since, speed, owed = self._segment[job.job_id]
+            since, _, owed = self._segment[job.job_id]
             self._close(job, now)
             self._segment[job.job_id] = (now, job.speed, max(0.0, owed - (now - since)))
 

@@ -37,10 +37,12 @@ def load_colocation_model(spec: str) -> ColocationModel:
         single, pair = importers.import_lucid()
         return model.ColocationModel(single, pair, source=f"Lucid RTX 3090 table ({importers.lucid_dir()})")
     folder = Path(spec)
-    tables = [next((folder / f"{name}{ext}" for ext in (".csv", ".parquet") if (folder / f"{name}{ext}").is_file()), None)
-              for name in ("single", "pair")]
-    if not folder.is_dir() or None in tables:
+    single_path, pair_path = (
+        next((p for p in (folder / f"{name}.csv", folder / f"{name}.parquet") if p.is_file()), None)
+        for name in ("single", "pair")
+    )
+    if single_path is None or pair_path is None:
         raise TraceError(folder, "colocation tables not found: give 'default', 'lucid' or a folder "
                                  "with single.csv and pair.csv (or .parquet)")
-    single, pair = schema.read_single_table(tables[0]), schema.read_pair_table(tables[1])
+    single, pair = schema.read_single_table(single_path), schema.read_pair_table(pair_path)
     return model.ColocationModel(single, pair, source=f"tables in {folder}", validate=False)

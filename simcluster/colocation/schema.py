@@ -50,12 +50,14 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 import pandas as pd
+
+from simcluster.atomic import atomic_write
 
 __all__ = [
     "PAIR_COLUMNS",
@@ -327,17 +329,10 @@ def write_table(df: pd.DataFrame, path: str | os.PathLike[str]) -> None:
             f"table for {p}: neither a single-job table (key {','.join(SINGLE_KEY)}) "
             f"nor a pair table (key {','.join(PAIR_KEY)})"
         )
-    p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            if fmt == "csv":
-                handle.write(table.to_csv(index=False, lineterminator="\n").encode())
-            else:
-                table.to_parquet(handle, index=False)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp_name, p)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
+    def write(handle: BinaryIO) -> None:
+        if fmt == "csv":
+            handle.write(table.to_csv(index=False, lineterminator="\n").encode())
+        else:
+            table.to_parquet(handle, index=False)
+
+    atomic_write(p, write)

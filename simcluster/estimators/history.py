@@ -7,7 +7,7 @@ from simcluster.job import Job
 
 
 class _Mean:
-    __slots__ = ("total", "count")
+    __slots__ = ("count", "total")
 
     def __init__(self) -> None:
         self.total, self.count = 0.0, 0

@@ -46,20 +46,21 @@ def jobs_frame(jobs: Iterable[Job]) -> pd.DataFrame:
     return frame[JOB_COLUMNS]
 
 
-def figures(frame: pd.DataFrame, gpus: int, gpu_seconds: tuple[float, float] | None = None) -> dict[str, float]:
+def figures(frame: pd.DataFrame, gpus: int, sharing: tuple[float, float] = (0.0, 0.0)) -> dict[str, float]:
     """avg/p50/p99 JCT, avg/p99 queue, makespan, GPU utilization and sharing of a set of jobs.
 
-    ``gpu_seconds``: (GPU-seconds with a job, GPU-seconds with two or more) as the cluster
-    counted them; without it, utilization is computed from the jobs (exact unless GPUs were shared).
+    ``sharing``: (GPU-seconds of shared GPUs, job-seconds beyond the first job of a GPU) as the
+    cluster counted them, so that a GPU holding two jobs counts once in the utilization.
     """
     if frame.empty:
         return {k: 0.0 for k in ("avg_jct", "avg_queue", "p50_jct", "p99_jct", "p99_queue", "makespan",
                                  "gpu_utilization")} | {"jobs": 0}
     jct, queue = frame["jct"].to_numpy(), frame["queue"].to_numpy()
     makespan = float(frame["end_time"].max() - frame["submit_time"].min())
-    busy, shared = gpu_seconds or (float((frame["busy_time"] * frame["gpu_num"]).sum()), 0.0)
+    shared, extra = sharing
+    busy = float((frame["busy_time"] * frame["gpu_num"]).sum()) - extra
     return {
-        "jobs": int(len(frame)),
+        "jobs": len(frame),
         "avg_jct": float(jct.mean()),
         "avg_queue": float(queue.mean()),
         "p50_jct": float(np.percentile(jct, 50)),
@@ -75,15 +76,13 @@ def figures(frame: pd.DataFrame, gpus: int, gpu_seconds: tuple[float, float] | N
 
 
 def summarize(frame: pd.DataFrame, vc_gpus: Mapping[str, int],
-              vc_gpu_seconds: Mapping[str, tuple[float, float]] | None = None, **header: Any) -> dict[str, Any]:
+              vc_sharing: Mapping[str, tuple[float, float]] | None = None, **header: Any) -> dict[str, Any]:
     """The run's ``summary.json``: ``header`` (policy, placement, timings...), overall and per-VC figures."""
     summary: dict[str, Any] = dict(header)
-    total = None
-    if vc_gpu_seconds:
-        total = (sum(b for b, _ in vc_gpu_seconds.values()), sum(s for _, s in vc_gpu_seconds.values()))
+    vc_sharing = vc_sharing or {}
+    total = (sum(s for s, _ in vc_sharing.values()), sum(e for _, e in vc_sharing.values()))
     summary.update(figures(frame, sum(vc_gpus.values()), total))
     summary["per_vc"] = {
-        vc: figures(frame[frame["vc"] == vc], gpus, vc_gpu_seconds.get(vc) if vc_gpu_seconds else None)
-        for vc, gpus in vc_gpus.items()
+        vc: figures(frame[frame["vc"] == vc], gpus, vc_sharing.get(vc, (0.0, 0.0))) for vc, gpus in vc_gpus.items()
     }
     return summary

@@ -9,7 +9,8 @@ from simcluster.cluster import Node, VirtualCluster
 from simcluster.job import Job
 from simcluster.registry import Registry
 
-Plan = list[tuple[Node, int]]  # (node, GPUs taken on it)
+# (node, how many of its idle GPUs) or (node, exactly which GPUs — a sharing policy's plan)
+Plan = list[tuple[Node, int | list[int]]]
 
 
 class Placement(Protocol):

@@ -1,7 +1,15 @@
 """Scheduling policies: order jobs, decide starts and preemptions.  One file each."""
 
 from simcluster.policies import (  # noqa: F401  (registers)
-    fifo, qssf, sjf, sjf_sharing, srtf, srtf_ars, srtf_wrs, tiresias, tiresias_gittins,
+    fifo,
+    qssf,
+    sjf,
+    sjf_sharing,
+    srtf,
+    srtf_ars,
+    srtf_wrs,
+    tiresias,
+    tiresias_gittins,
 )
 from simcluster.policies.base import POLICIES, Policy, SchedulingContext
 

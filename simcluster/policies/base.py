@@ -18,7 +18,11 @@ from simcluster.registry import Registry
 
 
 class SchedulingContext(Protocol):
-    now: float
+    @property
+    def now(self) -> float: ...
+
+    @property
+    def config(self) -> SimConfig: ...
 
     def try_start(self, job: Job) -> bool:
         """Place and start a pending job; False if placement found no GPUs."""

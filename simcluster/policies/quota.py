@@ -24,10 +24,11 @@ from simcluster.policies.base import SchedulingContext
 Stream = Iterator[tuple[tuple[Any, int], Job]]  # ((order key, trace index), job), in order
 
 
-def queue_streams(vc: VirtualCluster) -> dict[int, Stream]:
-    """The VC's pending queue, one stream per GPU count (the key), in queue order."""
+def queue_streams(vc: VirtualCluster, max_gpus: float | None = None) -> dict[int, Stream]:
+    """The VC's pending queue, one stream per GPU count (the key) up to ``max_gpus``, in queue order."""
     pending = vc.pending
-    return {size: pending.entries_of_size(size) for size in pending.sizes()}
+    limit = vc.total_gpus if max_gpus is None else max_gpus
+    return {size: pending.entries_of_size(size) for size in pending.sizes() if size <= limit}
 
 
 def gpu_count(job: Job) -> float:
@@ -53,7 +54,8 @@ def walk_quota(vc: VirtualCluster, ctx: SchedulingContext, running: list[tuple[A
     """
     pending_tag, running_tag = (0, 1) if pending_first_on_ties else (1, 0)
     quota = vc.total_gpus - reserved
-    ordered = sorted((key, running_tag, job.index, job) for key, job in running)
+    ordered = [(key, running_tag, job.index, job) for key, job in running]
+    ordered.sort()
     heap = []
     for size, stream in pending.items():
         if size > quota:

@@ -85,7 +85,7 @@ def shared_plan(job: Job, vc: VirtualCluster, ctx: SchedulingContext, partner_co
         for i, holders in enumerate(node.gpus):
             if not holders or len(holders) >= config.max_jobs_per_gpu:
                 continue
-            if node.memory_used[i] + job.memory > config.gpu_memory:
+            if node.memory_used(i) + job.memory > config.gpu_memory:
                 continue
             worst = 0.0
             for resident in holders:
@@ -112,7 +112,8 @@ def shared_plan(job: Job, vc: VirtualCluster, ctx: SchedulingContext, partner_co
             if best is None or key < best[0]:
                 best = (key, node, idle + [i for _, i in shareable[:shared_needed]])
         return None if best is None else [(best[1], sorted(best[2]))]
-    idle_nodes = [(node, list(node.free_ids), []) for node in vc.nodes if node.up and not node.used]
+    idle_nodes: list[tuple[Node, list[int], list[tuple[float, int]]]] = [
+        (node, list(node.free_ids), []) for node in vc.nodes if node.up and not node.used]
     pool = sorted(candidates + idle_nodes, key=lambda c: (-(len(c[1]) + len(c[2])), c[0].index))
     plan: Plan = []
     left = need

@@ -154,7 +154,7 @@ def _validate(raw: pd.DataFrame, vc_nodes: dict[str, int], gpus_per_node: int,
             problems.setdefault(int(row), (fld, describe(int(row))))
 
     out = pd.DataFrame({"job_id": raw["job_id"], "vc": raw["vc"]})
-    out["user"] = raw["user"] if "user" in raw else ""
+    out["user"] = raw.get("user", "")
     flag(raw["job_id"] == "", "job_id", lambda r: "empty job id")
     flag(raw["job_id"].duplicated(), "job_id", lambda r: f"duplicate job id {raw['job_id'][r]!r}")
 
@@ -163,7 +163,7 @@ def _validate(raw: pd.DataFrame, vc_nodes: dict[str, int], gpus_per_node: int,
         flag(num.isna(), col, lambda r, c=col: f"not a number: {raw[c][r]!r}")
         flag(num.notna() & (num != num.round()), col, lambda r, c=col: f"not an integer: {raw[c][r]!r}")
         flag(num.notna() & (num < lowest), col,
-             lambda r, c=col: f"must be {'positive' if lowest else 'non-negative'}, got {raw[c][r]}")
+             lambda r, c=col, lo=lowest: f"must be {'positive' if lo else 'non-negative'}, got {raw[c][r]}")
         out[col] = num.fillna(0).astype(np.int64)
 
     out["submit_time"] = _submit_seconds(raw["submit_time"], epoch, flag)
