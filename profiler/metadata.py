@@ -99,5 +99,8 @@ def write_metadata(
         "settings": dataclasses.asdict(settings),
         "selection": selection,
     }
+    # what the simulator's default_model() looks for: tables measured on a GPU replace the analytic ones
+    document["measured"] = all(t["environment"].get("device") == "cuda" for t in tables.values())
+    document["device_name"] = environment.get("device_name")
     text = json.dumps(document, indent=2, sort_keys=True, default=str) + "\n"
     return atomic_write(path, lambda handle: handle.write(text.encode()))

@@ -363,6 +363,7 @@ class Simulation:
             self._timers.discard(key)
             self._request_pass(vc)
 
+
         timer = self.env.event()
         timer.callbacks.append(ring)
         trigger_late(timer, max(0.0, when - self.env.now))

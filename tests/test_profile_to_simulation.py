@@ -1,0 +1,49 @@
+"""From the profiler's tables to a simulation that shares GPUs: the two halves of the product meet."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from profiler.cli import app as profile_app
+from simcluster.cli import main as sim_main
+from simcluster.colocation.analytic import ANALYTIC_SOURCE, default_model
+from simcluster.traces.synth import SynthSpec, save_trace, synthesize
+
+QUICK = ["--device", "cpu", "--cpu-threads", "1", "--warmup-steps", "1", "--time-limit", "1", "--window", "0.25"]
+
+
+def test_profiled_tables_drive_a_sharing_simulation(tmp_path: Path, capsys) -> None:
+    tables = tmp_path / "cpu-profile"
+    runner = CliRunner()
+    for command in ("single", "pair"):
+        result = runner.invoke(profile_app, [command, "-w", "NeuMF", "-b", "4", "--amp", "off",
+                                             "-o", str(tables / f"{command}.csv"), *QUICK])
+        assert result.exit_code == 0, result.output
+    metadata = json.loads((tables / "metadata.json").read_text())
+    assert metadata["measured"] is False  # a CPU run never replaces the default GPU tables
+
+    trace = synthesize(SynthSpec(jobs=200, nodes=2, vcs=1, seed=3, load=1.5))
+    trace.frame["model"], trace.frame["dataset"] = "NeuMF", "MovieLens"
+    trace.frame["batchsize"], trace.frame["amp"] = 4, 0
+    save_trace(trace, tmp_path / "trace")
+    with pytest.raises(SystemExit) as exited:
+        sim_main(["run", "--trace", str(tmp_path / "trace"), "--policy", "srtf-ars", "--colocation", str(tables),
+                  "--out", str(tmp_path / "run"), "--json"])
+    assert exited.value.code == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["colocation"] == f"tables in {tables}"
+    assert summary["colocation_fallbacks"]["exact"] > 0  # NeuMF with NeuMF at batch 4 was measured
+    assert summary["jobs"] == 200 and summary["shared_gpu_fraction"] > 0
+
+
+def test_the_default_model_ignores_tables_not_measured_on_a_gpu(tmp_path: Path) -> None:
+    folder = tmp_path / "profiles" / "cpu"
+    folder.mkdir(parents=True)
+    (folder / "metadata.json").write_text(json.dumps({"measured": False}))
+    analytic = Path(__file__).resolve().parents[1] / "traces" / "profiles" / "analytic"
+    (tmp_path / "profiles" / "analytic").symlink_to(analytic)
+    assert default_model(tmp_path / "profiles").source == ANALYTIC_SOURCE
