@@ -254,6 +254,25 @@ def _to_device(batch: Batch, device: torch.device) -> Batch:
     raise TypeError(f"a batch is a tensor or a tuple of tensors, got {type(batch).__name__}")
 
 
+def build_image_classifier(
+    config: WorkloadConfig,
+    wrap: ModuleWrapper,
+    make_model: Callable[[], nn.Module],
+    image_size: int,
+    classes: int,
+    weight_decay: float,
+) -> SupervisedStep:
+    """An image classifier trained with SGD (lr 0.01, momentum 0.9) on random images of ``image_size``."""
+    return build_supervised(
+        config,
+        wrap,
+        make_model=make_model,
+        make_batch=lambda g: random_images(g, config.batch_size, image_size, classes),
+        compute_loss=cross_entropy_of,
+        make_optimizer=lambda params: torch.optim.SGD(params, lr=0.01, momentum=0.9, weight_decay=weight_decay),
+    )
+
+
 def random_images(
     generator: torch.Generator, batch_size: int, image_size: int, classes: int
 ) -> tuple[torch.Tensor, torch.Tensor]:

@@ -2,17 +2,9 @@
 
 from __future__ import annotations
 
-import torch
 import torchvision
 
-from workloads.base import (
-    ModuleWrapper,
-    TrainingStep,
-    WorkloadConfig,
-    build_supervised,
-    cross_entropy_of,
-    random_images,
-)
+from workloads.base import ModuleWrapper, TrainingStep, WorkloadConfig, build_image_classifier
 from workloads.registry import register_workload
 
 CLASSES = 10
@@ -20,12 +12,11 @@ CLASSES = 10
 
 @register_workload("EfficientNet", "CIFAR-10", "torchvision EfficientNet-B0, 32x32 images, 10 classes, SGD")
 def build(config: WorkloadConfig, wrap: ModuleWrapper) -> TrainingStep:
-    image_size = 8 if config.tiny else 32
-    return build_supervised(
+    return build_image_classifier(
         config,
         wrap,
-        make_model=lambda: torchvision.models.efficientnet_b0(weights=None, num_classes=CLASSES),
-        make_batch=lambda g: random_images(g, config.batch_size, image_size, CLASSES),
-        compute_loss=cross_entropy_of,
-        make_optimizer=lambda params: torch.optim.SGD(params, lr=0.01, momentum=0.9, weight_decay=1e-5),
+        lambda: torchvision.models.efficientnet_b0(weights=None, num_classes=CLASSES),
+        image_size=8 if config.tiny else 32,
+        classes=CLASSES,
+        weight_decay=1e-5,
     )

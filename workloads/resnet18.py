@@ -6,18 +6,10 @@ replaced by a 3x3 stride-1 conv, as in the common CIFAR training scripts.
 
 from __future__ import annotations
 
-import torch
 import torchvision
 from torch import nn
 
-from workloads.base import (
-    ModuleWrapper,
-    TrainingStep,
-    WorkloadConfig,
-    build_supervised,
-    cross_entropy_of,
-    random_images,
-)
+from workloads.base import ModuleWrapper, TrainingStep, WorkloadConfig, build_image_classifier
 from workloads.registry import register_workload
 
 CLASSES = 10
@@ -32,12 +24,6 @@ def cifar_resnet18() -> nn.Module:
 
 @register_workload("ResNet18", "CIFAR-10", "torchvision ResNet-18, CIFAR stem, 32x32 images, 10 classes, SGD")
 def build(config: WorkloadConfig, wrap: ModuleWrapper) -> TrainingStep:
-    image_size = 8 if config.tiny else 32
-    return build_supervised(
-        config,
-        wrap,
-        make_model=cifar_resnet18,
-        make_batch=lambda g: random_images(g, config.batch_size, image_size, CLASSES),
-        compute_loss=cross_entropy_of,
-        make_optimizer=lambda params: torch.optim.SGD(params, lr=0.01, momentum=0.9, weight_decay=5e-4),
+    return build_image_classifier(
+        config, wrap, cifar_resnet18, image_size=8 if config.tiny else 32, classes=CLASSES, weight_decay=5e-4
     )

@@ -6,18 +6,10 @@ classifier becomes the single 512->10 linear layer of the CIFAR VGG scripts.
 
 from __future__ import annotations
 
-import torch
 import torchvision
 from torch import nn
 
-from workloads.base import (
-    ModuleWrapper,
-    TrainingStep,
-    WorkloadConfig,
-    build_supervised,
-    cross_entropy_of,
-    random_images,
-)
+from workloads.base import ModuleWrapper, TrainingStep, WorkloadConfig, build_image_classifier
 from workloads.registry import register_workload
 
 CLASSES = 10
@@ -33,11 +25,6 @@ def cifar_vgg16() -> nn.Module:
 
 @register_workload("VGG", "CIFAR-10", "torchvision VGG-16-BN features, 512->10 head, 32x32 images, SGD")
 def build(config: WorkloadConfig, wrap: ModuleWrapper) -> TrainingStep:
-    return build_supervised(
-        config,
-        wrap,
-        make_model=cifar_vgg16,
-        make_batch=lambda g: random_images(g, config.batch_size, SMALLEST_IMAGE, CLASSES),
-        compute_loss=cross_entropy_of,
-        make_optimizer=lambda params: torch.optim.SGD(params, lr=0.01, momentum=0.9, weight_decay=5e-4),
+    return build_image_classifier(
+        config, wrap, cifar_vgg16, image_size=SMALLEST_IMAGE, classes=CLASSES, weight_decay=5e-4
     )
