@@ -204,10 +204,3 @@ class Cluster:
         for vc in self.vcs.values():
             yield from vc.nodes
 
-    @property
-    def free_gpus(self) -> int:
-        return sum(vc.free_gpus for vc in self.vcs.values())
-
-    @property
-    def used_gpus(self) -> int:
-        return self.counts.used

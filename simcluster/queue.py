@@ -117,10 +117,6 @@ class JobQueue:
         """(entry, job) of the jobs asking for ``gpu_num`` GPUs, in queue order."""
         return self._by_size[gpu_num].entries()
 
-    def smallest_gpu_num(self) -> int:
-        """The fewest GPUs any waiting job asks for (0 when empty)."""
-        return min(self._by_size, default=0)
-
     def __contains__(self, job: Job) -> bool:
         return job in self._entry_of
 

@@ -117,8 +117,9 @@ class Tiresias(Policy):
                 ctx.wake_at(self._boundary_after(crossing))
         if self.knob > 0:
             for job in vc.pending:
-                if self.last_run(job) > 0 and self.attained(job, now) > 0:
-                    eligible = job.pending_since + self.knob * self.last_run(job)
+                last = self.last_run(job)
+                if last > 0 and self.attained(job, now) > 0:
+                    eligible = job.pending_since + self.knob * last
                     ctx.wake_at(self._boundary_at_or_after(max(now + self.quantum, eligible)))
 
     def _boundary_at_or_after(self, t: float) -> float:
