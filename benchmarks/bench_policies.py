@@ -4,7 +4,8 @@
 
 Each run is a fresh process (peak memory is its own); with --repeat the best CPU times are kept.
 Targets: simulation ≤ 1 CPU-s and loading ≤ 1 s for fifo, sjf, srtf; tiresias ≤ 3 CPU-s; qssf with the
-file or history estimator ≤ 1 CPU-s, with ebm ≤ 60 CPU-s including training; srtf-wrs ≤ 3 CPU-s.
+file or history estimator ≤ 1 CPU-s, with ebm ≤ 60 CPU-s including training; srtf-wrs ≤ 3 CPU-s; lucid
+≤ 60 CPU-s including all model training (its variants switch one part off each: the ablation).
 Sharing policies use the Lucid RTX 3090 colocation table (the trace's workloads key into it).
 """
 
@@ -40,12 +41,20 @@ def main() -> None:
             variants += [("qssf/oracle", policy, {"estimator": "oracle"}), ("qssf/history", policy, {"estimator": "history"}),
                          ("qssf/file", policy, {"estimator": "file", "estimates": estimates}),
                          ("qssf/ebm", policy, {"estimator": "ebm"})]
+        elif policy == "lucid":  # the full policy, then each part switched off (or made perfect)
+            lucid = {"colocation": "lucid"}
+            variants += [("lucid", policy, lucid),
+                         ("lucid no profiling", policy, {**lucid, "profiler_nodes": 0}),
+                         ("lucid history estimates", policy, {**lucid, "estimator": "history"}),
+                         ("lucid oracle estimates", policy, {**lucid, "estimator": "oracle"}),
+                         ("lucid never shares", policy, {**lucid, "lucid_sharing": "never"}),
+                         ("lucid always shares", policy, {**lucid, "lucid_sharing": "always"})]
         elif POLICIES.get(policy).shares_gpus:
             variants.append((f"{policy}/lucid", policy, {"colocation": "lucid"}))
         else:
             variants.append((policy, policy, {}))
     for label, policy, options in variants:
-        repeat = 1 if options.get("estimator") == "ebm" or policy == "tiresias-gittins" else args.repeat
+        repeat = 1 if options.get("estimator") == "ebm" or policy in ("tiresias-gittins", "lucid") else args.repeat
         runs = [measure_in_subprocess(args.trace, policy, args.placement, **options) for _ in range(repeat)]
         best = min(runs, key=lambda r: r["sim_cpu"])
         table.add_row(label, f"{best['jobs']:,}", f"{min(r['load_cpu'] for r in runs):.3f}", f"{best['sim_cpu']:.3f}",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pandas as pd
@@ -38,6 +38,13 @@ def simulate(trace: Trace, config: SimConfig | None = None, observers: Iterable[
     (50, 'sjf')
     """
     config = config or SimConfig()
+    from simcluster.hetero.run import simulate_hetero, wants_rounds  # heterogeneous clusters
+
+    if wants_rounds(trace, config):
+        return RunResult(*simulate_hetero(trace, config, observers))
+    throughput_log = getattr(trace, "throughput_log", None)
+    if config.throughput_history is None and throughput_log:  # the cluster's own log, for lucid's forecast
+        config = replace(config, throughput_history=throughput_log)
     cpu0 = time.process_time()
     jobs = trace.make_jobs()
     finished, timeline = FinishedJobs(), ClusterTimeline()
@@ -51,16 +58,18 @@ def simulate(trace: Trace, config: SimConfig | None = None, observers: Iterable[
         {"time": timeline.time, "busy_gpus": timeline.used_gpus, "shared_gpus": timeline.shared_gpus,
          "running_jobs": timeline.running, "pending_jobs": timeline.pending}
     )
-    vc_gpus = {name: vc.total_gpus for name, vc in sim.cluster.vcs.items()}
+    partitions = sim.policy.partitions()
+    vc_gpus = {name: vc.total_gpus for name, vc in sim.cluster.vcs.items() if name not in partitions}
+    partition_gpus = sum(vc.total_gpus for name, vc in sim.cluster.vcs.items() if name in partitions)
     end = float(frame["end_time"].max()) if len(frame) else sim.env.now
     vc_sharing = {name: vc.sharing_seconds(end) for name, vc in sim.cluster.vcs.items()}
     sharing = {}
     if sim.colocation is not None:
         sharing = {"colocation": sim.colocation.source, "colocation_fallbacks": sim.colocation.fallback_counts()}
     summary = summarize(
-        frame, vc_gpus, vc_sharing,
+        frame, vc_gpus, vc_sharing, partition_gpus,
         policy=config.policy, placement=config.placement, trace=trace.source, seed=config.seed,
-        gpus=sum(vc_gpus.values()), node_failures=finished.node_failures,
+        gpus=sum(vc_gpus.values()) + partition_gpus, node_failures=finished.node_failures,
         sim_cpu_seconds=sim_cpu, load_cpu_seconds=trace.load_cpu_seconds,
         skipped_rows=dict(trace.skipped), config=config.as_dict(), **sim.policy.report(), **sharing,
     )

@@ -61,6 +61,13 @@ class RateChanged:
 
 
 @dataclass(frozen=True)
+class Moved:
+    """Interrupt cause: the policy sent the job to another partition's queue (lucid's profiler → its VC)."""
+
+    partition: str
+
+
+@dataclass(frozen=True)
 class NodeFailed:
     """Interrupt cause: a node the job ran on went down."""
 
@@ -104,6 +111,9 @@ class _VcContext:
     def wake_at(self, when: float) -> None:
         self.sim.wake_at(self.vc, when)
 
+    def move(self, job: Job, partition: str) -> None:
+        self.sim.move(job, partition)
+
 
 class Simulation:
     """Replays ``jobs`` on a cluster of ``vc_nodes`` under ``config``.
@@ -129,8 +139,11 @@ class Simulation:
         self.jobs = jobs
         start = min((j.submit_time for j in jobs), default=0)
         self.env = simpy.Environment(initial_time=start)
-        self.cluster = Cluster(vc_nodes, config.gpus_per_node)
         self.policy = POLICIES.get(config.policy)(config)
+        partitions = self.policy.partitions()
+        if clash := set(partitions) & set(vc_nodes):
+            raise ValueError(f"the trace has a VC named like {config.policy}'s own partition: {sorted(clash)}")
+        self.cluster = Cluster({**vc_nodes, **partitions}, config.gpus_per_node)
         self.placement = make_placement(config.placement, random.Random(config.seed))
         for vc in self.cluster.vcs.values():
             vc.pending = JobQueue(key=self.policy.pending_key)
@@ -149,6 +162,7 @@ class Simulation:
         self._on_preempt = overridden_hooks(observers, "on_preempt")
         self._on_restart = overridden_hooks(observers, "on_restart")
         self._on_finish = overridden_hooks(observers, "on_finish")
+        self._on_move = overridden_hooks(observers, "on_move")
         self._on_speed = overridden_hooks(observers, "on_speed")
         self._on_node_down = overridden_hooks(observers, "on_node_down")
         self._on_node_up = overridden_hooks(observers, "on_node_up")
@@ -189,9 +203,12 @@ class Simulation:
             job.process = env.process(self._job_life(job))
 
     def _job_life(self, job: Job) -> Process:
-        """Queue, wait for GPUs, run; a preemption or failure sends it back to waiting."""
-        vc = self.cluster.vcs[job.vc]
+        """Queue, wait for GPUs, run; a preemption or failure sends it back to waiting.
+
+        The policy may route the job through another partition first (``job.queue_vc``).
+        """
         self.policy.on_submit(job, self.env.now)
+        vc = self.cluster.vcs[job.queue_vc]
         self._enqueue(job, vc)
         self._request_pass(vc)
         for hook in self._on_submit:
@@ -201,8 +218,8 @@ class Simulation:
                 yield job.started  # at once if we are already running (a rate change)
                 yield self.env.timeout(job.time_left())
             except simpy.Interrupt:
-                continue  # preempted, evicted or re-timed: whoever did it already updated our state
-            self._finish(job, vc)
+                continue  # preempted, evicted, moved or re-timed: whoever did it already updated our state
+            self._finish(job, self.cluster.vcs[job.queue_vc])
             return
 
     def _scheduler(self) -> Process:
@@ -269,8 +286,28 @@ class Simulation:
         for hook in self._on_preempt:
             hook(job, self.env.now)
 
+    def move(self, job: Job, partition: str) -> None:
+        """Send ``job`` to the queue of another partition; a running job keeps its progress.
+
+        A waiting job keeps its ``started`` event, which its process is waiting on.
+        """
+        here, there = self.cluster.vcs[job.queue_vc], self.cluster.vcs[partition]
+        if job.state is JobState.RUNNING:
+            self._stop(job, here, requeue=False)
+            job.process.interrupt(Moved(partition))
+            job.started = self.env.event()
+            for hook in self._on_move:
+                hook(job, self.env.now)
+        else:
+            here.pending.remove(job)
+            self.pending -= 1
+        job.queue_vc = partition
+        there.pending.push(job)
+        self.pending += 1
+        self._request_pass(there)
+
     def _evict(self, job: Job, cause: NodeFailed) -> None:
-        vc = self.cluster.vcs[job.vc]
+        vc = self.cluster.vcs[job.queue_vc]
         self._stop(job, vc, lose_since_checkpoint=self.config.checkpoint_interval)
         job.restarts += 1
         job.process.interrupt(cause)
@@ -279,10 +316,11 @@ class Simulation:
         self._request_pass(vc)
 
     def _stop(self, job: Job, vc: VirtualCluster, overhead: float = 0.0,
-              lose_since_checkpoint: float | None = None) -> None:
+              lose_since_checkpoint: float | None = None, requeue: bool = True) -> None:
         job.stop(self.env.now, overhead, lose_since_checkpoint)
         self._release(job, vc)
-        self._enqueue(job, vc)
+        if requeue:
+            self._enqueue(job, vc)
 
     def _enqueue(self, job: Job, vc: VirtualCluster) -> None:
         """Queue ``job``; the caller asks for a pass if one is needed (a preemption is the pass's own doing)."""

@@ -58,6 +58,7 @@ class Job:
     user: str = ""
     workload: Workload | None = None
     memory: float = 0.0  # GPU memory (MiB) on each of its GPUs; what limits sharing
+    queue_vc: str = ""  # the partition whose queue and GPUs it uses now: its VC, or a policy's own (lucid's profiler)
 
     state: JobState = JobState.PENDING
     work_left: float = field(init=False)  # seconds of progress still to make
@@ -82,6 +83,7 @@ class Job:
 
     def __post_init__(self) -> None:
         self.work_left = float(self.duration)
+        self.queue_vc = self.queue_vc or self.vc
         self.pending_since = float(self.submit_time)
 
     # --- derived ---------------------------------------------------------

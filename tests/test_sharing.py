@@ -4,18 +4,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import pandas as pd
 import pytest
 from conftest import make_trace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from simcluster.api import simulate
+from simcluster.colocation.schema import PAIR_COLUMNS, SINGLE_COLUMNS
 from simcluster.config import SimConfig
 from simcluster.job import Job
 from simcluster.metrics import Observer
 from simcluster.policies.sharing import completion_times
 
-SHARING = ["srtf-ars", "srtf-wrs", "sjf-ffs", "sjf-bsbf"]
+SHARING = ["srtf-ars", "srtf-wrs", "sjf-ffs", "sjf-bsbf", "lucid"]
 
 
 @dataclass
@@ -26,6 +28,8 @@ class FixedColocation:
     memory: float = 1000.0
     source: str = "fixed test model"
     lookups: int = field(default=0)
+    single: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=SINGLE_COLUMNS))  # nothing measured:
+    pair: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=PAIR_COLUMNS))  # lucid scores all 0
 
     def pair_speeds(self, a, a_gpus, b, b_gpus):
         self.lookups += 1
@@ -33,6 +37,12 @@ class FixedColocation:
 
     def memory_mib(self, w, gpus):
         return self.memory
+
+    def solo_util(self, w, gpus):
+        return 50.0
+
+    def solo_mem_util(self, w, gpus):
+        return 30.0
 
     def fallback_counts(self):
         return {"exact": self.lookups}
@@ -126,7 +136,7 @@ class SharingGuard(Observer):
     def on_preempt(self, job, now):
         self._close(job, now)
 
-    on_restart = on_preempt
+    on_restart = on_move = on_preempt
 
     def on_finish(self, job, now):
         self._close(job, now)

@@ -124,6 +124,8 @@ DEFAULT_MEMORY_MIB = 4096.0
 """Memory of a job when the single table knows nothing at all (a small-to-medium training job)."""
 DEFAULT_UTIL = 50.0
 """GPU utilization (%) of a job when the single table knows nothing at all."""
+DEFAULT_MEM_UTIL = 30.0
+"""GPU memory-bandwidth utilization (%) of a job when the single table knows nothing at all."""
 
 _JobKey = tuple[str, str, int, int, int]  # model, dataset, batchsize, amp, gpus
 _GroupKey = tuple[str, str, str, str]  # model1, dataset1, model2, dataset2
@@ -209,12 +211,14 @@ class ColocationModel:
         if validate:
             single = validate_single_table(single, f"single table of {source}")
             pair = validate_pair_table(pair, f"pair table of {source}")
-        self._index_pairs(pair[pair["status"] == STATUS_OK])
-        self._index_single(single[single["status"] == STATUS_OK])
+        self.single = single[single["status"] == STATUS_OK]  # the measurements, for models trained on them
+        self.pair = pair[pair["status"] == STATUS_OK]
+        self._index_pairs(self.pair)
+        self._index_single(self.single)
         self._pair_cache: dict[tuple[_JobKey, _JobKey], tuple[tuple[float, float], str]] = {}
         self._single_cache: dict[tuple[str, _JobKey], tuple[float, str]] = {}
         self._counts: dict[str, dict[str, int]] = {
-            kind: dict.fromkeys(FALLBACK_STEPS, 0) for kind in ("pair", "memory", "util")
+            kind: dict.fromkeys(FALLBACK_STEPS, 0) for kind in ("pair", "memory", "util", "mem_util")
         }
 
     # ----------------------------------------------------------------- indexes
@@ -295,17 +299,18 @@ class ColocationModel:
         return own * impact / g
 
     def _index_single(self, single: pd.DataFrame) -> None:
-        self._single: dict[str, dict[_JobKey, float]] = {"memory": {}, "util": {}}
+        quantities = ("memory", "util", "mem_util")
+        self._single: dict[str, dict[_JobKey, float]] = {q: {} for q in quantities}
         # per quantity, per (model, dataset): rows of (batchsize, amp, gpus, value)
         self._single_models: dict[str, dict[tuple[str, str], list[tuple[int, int, int, float]]]] = {
-            "memory": defaultdict(list),
-            "util": defaultdict(list),
+            q: defaultdict(list) for q in quantities
         }
-        self._single_model_mean: dict[str, dict[str, float]] = {"memory": {}, "util": {}}
+        self._single_model_mean: dict[str, dict[str, float]] = {q: {} for q in quantities}
         self._single_default: dict[str, float] = {}
         for quantity, column, fallback in (
             ("memory", "gmem", DEFAULT_MEMORY_MIB),
             ("util", "gpu_util", DEFAULT_UTIL),
+            ("mem_util", "gmem_util", DEFAULT_MEM_UTIL),
         ):
             rows = single[["model", "dataset", "batchsize", "amp", "gpu_num", column]].dropna()
             per_model: dict[str, list[float]] = defaultdict(list)
@@ -376,6 +381,10 @@ class ColocationModel:
         """Mean GPU utilization (%) of ``w`` running alone on ``gpus`` GPUs; never fails."""
         return self._single_value("util", _job_key(w, gpus))
 
+    def solo_mem_util(self, w: Workload, gpus: int) -> float:
+        """Mean GPU memory(-bandwidth) utilization (%) of ``w`` running alone on ``gpus`` GPUs; never fails."""
+        return self._single_value("mem_util", _job_key(w, gpus))
+
     def _single_value(self, quantity: str, key: _JobKey) -> float:
         cached = self._single_cache.get((quantity, key))
         if cached is None:
@@ -405,7 +414,7 @@ class ColocationModel:
 
     # ----------------------------------------------------------------- bookkeeping
     def fallback_counts(self, quantity: str = "pair") -> dict[str, int]:
-        """How many calls each fallback step answered: ``quantity`` is "pair", "memory" or "util"."""
+        """How many calls each fallback step answered: ``quantity`` is "pair", "memory", "util" or "mem_util"."""
         if quantity not in self._counts:
             raise ValueError(f"unknown quantity {quantity!r}; expected one of {', '.join(self._counts)}")
         return dict(self._counts[quantity])

@@ -33,8 +33,10 @@ class Estimator:
 ESTIMATORS: Registry[type[Estimator]] = Registry("estimator")
 
 
-def make_estimator(config: SimConfig) -> Estimator:
-    return ESTIMATORS.get(config.estimator)(config)
+def make_estimator(config: SimConfig, default: str = "oracle") -> Estimator:
+    """The estimator ``config.estimator`` names; ``auto`` means the policy's ``default``."""
+    name = default if config.estimator == "auto" else config.estimator
+    return ESTIMATORS.get(name)(config)
 
 
 class EstimateQuality:

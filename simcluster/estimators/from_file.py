@@ -7,22 +7,14 @@ import pandas as pd
 from simcluster.estimators.base import ESTIMATORS, Estimator
 from simcluster.job import Job
 from simcluster.traces.errors import TraceError
+from simcluster.traces.side_files import read_side_csv, reject_first
 
 
 def read_estimates(path: str | Path) -> dict[str, float]:
     """``job_id,priority`` → {job_id: estimated duration}, validated."""
-    path = Path(path)
-    if not path.is_file():
-        raise TraceError(path, "estimates file not found")
-    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-    for col in ("job_id", "priority"):
-        if col not in frame.columns:
-            raise TraceError(path, f"missing column {col!r}; found: {', '.join(frame.columns)}", line=1, field=col)
+    frame = read_side_csv(path, "estimates file", ("job_id", "priority"))
     values = pd.to_numeric(frame["priority"], errors="coerce")
-    bad = values.isna()
-    if bad.any():
-        row = int(bad.to_numpy().nonzero()[0][0])
-        raise TraceError(path, f"not a number: {frame['priority'][row]!r}", line=row + 2, field="priority")
+    reject_first(path, frame, "priority", values.isna(), "not a number")
     return dict(zip(frame["job_id"], values.astype(float)))
 
 

@@ -76,12 +76,17 @@ def figures(frame: pd.DataFrame, gpus: int, sharing: tuple[float, float] = (0.0,
 
 
 def summarize(frame: pd.DataFrame, vc_gpus: Mapping[str, int],
-              vc_sharing: Mapping[str, tuple[float, float]] | None = None, **header: Any) -> dict[str, Any]:
-    """The run's ``summary.json``: ``header`` (policy, placement, timings...), overall and per-VC figures."""
+              vc_sharing: Mapping[str, tuple[float, float]] | None = None, partition_gpus: int = 0,
+              **header: Any) -> dict[str, Any]:
+    """The run's ``summary.json``: ``header`` (policy, placement, timings...), overall and per-VC figures.
+
+    ``partition_gpus``: GPUs of a policy's own partitions (lucid's profiler), counted in the
+    overall utilization but not in any VC's.
+    """
     summary: dict[str, Any] = dict(header)
     vc_sharing = vc_sharing or {}
     total = (sum(s for s, _ in vc_sharing.values()), sum(e for _, e in vc_sharing.values()))
-    summary.update(figures(frame, sum(vc_gpus.values()), total))
+    summary.update(figures(frame, sum(vc_gpus.values()) + partition_gpus, total))
     summary["per_vc"] = {
         vc: figures(frame[frame["vc"] == vc], gpus, vc_sharing.get(vc, (0.0, 0.0))) for vc, gpus in vc_gpus.items()
     }

@@ -2,6 +2,7 @@
 
 from simcluster.policies import (  # noqa: F401  (registers)
     fifo,
+    lucid,
     qssf,
     sjf,
     sjf_sharing,

@@ -40,6 +40,10 @@ class SchedulingContext(Protocol):
         """Start a pending job on exactly these GPUs (a sharing policy's own placement)."""
         ...
 
+    def move(self, job: Job, partition: str) -> None:
+        """Send a job (waiting or running; it keeps its progress) to another partition's queue."""
+        ...
+
     @property
     def colocation(self) -> Any:
         """The colocation model (slowdowns, memory) when the policy shares GPUs."""
@@ -55,6 +59,10 @@ class Policy:
 
     def __init__(self, config: SimConfig | None = None) -> None:
         self.config = config or SimConfig()
+
+    def partitions(self) -> dict[str, int]:
+        """Partitions of the policy's own (name → nodes) beside the trace's VCs, e.g. lucid's profiler."""
+        return {}
 
     def pending_key(self, job: Job) -> Any:
         """The queue order; must not change while the job waits."""

@@ -53,4 +53,4 @@ class QuasiShortestServiceFirst(Policy):
         del self._priority[job]
 
     def report(self) -> dict[str, Any]:
-        return {"estimator": self.config.estimator, "estimate_quality": self.quality.report()}
+        return {"estimator": self.estimator.name, "estimate_quality": self.quality.report()}

@@ -29,6 +29,7 @@ REQUIRED = ("job_id", "vc", "gpu_num", "submit_time", "duration")
 WORKLOAD = ("model", "dataset", "batchsize", "amp")
 LOG_NAMES = ("cluster_full_log.csv", "cluster_log.csv")
 DEFAULT_EPOCH = "2020-04-01 00:00:00"
+THROUGHPUT_LOG = "cluster_throughput.csv"  # Helios/Venus' whole-cluster submissions in 10-minute bins
 _INT = re.compile(r"^\s*-?\d+\s*$")
 
 
@@ -41,6 +42,7 @@ class Trace:
     vc_nodes: dict[str, int]
     skipped: Counter[str] = field(default_factory=Counter)
     load_cpu_seconds: float = 0.0
+    throughput_log: str | None = None  # the cluster's 10-minute submission log beside the trace, if any (lucid)
 
     def __len__(self) -> int:
         return len(self.frame)
@@ -98,8 +100,9 @@ def load_trace(
         raise TraceError(log_path, "no valid jobs in the trace")
     frame = frame.sort_values("submit_time", kind="stable").reset_index(drop=True)
     used = set(frame["vc"].unique())
+    throughput = log_path.parent / THROUGHPUT_LOG
     return Trace(str(log_path), frame, {vc: n for vc, n in vc_nodes.items() if vc in used} or vc_nodes,
-                 skipped, time.process_time() - t0)
+                 skipped, time.process_time() - t0, str(throughput) if throughput.is_file() else None)
 
 
 def load_vc_config(path: Path) -> dict[str, int]:

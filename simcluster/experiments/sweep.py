@@ -1,0 +1,456 @@
+"""Sweeps: the cross product of traces × policies × seeds × settings, run on a backend.
+
+Each run writes the standard run folder (:func:`simcluster.results.write_run`) to
+``OUT/runs/<run-id>/``, and the sweep keeps ``OUT/runs.csv`` (one row per run:
+its parameters, ``status`` ok/failed, ``error``, and the summary figures) up to
+date, written atomically.  A run whose folder holds ``summary.json`` is finished:
+running the same sweep again skips it (resume).  A failed run is recorded with
+its error (``runs.csv`` and ``OUT/failed/<run-id>.txt``) and never stops the
+others; an interrupted sweep leaves every finished run intact.
+
+A run whose policy keeps its state per VC may be split by VC
+(:mod:`simcluster.experiments.split`).
+
+>>> specs = build_grid(["synth:jobs=20,nodes=2,vcs=2,seed=1"], ["fifo", "sjf"], [0], parse_sets(["quantum=30"]))
+>>> [s.run_id for s in specs]
+['synth-jobs20-nodes2-vcs2-seed1-fifo-seed0-quantum=30', 'synth-jobs20-nodes2-vcs2-seed1-sjf-seed0-quantum=30']
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+import re
+import shutil
+import time
+import traceback
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from simcluster.api import simulate
+from simcluster.atomic import atomic_write
+from simcluster.config import SimConfig
+from simcluster.estimators import ESTIMATORS
+from simcluster.hetero.cli import check_policy
+from simcluster.placement import PLACEMENTS
+from simcluster.registry import UnknownPlugin
+from simcluster.results import FORMATS, write_run
+from simcluster.traces import Trace, TraceError, load_trace
+from simcluster.traces.synth import SynthSpec, synthesize
+
+if TYPE_CHECKING:
+    from simcluster.experiments.split import Part
+
+FIGURES = ("jobs", "avg_jct", "p50_jct", "p99_jct", "avg_queue", "p99_queue", "makespan", "gpu_utilization",
+           "preemptions", "restarts")
+TIMING_COLUMNS = ("sim_cpu_seconds", "load_cpu_seconds", "wall_seconds")  # differ run to run; not results
+FIXED_SETTINGS = {"policy": "--policy", "seed": "--seed"}
+SPLIT_MODES = ("auto", "always", "never")
+SYNTH_PREFIX = "synth:"
+
+
+class SweepError(ValueError):
+    """Bad sweep input (an unknown setting, an unreadable trace...): nothing is run or written."""
+
+
+# --- the grid ------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run of a sweep: picklable, so it can travel to a worker process or a Ray task."""
+
+    run_id: str
+    trace: str  # a path, or synth:jobs=…,nodes=…
+    trace_name: str
+    config: SimConfig
+    params: tuple[tuple[str, str], ...] = ()  # the --set values, as given
+    fmt: str = "csv"
+
+    def row(self) -> dict[str, Any]:
+        """The run's parameters, the first columns of its runs.csv row."""
+        return {"run_id": self.run_id, "trace": self.trace_name, "policy": self.config.policy,
+                "placement": self.config.placement, "seed": self.config.seed, **dict(self.params)}
+
+
+def split_list(text: str, what: str) -> list[str]:
+    items = [v.strip() for v in text.split(",") if v.strip()]
+    if not items:
+        raise SweepError(f"{what}: expected a comma-separated list, got {text!r}")
+    return items
+
+
+def parse_seeds(text: str) -> list[int]:
+    try:
+        return [int(v) for v in split_list(text, "--seed")]
+    except ValueError:
+        raise SweepError(f"--seed: expected integers separated by commas, got {text!r}") from None
+
+
+def parse_sets(items: Iterable[str]) -> dict[str, list[tuple[str, Any]]]:
+    """``["quantum=60,120", …]`` → {"quantum": [("60", 60.0), ("120", 120.0)]}: SimConfig fields, typed.
+
+    Values are converted to the type of the field's default; a tuple field
+    (``thresholds``) takes its elements separated by ``/`` (``thresholds=3600/7200,18000``).
+    """
+    defaults = {f.name: f.default for f in fields(SimConfig)}
+    valid = [k for k in defaults if k not in FIXED_SETTINGS]
+    sets: dict[str, list[tuple[str, Any]]] = {}
+    for item in items:
+        key, sep, values = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise SweepError(f"--set {item!r}: expected key=value[,value…]")
+        if key in FIXED_SETTINGS:
+            raise SweepError(f"--set {key}=…: use {FIXED_SETTINGS[key]} for the {key}")
+        if key not in defaults:
+            raise SweepError(f"--set {item!r}: unknown setting {key!r}; valid keys: {', '.join(valid)}")
+        if key in sets:
+            raise SweepError(f"--set {key}: given twice")
+        sets[key] = [(raw, _convert(key, raw, defaults[key])) for raw in split_list(values, f"--set {key}")]
+    return sets
+
+
+def _convert(key: str, raw: str, default: Any) -> Any:
+    try:
+        if isinstance(default, bool):
+            if raw.lower() not in ("true", "false", "1", "0", "yes", "no"):
+                raise ValueError
+            return raw.lower() in ("true", "1", "yes")
+        if isinstance(default, int):
+            return int(raw)
+        if isinstance(default, float):
+            return float(raw)
+        if isinstance(default, tuple):
+            return tuple(float(v) for v in raw.split("/"))
+        if default is None and raw.lower() == "none":
+            return None
+        return raw
+    except ValueError:
+        kind = "numbers separated by '/'" if isinstance(default, tuple) else type(default).__name__
+        raise SweepError(f"--set {key}={raw!r}: expected {kind} (as the default {default!r})") from None
+
+
+def build_grid(traces: Sequence[str], policies: Sequence[str], seeds: Sequence[int],
+               sets: dict[str, list[tuple[str, Any]]] | None = None, fmt: str = "csv") -> list[RunSpec]:
+    """Every combination, in the order traces × policies × seeds × settings (as given)."""
+    if fmt not in FORMATS:
+        raise SweepError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    sets = sets or {}
+    names = _trace_names(traces)
+    combos: list[list[tuple[str, str, Any]]] = [[]]
+    for key, values in sets.items():
+        combos = [c + [(key, raw, value)] for c in combos for raw, value in values]
+    specs: list[RunSpec] = []
+    for trace, name in zip(traces, names):
+        for policy in policies:
+            for seed in seeds:
+                for combo in combos:
+                    try:
+                        config = SimConfig(policy=policy, seed=seed, **{k: v for k, _, v in combo})
+                        check_policy(config.policy), PLACEMENTS.get(config.placement)
+                        if config.estimator != "auto":  # auto: the policy picks its own
+                            ESTIMATORS.get(config.estimator)
+                    except (UnknownPlugin, ValueError, TypeError) as exc:
+                        raise SweepError(str(exc)) from None
+                    suffix = "".join(f"-{k}={raw}" for k, raw, _ in combo)
+                    run_id = _safe_id(f"{name}-{policy}-seed{seed}{suffix}")
+                    specs.append(RunSpec(run_id, trace, name, config, tuple((k, raw) for k, raw, _ in combo), fmt))
+    seen: set[str] = set()
+    for spec in specs:
+        if spec.run_id in seen:
+            raise SweepError(f"two runs would share the folder {spec.run_id!r}: a value is given twice?")
+        seen.add(spec.run_id)
+    return specs
+
+
+def _safe_id(text: str) -> str:
+    text = re.sub(r"[^A-Za-z0-9._=,+-]+", "_", text)
+    if len(text) > 150:
+        text = f"{text[:130]}-{abs(hash(text)) % 10**8:08d}"
+    return text
+
+
+def _trace_names(traces: Sequence[str]) -> list[str]:
+    names = []
+    for t in traces:
+        if t.startswith(SYNTH_PREFIX):
+            body = t[len(SYNTH_PREFIX):].replace("=", "").replace(",", "-")
+            names.append(f"synth-{body}" if body else "synth")
+        else:
+            path = Path(t).resolve()
+            names.append(path.name.removesuffix(".csv"))
+    for i, name in enumerate(names):  # folders of the same name: add the parent's, then a number
+        if names.count(name) > 1 and not traces[i].startswith(SYNTH_PREFIX):
+            names[i] = f"{Path(traces[i]).resolve().parent.name}-{name}"
+    counts: dict[str, int] = {}
+    for i, name in enumerate(names):
+        counts[name] = counts.get(name, 0) + 1
+        if names.count(name) > 1:
+            names[i] = f"{name}-{counts[name]}"
+    return [_safe_id(n) for n in names]
+
+
+# --- traces, cached per worker process ---------------------------------------------------------------
+
+_TRACES: OrderedDict[tuple[str, int], Trace] = OrderedDict()
+_TRACE_CACHE_SIZE = 4
+
+
+def load_trace_arg(trace: str, gpus_per_node: int = 8) -> Trace:
+    """A trace argument: a folder/CSV path, or ``synth:jobs=…,nodes=…,vcs=…,seed=…`` (SynthSpec fields)."""
+    key = (trace, gpus_per_node)
+    if key in _TRACES:
+        _TRACES.move_to_end(key)
+        return _TRACES[key]
+    if trace.startswith(SYNTH_PREFIX):
+        loaded = synthesize(_synth_spec(trace, gpus_per_node))
+    else:
+        loaded = load_trace(Path(trace), gpus_per_node=gpus_per_node)
+    _TRACES[key] = loaded
+    while len(_TRACES) > _TRACE_CACHE_SIZE:
+        _TRACES.popitem(last=False)
+    return loaded
+
+
+def _synth_spec(trace: str, gpus_per_node: int) -> SynthSpec:
+    defaults = {f.name: f.default for f in fields(SynthSpec)}
+    values: dict[str, Any] = {"gpus_per_node": gpus_per_node}
+    for item in filter(None, trace[len(SYNTH_PREFIX):].split(",")):
+        key, _, raw = item.partition("=")
+        if key not in defaults:
+            raise SweepError(f"--trace {trace!r}: unknown synthetic-trace field {key!r}; "
+                             f"valid: {', '.join(defaults)}")
+        try:
+            kind: Any = type(defaults[key])
+            values[key] = kind(raw)
+        except ValueError:
+            raise SweepError(f"--trace {trace!r}: field {key!r} expects {type(defaults[key]).__name__}, "
+                             f"got {raw!r}") from None
+    try:
+        return SynthSpec(**values)
+    except ValueError as exc:
+        raise SweepError(f"--trace {trace!r}: {exc}") from None
+
+
+def check_traces(specs: Sequence[RunSpec]) -> None:
+    """Load every distinct trace once in this process, so bad input stops the sweep before it starts."""
+    for trace, gpn in dict.fromkeys((s.trace, s.config.gpus_per_node) for s in specs):
+        try:
+            if trace.startswith(SYNTH_PREFIX):
+                _synth_spec(trace, gpn)
+            else:
+                load_trace_arg(trace, gpn)
+        except TraceError as exc:
+            raise SweepError(str(exc)) from None
+
+
+# --- executing one run (in a worker) ----------------------------------------------------------------
+
+def execute_run(spec: RunSpec, out: str) -> dict[str, Any]:
+    """Simulate one run and write its folder under ``out/runs``; return its runs.csv row (never raises)."""
+    t0 = time.perf_counter()
+    try:
+        trace = load_trace_arg(spec.trace, spec.config.gpus_per_node)
+        result = simulate(trace, spec.config)
+        write_run(Path(out) / "runs" / spec.run_id, result.tables(), result.summary, spec.fmt)
+    except Exception as exc:  # noqa: BLE001 — a failed run is recorded, never fatal to the sweep
+        return failed_row(spec, exc, Path(out), time.perf_counter() - t0)
+    return ok_row(spec, result.summary, time.perf_counter() - t0)
+
+
+def ok_row(spec: RunSpec, summary: dict[str, Any], wall: float | None) -> dict[str, Any]:
+    return {**spec.row(), "status": "ok", "error": "", **{k: summary.get(k) for k in FIGURES},
+            "sim_cpu_seconds": summary.get("sim_cpu_seconds"), "load_cpu_seconds": summary.get("load_cpu_seconds"),
+            "wall_seconds": wall}
+
+
+def failed_row(spec: RunSpec, exc: BaseException, out: Path, wall: float) -> dict[str, Any]:
+    message = f"{type(exc).__name__}: {exc}".replace("\n", " ")
+    try:  # the whole traceback beside runs.csv, for the curious
+        text = "".join(traceback.format_exception(exc))
+        atomic_write(out / "failed" / f"{spec.run_id}.txt", lambda f: f.write(text.encode()))
+    except OSError:
+        pass
+    return {**spec.row(), "status": "failed", "error": message, **{k: None for k in FIGURES},
+            "sim_cpu_seconds": None, "load_cpu_seconds": None, "wall_seconds": wall}
+
+
+def finished_row(spec: RunSpec, out: Path) -> dict[str, Any] | None:
+    """The row of a run finished by an earlier sweep (its folder has summary.json), else None."""
+    path = out / "runs" / spec.run_id / "summary.json"
+    if not path.is_file():
+        return None
+    try:
+        return ok_row(spec, json.loads(path.read_text()), None)
+    except (OSError, ValueError):
+        return None  # unreadable: run it again
+
+
+# --- runs.csv ----------------------------------------------------------------------------------------
+
+class RunsTable:
+    """The rows of ``runs.csv`` (sorted by run id), rewritten atomically at most every ``every`` seconds."""
+
+    def __init__(self, path: Path, param_keys: Sequence[str], every: float = 2.0) -> None:
+        self.path, self.every = path, every
+        self.columns = ["run_id", "trace", "policy", "placement", "seed", *param_keys, "status", "error",
+                        *FIGURES, *TIMING_COLUMNS]
+        self.rows: dict[str, dict[str, Any]] = {}
+        self._written = 0.0
+        self._dirty = False
+
+    def add(self, row: dict[str, Any]) -> None:
+        self.rows[row["run_id"]] = row
+        self._dirty = True
+        if time.monotonic() - self._written >= self.every:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self._dirty and self.path.exists():
+            return
+        frame = pd.DataFrame([self.rows[k] for k in sorted(self.rows)], columns=self.columns)
+        buffer = io.StringIO()
+        frame.to_csv(buffer, index=False)
+        data = buffer.getvalue().encode()
+        atomic_write(self.path, lambda f: f.write(data))
+        self._written, self._dirty = time.monotonic(), False
+
+
+def read_runs(path: Path) -> pd.DataFrame:
+    """``runs.csv`` as a frame (the error column as text)."""
+    return pd.read_csv(path, dtype={"error": str, "run_id": str, "trace": str}, keep_default_na=False,
+                       na_values=[""])
+
+
+# --- the sweep ---------------------------------------------------------------------------------------
+
+class SweepListener:
+    """What a progress display learns about a sweep; every hook is a no-op by default."""
+
+    def sweep_started(self, total: int, skipped: int, workers: int, backend: str) -> None: ...
+    def run_started(self, spec: RunSpec) -> None: ...
+    def run_finished(self, row: dict[str, Any]) -> None: ...
+
+
+@dataclass
+class SweepOutcome:
+    rows: list[dict[str, Any]]  # every run of the grid, sorted by run id
+    ran: int = 0
+    skipped: int = 0
+    failed: int = 0
+    wall_seconds: float = 0.0
+    runs_csv: Path = field(default_factory=Path)
+
+
+@dataclass
+class _Pending:
+    spec: RunSpec
+    parts: list[Part] = field(default_factory=list)
+    waiting: int = 0
+
+
+def run_sweep(specs: Sequence[RunSpec], out: Path, *, backend: str = "local", workers: int | None = None,
+              ray_address: str | None = None, split_vcs: str = "auto",
+              listener: SweepListener | None = None) -> SweepOutcome:
+    """Run every spec not finished yet; keep ``out/runs.csv`` current.  Ctrl-C (KeyboardInterrupt) stops
+    dispatching, records what finished and re-raises."""
+    from simcluster.experiments.backends import make_backend
+    from simcluster.experiments.split import Part, execute_part, merge_parts, splittable, vcs_of
+
+    if split_vcs not in SPLIT_MODES:
+        raise SweepError(f"--split-vcs must be one of {', '.join(SPLIT_MODES)}, got {split_vcs!r}")
+    listener = listener or SweepListener()
+    out = Path(out)
+    check_traces(specs)
+    for stale in (out / "runs").glob(".*.tmp"):  # left by a worker killed mid-write (one sweep per folder)
+        shutil.rmtree(stale, ignore_errors=True)
+    keys = list(dict.fromkeys(k for s in specs for k, _ in s.params))
+    table = RunsTable(out / "runs.csv", keys)
+    todo: list[RunSpec] = []
+    for spec in specs:
+        row = finished_row(spec, out)
+        if row is None:
+            todo.append(spec)
+        else:
+            table.rows[spec.run_id] = row
+    outcome = SweepOutcome([], skipped=len(specs) - len(todo), runs_csv=table.path)
+    t0 = time.perf_counter()
+    if not todo:
+        table.flush()
+        outcome.rows = [table.rows[k] for k in sorted(table.rows)]
+        return outcome
+
+    runner = make_backend(backend, workers=workers, ray_address=ray_address)
+    split = split_vcs == "always" or (split_vcs == "auto" and len(todo) < runner.slots)
+    # tasks: (function, args, the run it belongs to)
+    queue: list[tuple[Callable[..., Any], tuple[Any, ...], _Pending]] = []
+    for spec in todo:
+        pending = _Pending(spec)
+        vcs = vcs_of(spec) if split and splittable(spec.config) else []
+        if len(vcs) > 1:
+            pending.waiting = len(vcs)
+            queue.extend((execute_part, (spec, vc), pending) for vc in vcs)
+        else:
+            queue.append((execute_run, (spec, str(out)), pending))
+    queue.reverse()  # pop() from the end takes them in grid order
+    listener.sweep_started(len(specs), outcome.skipped, runner.slots, backend)
+    in_flight: dict[Any, _Pending] = {}
+    started: set[str] = set()
+
+    def record(row: dict[str, Any]) -> None:
+        table.add(row)
+        outcome.ran += 1
+        outcome.failed += row["status"] != "ok"
+        listener.run_finished(row)
+
+    try:
+        while queue or in_flight:
+            while queue and len(in_flight) < runner.slots:
+                fn, args, pending = queue.pop()
+                if pending.spec.run_id not in started:
+                    started.add(pending.spec.run_id)
+                    listener.run_started(pending.spec)
+                in_flight[runner.submit(fn, *args)] = pending
+            for handle in runner.wait(list(in_flight), timeout=0.5):
+                found = in_flight.pop(handle, None)
+                if found is None:  # a sibling part of a run that already failed
+                    continue
+                pending = found
+                try:
+                    value = runner.result(handle)
+                except Exception as exc:  # noqa: BLE001 — the worker died (killed, out of memory) or Ray lost the task
+                    if pending.waiting:
+                        queue[:] = [t for t in queue if t[2] is not pending]
+                        for h in [h for h, p in in_flight.items() if p is pending]:
+                            in_flight.pop(h)
+                        pending.waiting = 0
+                    record(failed_row(pending.spec, exc, out, math.nan))
+                    continue
+                if isinstance(value, Part):
+                    pending.parts.append(value)
+                    pending.waiting -= 1
+                    if pending.waiting == 0:
+                        record(merge_parts(pending.spec, pending.parts, out))
+                else:
+                    record(value)
+    finally:
+        runner.close(cancel=bool(queue or in_flight))
+        table.flush()
+        outcome.wall_seconds = time.perf_counter() - t0
+    outcome.rows = [table.rows[k] for k in sorted(table.rows)]
+    return outcome
+
+
+def cpu_count() -> int:
+    """CPUs this process may use (the affinity mask, not the machine's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        return os.cpu_count() or 1

@@ -1,0 +1,68 @@
+"""What a heterogeneity-aware allocation policy sees and returns.
+
+A policy turns the active jobs into an *allocation*: for every job (and, for ``*_packed`` and
+gandiva, for every candidate pair of jobs sharing GPUs) the fraction of time it should spend on each
+GPU type.  The round-based mechanism (:mod:`simcluster.hetero.engine`) then realises it round by
+round.  Policies are registered by name in :data:`HETERO_POLICIES` (Gavel's names).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from simcluster.registry import Registry
+
+
+@dataclass
+class AllocationInput:
+    """The active jobs as arrays (row i = job ``ids[i]``, in arrival order)."""
+
+    ids: list[int]  # engine job indices
+    throughput: np.ndarray  # (n, m) iterations/s alone; 0 = cannot run there
+    scale: np.ndarray  # (n,) GPUs each job occupies (fractional for openb pods sharing by fraction)
+    weight: np.ndarray  # (n,) priority weights (higher = more)
+    remaining: np.ndarray  # (n,) iterations left
+    age: np.ndarray  # (n,) seconds since arrival
+    capacity: np.ndarray  # (m,) GPUs of each type
+    pairs: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), dtype=np.int64))  # (p, 2) rows into ids
+    pair_throughput: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 2)))  # (p, m, 2)
+    rng: np.random.Generator = field(default_factory=lambda: np.random.default_rng(0))
+
+    @property
+    def n(self) -> int:
+        return len(self.ids)
+
+    @property
+    def m(self) -> int:
+        return len(self.capacity)
+
+
+@dataclass
+class Allocation:
+    single: np.ndarray  # (n, m) time fractions
+    pair: np.ndarray  # (p, m) time fractions of the candidate pairs (AllocationInput.pairs)
+
+    @classmethod
+    def empty(cls, inp: AllocationInput) -> Allocation:
+        return cls(np.zeros((inp.n, inp.m)), np.zeros((len(inp.pairs), inp.m)))
+
+
+class HeteroPolicy:
+    """Base class. Class attributes tell the mechanism how to run the allocation."""
+
+    name: str = ""
+    aware: bool = True  # heterogeneity-aware: GPU types are filled fastest first (else in random order)
+    packing: bool = False  # needs candidate pairs of jobs sharing GPUs
+    fifo: bool = False  # never give GPUs to jobs the allocation leaves out (Gavel's FIFO rule)
+
+    def __init__(self, seed: int = 0) -> None:
+        self.seed = seed
+        self.solves = 0  # linear programs solved
+
+    def allocate(self, inp: AllocationInput) -> Allocation:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+HETERO_POLICIES: Registry[type[HeteroPolicy]] = Registry("heterogeneous-cluster policy")

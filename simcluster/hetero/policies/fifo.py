@@ -1,0 +1,114 @@
+"""First in, first out on a heterogeneous cluster (Gavel's FIFO baselines)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from simcluster.hetero.policies.base import HETERO_POLICIES, Allocation, AllocationInput, HeteroPolicy
+
+PACKING_THRESHOLD = 1.5  # fifo_packed pairs a waiting job only if Σ paired/solo throughput exceeds this
+
+
+def _greedy(inp: AllocationInput, single: np.ndarray, free: np.ndarray, queue: list[int],
+            choose) -> list[int]:
+    """Give each queued job (arrival order) a GPU type with room; stop at the first that fits nowhere."""
+    left = []
+    for k, i in enumerate(queue):
+        fits = np.flatnonzero((free >= inp.scale[i] - 1e-9) & (inp.throughput[i] > 0))
+        if len(fits) == 0:
+            left = queue[k:]
+            break
+        j = choose(i, fits)
+        single[i, j] = 1.0
+        free[j] -= inp.scale[i]
+    return left
+
+
+@HETERO_POLICIES.register("fifo")
+class Fifo(HeteroPolicy):
+    """FIFO, agnostic: arrival order, a random GPU type with room; a placed job keeps its type.
+
+    A job keeps its GPU type once placed; the next jobs take a random GPU type with room (seeded); head-of-line blocking when the next job fits nowhere.
+
+    No LP: the allocation is 1 for the job's type, 0 elsewhere; jobs the allocation leaves out never
+    get GPUs at round boundaries (they may still take GPUs freed mid-round, in arrival order).
+    """
+
+    aware = False
+    fifo = True
+
+    def __init__(self, seed: int = 0) -> None:
+        super().__init__(seed)
+        self.rng = np.random.default_rng(seed)
+        self.placed: dict[int, int] = {}  # job index -> GPU type
+
+    def allocate(self, inp: AllocationInput) -> Allocation:
+        out = Allocation.empty(inp)
+        free = inp.capacity.astype(float).copy()
+        row = {job: i for i, job in enumerate(inp.ids)}
+        self.placed = {job: j for job, j in self.placed.items() if job in row}
+        for job, j in self.placed.items():
+            out.single[row[job], j] = 1.0
+            free[j] -= inp.scale[row[job]]
+        queue = [i for i, job in enumerate(inp.ids) if job not in self.placed]
+        _greedy(inp, out.single, free, queue, lambda i, fits: int(self.rng.choice(fits)))
+        for i, job in enumerate(inp.ids):
+            if out.single[i].any():
+                self.placed[job] = int(out.single[i].argmax())
+        return out
+
+
+@HETERO_POLICIES.register("fifo_perf")
+class FifoPerf(HeteroPolicy):
+    """FIFO, aware: arrival order, each job on the fastest GPU type (for it) with room.
+
+    At every reallocation jobs, oldest first, take the fastest GPU type (for them) that still has room; head-of-line blocking.  No LP."""
+
+    fifo = True
+
+    def allocate(self, inp: AllocationInput) -> Allocation:
+        out = Allocation.empty(inp)
+        free = inp.capacity.astype(float).copy()
+        _greedy(inp, out.single, free, list(range(inp.n)),
+                lambda i, fits: int(fits[np.argmax(inp.throughput[i, fits])]))
+        return out
+
+
+@HETERO_POLICIES.register("fifo_packed")
+class FifoPacked(FifoPerf):
+    """FIFO with packing: ``fifo_perf``, then waiting jobs pair with placed ones when that helps.
+
+    ``fifo_perf``, then the jobs still waiting (oldest first) share GPUs with a placed job of the
+    same scale factor when their combined normalised throughput (Σ paired ÷ solo) exceeds 1.5 —
+    the best such partner; stops at the first waiting job with none (Gavel's FIFO packing).  No LP."""
+
+    packing = True
+
+    def allocate(self, inp: AllocationInput) -> Allocation:
+        out = Allocation.empty(inp)
+        free = inp.capacity.astype(float).copy()
+        queue = _greedy(inp, out.single, free, list(range(inp.n)),
+                        lambda i, fits: int(fits[np.argmax(inp.throughput[i, fits])]))
+        if not queue or not len(inp.pairs):
+            return out
+        index = np.full((inp.n, inp.n), -1, dtype=np.int64)
+        index[inp.pairs[:, 0], inp.pairs[:, 1]] = np.arange(len(inp.pairs))
+        alone = {i: int(out.single[i].argmax()) for i in range(inp.n) if out.single[i].any()}
+        for i in queue:
+            best, best_gain = None, PACKING_THRESHOLD
+            for k, j in alone.items():
+                p = int(index[min(i, k), max(i, k)])
+                if p < 0:
+                    continue
+                a, b = inp.pairs[p]
+                gain = (inp.pair_throughput[p, j, 0] / max(inp.throughput[a, j], 1e-12)
+                        + inp.pair_throughput[p, j, 1] / max(inp.throughput[b, j], 1e-12))
+                if min(inp.pair_throughput[p, j]) > 0 and gain > best_gain:
+                    best, best_gain = (k, p, j), gain
+            if best is None:
+                break
+            k, p, j = best
+            del alone[k]
+            out.single[k, j] = 0.0
+            out.pair[p, j] = 1.0
+        return out

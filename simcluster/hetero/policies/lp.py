@@ -1,0 +1,220 @@
+"""Linear-program building blocks shared by the allocation policies (numpy + scipy.sparse + HiGHS).
+
+Variables, in this order: ``x[i, j]`` (job i alone on GPU type j; index ``i*m + j``), then
+``y[p, j]`` (candidate pair p sharing GPUs of type j; index ``n*m + p*m + j``), then any scalars
+a policy appends (``t``, ``z``).  Every policy shares the *base constraints* (Gavel §4.1):
+
+* time:      Σ_j x[i,j] + Σ_{p ∋ i} Σ_j y[p,j] ≤ 1       (a job is in at most one place at a time)
+* capacity:  Σ_i s_i x[i,j] + Σ_p s_p y[p,j] ≤ c_j        (s = scale factor = GPUs per job)
+* 0 ≤ x, y, and x[i,j] = 0 where job i cannot run on type j (zero throughput), y = 0 where the pair
+  cannot share.
+
+A job's *effective throughput* is θ_i = Σ_j T[i,j] x[i,j] + Σ_{p ∋ i} Σ_j T_p[i,j] y[p,j] (its
+paired throughput when sharing).  Solved with scipy's HiGHS through ``scipy.optimize.milp``
+(no integer variables: a plain LP, and the lightest HiGHS entry point in scipy).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import Bounds, LinearConstraint, milp
+
+from simcluster.hetero.policies.base import Allocation, AllocationInput
+
+TIE_BREAK = 1e-3  # weight of the secondary objective (mean effective throughput) next to the main one
+
+
+class LPFailed(RuntimeError):
+    pass
+
+
+def fair_time_shares(scale: np.ndarray, weight: np.ndarray, gpus: float) -> np.ndarray:
+    """Agnostic max-min fair time shares τ (closed form of Gavel's ``max_min_fairness`` LP with all
+    throughputs 1): maximise min_i s_i τ_i / w_i subject to Σ s_i τ_i ≤ C, τ_i ≤ 1 — water-filling.
+
+    >>> fair_time_shares(np.array([1., 1., 2.]), np.ones(3), 2.0).round(3).tolist()
+    [0.667, 0.667, 0.333]
+    """
+    n = len(scale)
+    if n == 0:
+        return np.zeros(0)
+    ratio = weight / scale  # τ_i = min(1, level * w_i / s_i); jobs with the highest ratio saturate first
+    left, saturated, level = float(gpus), np.zeros(n, bool), 0.0
+    while True:
+        free = ~saturated
+        level = left / float(weight[free].sum()) if free.any() and left > 0 else 0.0
+        capped = free & (level * ratio >= 1.0)
+        if not capped.any():
+            break
+        saturated |= capped
+        left -= float(scale[capped].sum())
+    return np.where(saturated, 1.0, np.minimum(1.0, max(level, 0.0) * ratio))
+
+
+def agnostic_throughput(inp: AllocationInput) -> np.ndarray:
+    """Each job's throughput under the agnostic fair allocation, its time split over the GPU types in
+    proportion to their sizes (Gavel's ``max_min_fairness_perf`` normaliser)."""
+    tau = fair_time_shares(inp.scale, inp.weight, float(inp.capacity.sum()))
+    per_type = inp.capacity / inp.capacity.sum()
+    return np.maximum(tau * (inp.throughput @ per_type), 1e-12)
+
+
+def isolated_allocation(inp: AllocationInput) -> np.ndarray:
+    """Gavel's isolated baseline: each of n jobs gets 1/n of every GPU type, divided by its scale
+    factor, the whole scaled down so that no job exceeds 100 % of the time.  (Gavel also scales *up*
+    when every row sums below 1, which overfills the GPU types when there are fewer jobs than GPUs;
+    we only scale down.)"""
+    x = np.tile(inp.capacity / max(inp.n, 1), (inp.n, 1)) / inp.scale[:, None]
+    return x / max(float(x.sum(axis=1).max()), 1.0)
+
+
+def isolated_throughput(inp: AllocationInput) -> np.ndarray:
+    return np.maximum((inp.throughput * isolated_allocation(inp)).sum(axis=1), 1e-12)
+
+
+PAIR_BUDGET = 600  # candidate pairs (before the per-job cap) the packed LPs keep, about
+
+
+def top_pairs(inp: AllocationInput, keep: int) -> np.ndarray:
+    """Indices of the candidate pairs worth a variable: for each job its best partners by normalised
+    combined throughput (Σ over the pair of paired ÷ solo throughput, best GPU type) — ``keep`` of
+    them, fewer when many jobs are active (about ``PAIR_BUDGET`` pairs in all, at least 2 per job),
+    so that the LP stays small; pairs whose combined throughput is not above 1 never help."""
+    keep = max(2, min(keep, PAIR_BUDGET // max(inp.n, 1)))
+    p = len(inp.pairs)
+    if p == 0:
+        return np.zeros(0, dtype=np.int64)
+    solo = inp.throughput[inp.pairs]  # (p, 2, m)
+    gain = (inp.pair_throughput / np.maximum(solo.transpose(0, 2, 1), 1e-12)).sum(axis=2).max(axis=1)  # (p,)
+    useful = gain > 1.0
+    chosen = np.zeros(p, bool)
+    for side in (0, 1):
+        order = np.lexsort((-gain, inp.pairs[:, side]))
+        ranked_jobs = inp.pairs[order, side]
+        starts = np.searchsorted(ranked_jobs, ranked_jobs, side="left")
+        rank = np.arange(p) - starts
+        chosen[order[rank < keep]] = True
+    return np.flatnonzero(chosen & useful)
+
+
+class Program:
+    """Base constraints plus the effective-throughput rows, for one allocation problem."""
+
+    def __init__(self, inp: AllocationInput, pair_subset: np.ndarray | None = None, extra: int = 1,
+                 throughput: np.ndarray | None = None) -> None:
+        self.inp = inp
+        n, m = inp.n, inp.m
+        self.sel = pair_subset if pair_subset is not None else np.zeros(0, dtype=np.int64)
+        pairs = inp.pairs[self.sel]
+        p = len(pairs)
+        self.n, self.m, self.p, self.extra = n, m, p, extra
+        self.nx, self.ny = n * m, p * m
+        self.nvar = self.nx + self.ny + extra
+        T = inp.throughput if throughput is None else throughput
+        rows_x = np.repeat(np.arange(n), m)
+        cols_x = np.arange(self.nx)
+        # time rows: one per job
+        pair_rows = pairs.repeat(m, axis=0)  # (p*m, 2): the jobs of each y column
+        cols_y = self.nx + np.arange(self.ny)
+        self.time = sp.csr_matrix(
+            (np.ones(self.nx + 2 * self.ny), (np.r_[rows_x, pair_rows[:, 0], pair_rows[:, 1]],
+                                               np.r_[cols_x, cols_y, cols_y])), shape=(n, self.nvar))
+        # capacity rows: one per GPU type
+        pair_scale = inp.scale[pairs[:, 0]] if p else np.zeros(0)
+        self.capacity = sp.csr_matrix(
+            (np.r_[np.repeat(inp.scale, m), np.repeat(pair_scale, m)],
+             (np.r_[np.tile(np.arange(m), n), np.tile(np.arange(m), p)], np.r_[cols_x, cols_y])),
+            shape=(m, self.nvar))
+        # effective throughput θ_i as a matrix (n × nvar), in iterations/s
+        pt = inp.pair_throughput[self.sel] if p else np.zeros((0, m, 2))
+        self.theta = sp.csr_matrix(
+            (np.r_[T.ravel(), pt[:, :, 0].ravel(), pt[:, :, 1].ravel()],
+             (np.r_[rows_x, pair_rows[:, 0], pair_rows[:, 1]], np.r_[cols_x, cols_y, cols_y])),
+            shape=(n, self.nvar))
+        upper = np.r_[np.where(T.ravel() > 0, 1.0, 0.0),
+                      np.where(pt.min(axis=2).ravel() > 0, 1.0, 0.0) if p else np.zeros(0),
+                      np.full(extra, np.inf)]
+        self.bounds = Bounds(np.zeros(self.nvar), upper)
+
+    def base(self) -> list[LinearConstraint]:
+        return [LinearConstraint(self.time, -np.inf, np.ones(self.n)),
+                LinearConstraint(self.capacity, -np.inf, self.inp.capacity)]
+
+    def solve(self, cost: np.ndarray, constraints: list[LinearConstraint]) -> np.ndarray | None:
+        result = milp(cost, constraints=constraints, bounds=self.bounds)
+        if result.x is None:
+            return None
+        return np.asarray(result.x)
+
+    def allocation(self, x: np.ndarray) -> Allocation:
+        x = np.clip(x, 0.0, 1.0)
+        single = x[: self.nx].reshape(self.n, self.m)
+        pair = np.zeros((len(self.inp.pairs), self.m))
+        if self.p:
+            pair[self.sel] = x[self.nx: self.nx + self.ny].reshape(self.p, self.m)
+        return Allocation(single, pair)
+
+
+def max_min(inp: AllocationInput, coef: np.ndarray, pair_subset: np.ndarray | None = None,
+            pair_coef: np.ndarray | None = None) -> tuple[Allocation, float]:
+    """maximise t + ε·mean_i θ̂_i  s.t.  θ̂_i ≥ t for all i, base constraints;
+    θ̂_i = Σ_j coef[i,j] x[i,j] + Σ_{p∋i} Σ_j pair_coef[p,j,·] y[p,j]  (normalised throughputs)."""
+    if pair_subset is None or not len(pair_subset):
+        return _max_min_classes(inp, coef)
+    sub = AllocationInput(inp.ids, inp.throughput, inp.scale, inp.weight, inp.remaining, inp.age,
+                          inp.capacity, inp.pairs, np.asarray(pair_coef), inp.rng)
+    prog = Program(sub, pair_subset, extra=1, throughput=coef)
+    theta = prog.theta
+    t_col = sp.csr_matrix((np.ones(prog.n), (np.arange(prog.n), np.full(prog.n, prog.nvar - 1))),
+                          shape=(prog.n, prog.nvar))
+    rows = LinearConstraint(t_col - theta, -np.inf, np.zeros(prog.n))
+    cost = -TIE_BREAK * np.asarray(theta.sum(axis=0)).ravel() / max(prog.n, 1)
+    cost[-1] = -1.0
+    x = prog.solve(cost, [*prog.base(), rows])
+    if x is None:
+        raise LPFailed("max-min fairness LP found no solution")
+    return prog.allocation(x), float(x[-1])
+
+
+def _max_min_classes(inp: AllocationInput, coef: np.ndarray) -> tuple[Allocation, float]:
+    """The single-job max-min LP over *classes* of interchangeable jobs (same coefficients and scale).
+
+    Exact: the LP is symmetric in jobs of one class, so averaging an optimal solution over their
+    permutations is optimal too, and that solution gives them equal allocations.  Class c of n_c jobs
+    has variables x[c, j] (each of its jobs' share), rows Σ_j x[c,j] ≤ 1, Σ_j coef[c,j] x[c,j] ≥ t and
+    joins the capacity rows with weight n_c · s_c.  Gavel's later versions aggregate by job type the same way.
+    """
+    m = inp.m
+    rows = np.ascontiguousarray(np.column_stack((coef, inp.scale)))
+    packed = rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).ravel()
+    _, first, inverse, counts = np.unique(packed, return_index=True, return_inverse=True, return_counts=True)
+    inverse = inverse.ravel()
+    k = len(first)
+    kc, scale = rows[first, :m], rows[first, m]
+    # Shortcut, exact: if every job can have its best type all the time, that is optimal for both the
+    # least and the sum of the normalised throughputs (each job's own maximum), so no LP is needed.
+    best = kc.argmax(axis=1)
+    demand = np.bincount(best, weights=counts * scale, minlength=m)
+    if (demand <= inp.capacity + 1e-9).all():
+        one_hot = np.zeros((k, m))
+        one_hot[np.arange(k), best] = 1.0
+        return Allocation(one_hot[inverse], np.zeros((len(inp.pairs), m))), float(kc.max(axis=1).min())
+    N = k * m
+    var = np.arange(N)
+    cls = np.repeat(np.arange(k), m)
+    typ = np.tile(np.arange(m), k)
+    cat = np.concatenate
+    rows = cat((cls, k + typ, k + m + cls, k + m + np.arange(k)))
+    cols = cat((var, var, var, np.full(k, N)))
+    data = cat((np.ones(N), np.repeat(counts * scale, m), -kc.ravel(), np.ones(k)))
+    A = sp.csc_array((data, (rows, cols)), shape=(2 * k + m, N + 1))
+    upper = cat((np.ones(k), inp.capacity, np.zeros(k)))
+    cost = cat((-TIE_BREAK * (kc * counts[:, None]).ravel() / max(inp.n, 1), [-1.0]))
+    bounds = Bounds(np.zeros(N + 1), cat(((kc.ravel() > 0).astype(float), [np.inf])))
+    result = milp(cost, constraints=LinearConstraint(A, -np.inf, upper), bounds=bounds)
+    if result.x is None:
+        raise LPFailed("max-min fairness LP found no solution")
+    x = np.clip(np.asarray(result.x), 0.0, 1.0)
+    single = x[:N].reshape(k, m)[inverse]
+    return Allocation(single, np.zeros((len(inp.pairs), m))), float(result.x[-1])

@@ -1,0 +1,178 @@
+"""Lucid's Throughput Predict Model: next hour's GPU-job submissions from the past (ASPLOS'23 §4.4).
+
+The cluster's submissions are counted in 10-minute bins.  At a bin boundary
+``b`` the forecast of the next hour (bins ``b … b+5``) is an Explainable
+Boosting regressor of log(1 + count) on what is already known: the last six
+bins, their sum, the same hour one day and one week earlier, the hour of day
+and the weekday.  Lucid shares GPUs only while this forecast is high
+(*prescient adaptive sharing*).
+
+The series is either a cluster's own log (``cluster_throughput.csv``: the
+model trains on its bins before the trace starts) or the simulated trace's
+submissions as they arrive (the model retrains every simulated day once two
+days are known; before that the forecast is the last hour's count).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from simcluster.models.additive import AdditivePredictor
+from simcluster.traces.side_files import read_side_csv, reject_first
+
+BIN = 600  # seconds per bin
+HOUR = 6  # bins per hour
+DAY = 144
+WEEK = 7 * DAY
+FEATURES = ["last_10min", "last_20min", "last_30min", "last_40min", "last_50min", "last_60min", "last_hour",
+            "next_hour_yesterday", "next_hour_last_week", "hour", "weekday"]
+FEATURE_TYPES = ["continuous"] * 9 + ["continuous", "nominal"]
+EPOCH_WEEKDAY = 2  # bin 0 starts on the epoch, 2020-04-01, a Wednesday
+
+
+def read_throughput_log(path: str | Path, epoch: str) -> tuple[int, np.ndarray]:
+    """(first bin index since ``epoch``, GPU-job submissions per bin) of a ``cluster_throughput.csv``."""
+    frame = read_side_csv(path, "throughput log", ("time", "submit_gpu_job"))
+    times = pd.to_datetime(frame["time"], errors="coerce")
+    counts = pd.to_numeric(frame["submit_gpu_job"], errors="coerce")
+    reject_first(path, frame, "time", times.isna(), "not a timestamp")
+    reject_first(path, frame, "submit_gpu_job", counts.isna() | (counts < 0), "not a count")
+    bins = ((times - pd.Timestamp(epoch)).dt.total_seconds() // BIN).astype(np.int64).to_numpy()
+    first = int(bins.min())
+    series = np.zeros(int(bins.max()) - first + 1)
+    np.add.at(series, bins - first, counts.to_numpy(float))
+    return first, series
+
+
+class SubmissionSeries:
+    """Counts per 10-minute bin from bin ``first`` on; grows as submissions are recorded."""
+
+    def __init__(self, first: int = 0, counts: np.ndarray | None = None) -> None:
+        self.first = first
+        self.counts = list(counts) if counts is not None else []
+
+    def record(self, now: float, n: float = 1.0) -> None:
+        i = int(now // BIN) - self.first
+        if i < 0:
+            return
+        if i >= len(self.counts):
+            self.counts.extend([0.0] * (i + 1 - len(self.counts)))
+        self.counts[i] += n
+
+    def _at(self, b: int) -> float:
+        i = b - self.first
+        return self.counts[i] if 0 <= i < len(self.counts) else math.nan
+
+    def _sum(self, start: int, n: int) -> float:
+        values = [self._at(b) for b in range(start, start + n)]
+        return math.nan if any(math.isnan(v) for v in values) else sum(values)
+
+    def features(self, b: int) -> tuple[Any, ...]:
+        """What is known at the start of bin ``b`` (NaN where the series does not reach)."""
+        lags = [self._at(b - k) for k in range(1, HOUR + 1)]
+        return (*lags, self._sum(b - HOUR, HOUR), self._sum(b - DAY, HOUR), self._sum(b - WEEK, HOUR),
+                (b // HOUR) % 24, str((b // DAY + EPOCH_WEEKDAY) % 7))
+
+    def next_hour(self, b: int) -> float:
+        """The truth a forecast at bin ``b`` aims at (NaN if not yet known)."""
+        return self._sum(b, HOUR)
+
+    def training_frame(self, upto: int) -> tuple[pd.DataFrame, np.ndarray]:
+        """Features and targets of every bin whose next hour ends before bin ``upto``."""
+        start = self.first + HOUR
+        bins = range(start, upto - HOUR + 1)
+        rows = pd.DataFrame([self.features(b) for b in bins], columns=FEATURES)
+        targets = np.array([self.next_hour(b) for b in bins], dtype=float)
+        keep = ~np.isnan(targets)
+        return rows[keep].reset_index(drop=True), targets[keep]
+
+
+def fit_throughput_model(rows: pd.DataFrame, targets: np.ndarray, seed: int = 0) -> Any:
+    from interpret.glassbox import ExplainableBoostingRegressor  # heavy import, only when used
+
+    model = ExplainableBoostingRegressor(feature_types=FEATURE_TYPES, interactions=0, outer_bags=2, n_jobs=1,
+                                         random_state=seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # the first day has no "yesterday": missing on purpose
+        warnings.simplefilter("ignore", RuntimeWarning)  # nor a week ago: an all-missing column
+        model.fit(rows, np.log1p(targets))
+    return model
+
+
+class ThroughputForecaster:
+    """Forecast of next hour's submissions at each bin, and the level above which load counts as high.
+
+    ``history``: a series to train on once, up to ``train_until`` (a bin); without one, the series
+    is the trace's own and the model retrains every ``retrain_bins`` once two days are known.
+    """
+
+    def __init__(self, series: SubmissionSeries, train_until: int | None = None, quantile: float = 0.5,
+                 retrain_bins: int = DAY, seed: int = 0) -> None:
+        self.series, self.quantile, self.seed = series, quantile, seed
+        self.live = train_until is None
+        self.retrain_bins = retrain_bins
+        self.model: Any = None
+        self._predict: AdditivePredictor | None = None
+        self.threshold = 0.0
+        self.trainings = self.trained_on = 0
+        self._next_training: int | None = None
+        self.forecasts: dict[int, float] = {}
+        if train_until is not None:
+            self.train(train_until)
+
+    def train(self, upto: int) -> None:
+        rows, targets = self.series.training_frame(upto)
+        if len(rows) < DAY:
+            return
+        self.model = fit_throughput_model(rows, targets, self.seed)
+        self._predict = AdditivePredictor(self.model)
+        self.threshold = float(np.quantile(targets, self.quantile))
+        self.trainings += 1
+        self.trained_on = len(rows)
+
+    def forecast(self, now: float) -> float:
+        """Forecast of the submissions in the hour starting at ``now``'s bin (memoized per bin)."""
+        b = int(now // BIN)
+        cached = self.forecasts.get(b)
+        if cached is not None:
+            return cached
+        if self.live:
+            if self._next_training is None:
+                self._next_training = self.series.first + 2 * DAY
+            if b >= self._next_training:
+                self.train(b)
+                self._next_training = b + self.retrain_bins
+        features = self.series.features(b)
+        if self._predict is None:  # persistence: the last hour again
+            value = 0.0 if math.isnan(features[6]) else features[6]
+            if self.live:
+                known = [c for c in self.series.counts[: b - self.series.first]]
+                hours = [sum(known[i:i + HOUR]) for i in range(0, len(known) - HOUR + 1, HOUR)]
+                self.threshold = float(np.quantile(hours, self.quantile)) if hours else 0.0
+        else:
+            value = max(0.0, math.expm1(self._predict.predict(features)))
+        self.forecasts[b] = value
+        return value
+
+    def high(self, now: float) -> bool:
+        """Is the load forecast for the next hour at or above the threshold?"""
+        return self.forecast(now) >= self.threshold
+
+    def report(self) -> dict[str, Any]:
+        """MAE of the forecasts made in the run, against what was then submitted."""
+        pairs = [(f, self.series.next_hour(b)) for b, f in self.forecasts.items()]
+        pairs = [(f, t) for f, t in pairs if not math.isnan(t)]
+        report: dict[str, Any] = {"forecasts": len(self.forecasts), "trainings": self.trainings,
+                                  "threshold": self.threshold}
+        if pairs:
+            f, t = np.array(pairs).T
+            report["mae"] = float(np.abs(f - t).mean())
+            report["mean_submissions_per_hour"] = float(t.mean())
+            report["high_fraction"] = float(np.mean([v >= self.threshold for v in self.forecasts.values()]))
+        return report

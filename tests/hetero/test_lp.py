@@ -1,0 +1,132 @@
+"""The allocation LPs on instances small enough to solve by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from simcluster.hetero.policies import HETERO_POLICIES, AllocationInput
+from simcluster.hetero.policies.finish_time_fairness import finish_time_fair
+from simcluster.hetero.policies.lp import agnostic_throughput, fair_time_shares, isolated_allocation, max_min
+from simcluster.hetero.policies.min_total_duration import min_makespan
+
+
+def inp(T, capacity, *, scale=None, weight=None, remaining=None, age=None, pairs=None, pair_tput=None):
+    T = np.asarray(T, float)
+    n = len(T)
+    out = AllocationInput(list(range(n)), T, np.asarray(scale or [1.0] * n, float),
+                          np.asarray(weight or [1.0] * n, float), np.asarray(remaining or [100.0] * n, float),
+                          np.asarray(age or [0.0] * n, float), np.asarray(capacity, float))
+    if pairs is not None:
+        out.pairs, out.pair_throughput = np.asarray(pairs), np.asarray(pair_tput, float)
+    return out
+
+
+def test_weights_split_one_gpu_in_proportion():
+    # one GPU, weights 1 and 3: s_i x_i / w_i equal and x_1 + x_2 = 1 → 1/4 and 3/4
+    a = HETERO_POLICIES.get("max_min_fairness")().allocate(inp([[1.0], [1.0]], [1], weight=[1, 3]))
+    assert a.single.ravel() == pytest.approx([0.25, 0.75], abs=1e-6)
+
+
+def test_a_two_gpu_job_gets_half_the_time_of_a_one_gpu_job():
+    assert fair_time_shares(np.array([1.0, 2.0]), np.ones(2), 3.0) == pytest.approx([1.0, 1.0])
+    # two GPUs: equal GPU-time s·τ = 1 each → the 2-GPU job gets half the time
+    assert fair_time_shares(np.array([1.0, 2.0]), np.ones(2), 2.0) == pytest.approx([1.0, 0.5])
+
+
+def test_aware_max_min_puts_each_job_where_it_is_comparatively_fast():
+    # fast and slow GPU, one each.  A: 3 vs 1 it/s, B: 1 vs 2.  Agnostic share = half of each type:
+    # X_A = 2, X_B = 1.5.  A alone on fast: 3/2 = 1.5; B alone on slow: 2/1.5 = 4/3; B can never beat
+    # 4/3 (its time is at most 1 and slow is its best normalised type) → t* = 4/3, A keeps fast.
+    problem = inp([[3.0, 1.0], [1.0, 2.0]], [1, 1])
+    coef = problem.throughput / agnostic_throughput(problem)[:, None]
+    allocation, t = max_min(problem, coef)
+    assert t == pytest.approx(4 / 3, rel=1e-6)
+    assert allocation.single == pytest.approx(np.array([[1.0, 0.0], [0.0, 1.0]]), abs=1e-6)
+    policy = HETERO_POLICIES.get("max_min_fairness_perf")()
+    assert policy.allocate(problem).single == pytest.approx(allocation.single, abs=1e-6)
+
+
+def test_agnostic_max_min_spreads_time_by_type_size():
+    a = HETERO_POLICIES.get("max_min_fairness")().allocate(inp([[3.0, 1.0], [1.0, 2.0]], [1, 1]))
+    assert a.single == pytest.approx(np.full((2, 2), 0.5), abs=1e-6)
+
+
+def test_packing_pays_when_paired_throughputs_sum_above_one():
+    # one GPU, two jobs at 1 it/s alone and 0.8 each together: alone each gets 1/2 → normalised 1;
+    # packed the pair runs all the time → 0.8 / 0.5 = 1.6 each
+    problem = inp([[1.0], [1.0]], [1], pairs=[[0, 1]], pair_tput=[[[0.8, 0.8]]])
+    a = HETERO_POLICIES.get("max_min_fairness_packed")().allocate(problem)
+    assert a.pair[0, 0] == pytest.approx(1.0, abs=1e-6)
+    assert a.single.sum() == pytest.approx(0.0, abs=1e-6)
+    # pairs that slow each other down more than time-slicing are never used
+    bad = inp([[1.0], [1.0]], [1], pairs=[[0, 1]], pair_tput=[[[0.4, 0.4]]])
+    b = HETERO_POLICIES.get("max_min_fairness_packed")().allocate(bad)
+    assert b.pair.sum() == pytest.approx(0.0, abs=1e-6)
+    assert b.single.ravel() == pytest.approx([0.5, 0.5], abs=1e-6)
+
+
+def test_makespan_on_one_gpu_is_the_total_work():
+    # 100 and 300 iterations at 1 it/s on one GPU: x = 1/4, 3/4 and makespan 400 s
+    allocation, makespan = min_makespan(inp([[1.0], [1.0]], [1], remaining=[100, 300]), None)
+    assert makespan == pytest.approx(400.0, rel=1e-6)
+    assert allocation.single.ravel() == pytest.approx([0.25, 0.75], abs=1e-6)
+
+
+def test_makespan_is_bound_by_the_longest_job_when_gpus_are_plenty():
+    _, makespan = min_makespan(inp([[1.0], [1.0]], [2], remaining=[100, 300]), None)
+    assert makespan == pytest.approx(300.0, rel=1e-6)
+
+
+def test_makespan_uses_heterogeneity():
+    # fast: A 2, B 1 it/s; slow: both 1.  200 iterations each.  A fast, B slow → 100 s and 200 s; better:
+    # B also takes part of fast?  B gains nothing there (1 it/s both) → makespan 200 with A anywhere ≤ 200.
+    _, makespan = min_makespan(inp([[2.0, 1.0], [1.0, 1.0]], [1, 1], remaining=[200, 200]), None)
+    assert makespan == pytest.approx(200.0, rel=1e-6)
+
+
+def test_finish_time_fairness_on_complementary_jobs():
+    # A: 4 vs 1 it/s, B: 1 vs 4; isolated (half of each type) both get 2.5 it/s → 40 s for 100
+    # iterations.  A on fast and B on slow finish in 25 s: ρ = 25/40 = 0.625 for both.
+    allocation, rho, _ = finish_time_fair(inp([[4.0, 1.0], [1.0, 4.0]], [1, 1]), None)
+    assert rho == pytest.approx(0.625, rel=2e-3)
+    assert allocation.single == pytest.approx(np.array([[1.0, 0.0], [0.0, 1.0]]), abs=1e-3)
+
+
+def test_isolated_gives_each_job_an_equal_slice():
+    x = isolated_allocation(inp([[1.0, 1.0]] * 4, [2, 2]))
+    assert x == pytest.approx(np.full((4, 2), 0.5))
+    x = isolated_allocation(inp([[1.0, 1.0]] * 2, [2, 2], scale=[1, 2]))
+    assert x[0] == pytest.approx([0.5, 0.5]) and x[1] == pytest.approx([0.25, 0.25])
+
+
+def test_fifo_perf_takes_the_fastest_type_with_room_in_arrival_order():
+    a = HETERO_POLICIES.get("fifo_perf")().allocate(inp([[4.0, 1.0], [4.0, 1.0], [4.0, 1.0]], [1, 1]))
+    assert a.single.tolist() == [[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]]
+
+
+@pytest.mark.parametrize("name", ["max_sum_throughput_perf", "min_total_duration_perf", "finish_time_fairness_perf",
+                                  "isolated", "gandiva", "fifo", "fifo_packed", "min_total_duration_packed",
+                                  "finish_time_fairness_packed", "finish_time_fairness", "min_total_duration"])
+def test_every_policy_respects_the_base_constraints(name):
+    rng = np.random.default_rng(3)
+    T = rng.uniform(0.5, 4.0, (6, 3))
+    pairs = np.array([[0, 1], [2, 3], [1, 4]])
+    problem = inp(T, [2, 1, 2], remaining=list(rng.uniform(50, 500, 6)), age=list(rng.uniform(0, 100, 6)),
+                  pairs=pairs, pair_tput=T[pairs].transpose(0, 2, 1) * 0.7)
+    a = HETERO_POLICIES.get(name)().allocate(problem)
+    per_job = a.single.sum(axis=1).copy()
+    for p, (i, k) in enumerate(pairs):
+        per_job[i] += a.pair[p].sum()
+        per_job[k] += a.pair[p].sum()
+    assert (per_job <= 1 + 1e-6).all()
+    assert (a.single.sum(axis=0) + a.pair.sum(axis=0) <= problem.capacity + 1e-6).all()
+    assert (a.single >= -1e-9).all() and (a.pair >= -1e-9).all()
+
+
+def test_finish_time_fairness_gives_the_heavier_job_the_earlier_finish():
+    # one GPU, two equal jobs; weight 3 must reach a smaller ρ than weight 1
+    problem = inp([[1.0], [1.0]], [1], weight=[1, 3])
+    allocation, _, _ = finish_time_fair(problem, None)
+    assert allocation.single[1, 0] > allocation.single[0, 0]
+    assert allocation.single.sum() == pytest.approx(1.0, abs=1e-6)

@@ -1,0 +1,136 @@
+"""Lucid's three models: each explanation's top term is the one that generated the target."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from simcluster.cli import app
+from simcluster.estimators.ebm import FEATURES, fit_duration_model
+from simcluster.models.additive import AdditivePredictor
+from simcluster.models.explanation import term_importances
+from simcluster.models.packing import PackingModel, sharing_labels
+from simcluster.models.throughput import BIN, DAY, SubmissionSeries, ThroughputForecaster
+
+rng = np.random.default_rng(7)
+
+
+class TablesOnly:
+    """A colocation model reduced to its measured tables and single-job lookups."""
+
+    source = "synthetic tables"
+
+    def __init__(self, single: pd.DataFrame, pair: pd.DataFrame) -> None:
+        self.single, self.pair = single, pair
+        self._by_model = single.set_index("model")
+
+    def solo_util(self, w, gpus):
+        return float(self._by_model.at[w.model, "gpu_util"])
+
+    def solo_mem_util(self, w, gpus):
+        return float(self._by_model.at[w.model, "gmem_util"])
+
+    def memory_mib(self, w, gpus):
+        return float(self._by_model.at[w.model, "gmem"])
+
+
+def synthetic_tables(n: int = 60) -> TablesOnly:
+    """Configurations whose sharing speed is decided by GPU utilization alone."""
+    util = rng.uniform(5, 100, n)
+    single = pd.DataFrame({"model": [f"m{i}" for i in range(n)], "dataset": "d", "batchsize": rng.choice([16, 32, 64], n),
+                           "amp": rng.integers(0, 2, n), "gpu_num": 1, "gpu_util": util,
+                           "gmem_util": rng.uniform(5, 80, n), "gmem": rng.uniform(1000, 20000, n)})
+    speed = np.where(util > 70, 0.7, np.where(util > 40, 0.9, 0.99))
+    rows = []
+    for i in range(n):
+        j = (i + 1) % n
+        rows.append({**{f"{k}1": single.at[i, k] for k in ("model", "dataset", "batchsize", "amp", "gpu_num")},
+                     **{f"{k}2": single.at[j, k] for k in ("model", "dataset", "batchsize", "amp", "gpu_num")},
+                     "speed1": speed[i], "speed2": speed[i]})  # the measured speed follows the first job
+    pair = pd.DataFrame(rows)
+    # make each configuration's mean speed its own: pair it with itself only
+    pair[[f"{k}2" for k in ("model", "dataset", "batchsize", "amp", "gpu_num")]] = \
+        pair[[f"{k}1" for k in ("model", "dataset", "batchsize", "amp", "gpu_num")]].to_numpy()
+    return TablesOnly(single, pair)
+
+
+def test_packing_labels_follow_the_thresholds():
+    tables = synthetic_tables()
+    labels = sharing_labels(tables.pair, (0.85, 0.95)).set_index("model")["label"]
+    util = tables.single.set_index("model")["gpu_util"]
+    assert (labels[util > 70] == 2).all() and (labels[(util > 40) & (util <= 70)] == 1).all()
+    assert (labels[util <= 40] == 0).all()
+
+
+def test_packing_model_explains_with_gpu_utilization_and_scores_jobs():
+    from simcluster.job import Workload
+
+    tables = synthetic_tables()
+    model = PackingModel(tables)
+    assert term_importances(model.model)["term"].iloc[0] == "gpu_util"
+    report = model.evaluate(folds=3)
+    assert report["accuracy"] >= 0.8
+    hottest = tables.single.loc[tables.single["gpu_util"].idxmax(), "model"]
+    assert model.score(Workload(hottest, "d", 32, 0), 1) == 2
+
+
+def test_workload_model_explains_with_the_feature_that_made_the_duration():
+    n = 1500
+    rows = pd.DataFrame({"user": rng.choice([f"u{i}" for i in range(20)], n), "vc": rng.choice(["a", "b"], n),
+                         "gpu_num": rng.choice([1, 2, 4, 8, 16], n), "model": rng.choice(["x", "y", "z"], n),
+                         "hour": rng.integers(0, 24, n), "weekday": rng.choice([str(d) for d in range(7)], n),
+                         "user_recent": rng.uniform(2, 10, n), "user_gpus_recent": np.nan})
+    durations = 60.0 * rows["gpu_num"].to_numpy() ** 2 * rng.uniform(0.9, 1.1, n)
+    model = fit_duration_model(rows[FEATURES], durations)
+    assert term_importances(model)["term"].iloc[0] == "gpu_num"
+    fast = AdditivePredictor(model)  # the policy's per-job predictor is the EBM itself
+    np.testing.assert_allclose([fast.predict(r) for r in rows[FEATURES].head(50).itertuples(index=False)],
+                               model.predict(rows[FEATURES].head(50)), rtol=1e-12)
+
+
+def test_throughput_model_explains_a_daily_cycle_with_the_hour():
+    days = 10
+    hours = (np.arange(days * DAY) // 6) % 24
+    counts = rng.poisson(np.where((hours >= 9) & (hours < 18), 12.0, 1.0)).astype(float)
+    forecaster = ThroughputForecaster(SubmissionSeries(0, counts), train_until=8 * DAY, quantile=0.5)
+    assert term_importances(forecaster.model)["term"].iloc[0] in {"hour", "next_hour_yesterday"}
+    assert forecaster.high(12 * 3600 + 8 * DAY * BIN) and not forecaster.high(2 * 3600 + 8 * DAY * BIN)
+
+
+def test_explain_writes_importances_plots_and_figures(tmp_path):
+    import matplotlib.image as mpimg
+
+    result = CliRunner().invoke(app, ["explain", "--out", str(tmp_path), "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    for name in ("packing", "workload", "throughput"):
+        part = report[name]
+        assert (tmp_path / f"{name}_importances.csv").is_file()
+        assert part["plots"], name
+        for plot in part["plots"]:
+            image = mpimg.imread(tmp_path / plot)
+            assert image.shape[:2] == (400, 640) and image.std() > 0
+    assert 0 <= report["packing"]["accuracy"] <= 1
+    assert report["workload"]["ebm"]["mae"] > 0 and report["throughput"]["mae"] >= 0
+    assert json.loads((tmp_path / "explain.json").read_text())["trace"] == report["trace"]
+
+
+def test_explain_on_a_missing_trace_fails_cleanly(tmp_path):
+    result = CliRunner().invoke(app, ["explain", "--trace", str(tmp_path / "nope"), "--out", str(tmp_path / "o")])
+    assert result.exit_code == 2 and "nope" in result.output
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("bad", ["time,submit_gpu_job\n2020-04-01 00:00:00,x\n", "when,n\n1,2\n"])
+def test_a_bad_throughput_log_names_the_row_and_field(tmp_path, bad):
+    from simcluster.models.throughput import read_throughput_log
+    from simcluster.traces import TraceError
+
+    path = tmp_path / "log.csv"
+    path.write_text(bad)
+    with pytest.raises(TraceError, match="submit_gpu_job|time"):
+        read_throughput_log(path, "2020-04-01")
