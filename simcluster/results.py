@@ -14,8 +14,9 @@ import pandas as pd
 FORMATS = ("csv", "parquet")
 
 
-def write_folder(out: Path, tables: dict[str, pd.DataFrame], texts: dict[str, str] | None = None) -> Path:
-    """Write ``tables`` (file name → frame; .csv or .parquet) and ``texts`` into the folder ``out``.
+def write_folder(out: Path, tables: dict[str, pd.DataFrame], texts: dict[str, str] | None = None,
+                 files: dict[str, bytes] | None = None) -> Path:
+    """Write ``tables`` (file name → frame; .csv or .parquet), ``texts`` and ``files`` into the folder ``out``.
 
     Everything goes into a hidden temporary folder beside ``out`` that is
     renamed into place at the end, so a failed or interrupted write never
@@ -32,6 +33,8 @@ def write_folder(out: Path, tables: dict[str, pd.DataFrame], texts: dict[str, st
                 frame.to_csv(tmp / name, index=False)
         for name, text in (texts or {}).items():
             (tmp / name).write_text(text)
+        for name, data in (files or {}).items():
+            (tmp / name).write_bytes(data)
         old = None
         if out.exists():
             old = out.with_name(f".{out.name}.old-{os.getpid()}")

@@ -42,13 +42,13 @@ class FixedScores:
         return {}
 
 
-def simulation(rows, scores=None, speed=0.8, memory=1000.0, **cfg):
+def simulation(rows, scores=None, speed=0.8, memory=1000.0, vc_nodes=1, **cfg):
     """rows: (gpu_num, submit, duration, model); one VC 'a' of one node; oracle estimates."""
     jobs = [Job(index=i, job_id=f"j{i}", vc="a", gpu_num=g, submit_time=t, duration=d, user="u",
                 workload=Workload(m, "D", 32, 0)) for i, (g, t, d, m) in enumerate(rows)]
     config = SimConfig(policy="lucid", estimator="oracle", **{"lucid_sharing": "always", **cfg})
     starts = Starts()
-    sim = Simulation(jobs, {"a": 1}, config, [starts], colocation=FixedColocation(speed, memory))
+    sim = Simulation(jobs, {"a": vc_nodes}, config, [starts], colocation=FixedColocation(speed, memory))
     if scores is not None:
         sim.policy.packing = FixedScores(scores)
     sim.run()
@@ -164,3 +164,9 @@ def test_lucid_summary_reports_its_parts_and_profiler_gpus_count_in_utilization(
     assert s["lucid"]["finished_while_profiling"] + s["lucid"]["profiled"] >= 60
     assert s["estimator"] == "ebm" and s["estimate_quality"]["jobs"] == 60
     assert not math.isnan(s["avg_jct"])
+
+
+def test_a_profiler_factor_above_one_never_strands_a_job_bigger_than_the_partition():
+    jobs, _, policy = simulation([(16, 0, 500, "Small")], lucid_sharing="never", profiler_nodes=1, vc_nodes=2,
+                                      profiler_factor=4.0)
+    assert jobs["j0"].end_time == 500 and policy.counts["skipped_profiling"] == 1

@@ -16,9 +16,6 @@ from __future__ import annotations
 import base64
 import html
 import json
-import os
-import shutil
-import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from simcluster.experiments import plots
+from simcluster.results import write_folder
 
 TABLE_COLUMNS = ["run", "policy", "trace", "seed", "vc", "jobs", "avg_jct", "p50_jct", "p99_jct", "avg_queue",
                  "p99_queue", "makespan", "gpu_utilization"]
@@ -269,27 +267,5 @@ def write_report(paths: Sequence[Path], out: Path) -> Report:
         **images,
         "report.html": html_page(table, images, [str(p) for p in paths]).encode(),
     }
-    _publish(files, Path(out))
+    write_folder(Path(out), {}, files=files)
     return Report(table, Path(out), list(files))
-
-
-def _publish(files: dict[str, bytes], out: Path) -> None:
-    """Write ``files`` into a hidden folder beside ``out`` and rename it into place (replacing an old one)."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
-    try:
-        for name, data in files.items():
-            (tmp / name).write_bytes(data)
-        mask = os.umask(0)
-        os.umask(mask)
-        os.chmod(tmp, 0o777 & ~mask)  # a folder's usual permissions, not mkdtemp's 0700
-        old = None
-        if out.exists():
-            old = out.with_name(f".{out.name}.old-{os.getpid()}")
-            out.rename(old)
-        tmp.rename(out)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise

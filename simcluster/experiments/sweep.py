@@ -154,7 +154,8 @@ def build_grid(traces: Sequence[str], policies: Sequence[str], seeds: Sequence[i
                 for combo in combos:
                     try:
                         config = SimConfig(policy=policy, seed=seed, **{k: v for k, _, v in combo})
-                        check_policy(config.policy), PLACEMENTS.get(config.placement)
+                        check_policy(config.policy)
+                        PLACEMENTS.get(config.placement)
                         if config.estimator != "auto":  # auto: the policy picks its own
                             ESTIMATORS.get(config.estimator)
                     except (UnknownPlugin, ValueError, TypeError) as exc:

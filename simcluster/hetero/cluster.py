@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from simcluster.traces.errors import TraceError
+from simcluster.traces.side_files import read_side_csv
 
 GPU_MEMORY_MIB: dict[str, int] = {
     "k80": 12 * 1024, "p100": 16 * 1024, "v100": 16 * 1024, "t4": 16 * 1024, "a10": 24 * 1024,
@@ -96,17 +96,7 @@ def parse_cluster(spec: str, gpus_per_node: int = 4) -> HeteroCluster:
 
 def load_node_list(path: str | Path) -> HeteroCluster:
     """An openb-style node list (``sn,...,gpu,model``): nodes with ``gpu`` GPUs of ``model`` each."""
-    path = Path(path)
-    if not path.is_file():
-        raise TraceError(path, "no such node-list file")
-    try:
-        raw = pd.read_csv(path, dtype=str, keep_default_na=False)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise TraceError(path, f"not a readable CSV file ({exc})") from exc
-    for column in ("gpu", "model"):
-        if column not in raw.columns:
-            raise TraceError(path, f"missing column {column!r}; expected sn,cpu_milli,memory_mib,gpu,model",
-                             line=1, field=column)
+    raw = read_side_csv(path, "node-list file", ("gpu", "model"))
     per_type: dict[str, list[int]] = {}
     for row, (gpus, model) in enumerate(zip(raw["gpu"], raw["model"])):
         if not gpus.strip().isdigit():

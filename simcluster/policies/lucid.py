@@ -69,7 +69,8 @@ class Lucid(Policy):
         self.estimator = make_estimator(c, default="ebm")
         self.quality = EstimateQuality()
         self._priority: dict[Job, float] = {}
-        self._profile_limit = c.profiler_factor * c.profiler_nodes * c.gpus_per_node
+        # a job bigger than the whole partition could never be profiled: factors above 1 count as 1
+        self._profile_limit = min(c.profiler_factor, 1.0) * c.profiler_nodes * c.gpus_per_node
         self._scores: dict[Job, int | None] = {}
         self.packing: Any = None  # built from the colocation tables at the first pairing attempt
         self._colocation_source = ""

@@ -32,6 +32,7 @@ import pandas as pd
 from simcluster.hetero.cluster import load_node_list
 from simcluster.hetero.trace import FRAME_COLUMNS, HeteroTrace
 from simcluster.traces.errors import TraceError
+from simcluster.traces.side_files import read_side_csv
 
 REQUIRED = ("name", "num_gpu", "gpu_milli", "creation_time", "deletion_time")
 NODE_LIST = "openb_node_list_gpu_node.csv"
@@ -50,15 +51,7 @@ def looks_like_openb(path: Path) -> bool:
 def load_openb_trace(path: str | Path, nodes: str | Path | None = None, *, skip_invalid: bool = False) -> HeteroTrace:
     t0 = time.process_time()
     path = Path(path)
-    if not path.is_file():
-        raise TraceError(path, "no such file")
-    try:
-        raw = pd.read_csv(path, dtype=str, keep_default_na=False)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise TraceError(path, f"not a readable CSV file ({exc})") from exc
-    missing = [c for c in REQUIRED if c not in raw.columns]
-    if missing:
-        raise TraceError(path, f"missing column(s) {', '.join(missing)}", line=1, field=missing[0])
+    raw = read_side_csv(path, "pod list", REQUIRED)
     specs = raw["gpu_spec"] if "gpu_spec" in raw.columns else pd.Series([""] * len(raw))
     rows, problems = [], []
     skipped: Counter[str] = Counter()

@@ -1,4 +1,4 @@
-"""Small CSV files that ride along with a trace (estimates, submission logs): read them, or say where they are wrong."""
+"""CSV files beside the job log (estimates, submission logs, node and pod lists): read them, or say where they are wrong."""
 
 from __future__ import annotations
 
@@ -16,7 +16,10 @@ def read_side_csv(path: str | Path, what: str, required: Sequence[str]) -> pd.Da
     path = Path(path)
     if not path.is_file():
         raise TraceError(path, f"{what} not found")
-    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    try:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise TraceError(path, f"not a readable CSV file ({exc})") from exc
     for column in required:
         if column not in frame.columns:
             raise TraceError(path, f"missing column {column!r}; found: {', '.join(frame.columns)}", line=1,
