@@ -6,6 +6,9 @@ Examples::
     lucid-sim --policy srtf --trace ../shared/data/venus_sept --out results/venus-srtf
     lucid-sim policies
     lucid-sim trace synth --jobs 100000 --nodes 200 --out traces/big
+    lucid-sim explain --trace ../shared/data/venus_sept --colocation lucid --out results/explain
+    lucid-sim sweep --policy fifo,sjf --seed 1,2 --out results/sweep; lucid-sim report results/sweep --out reports/x
+    lucid-sim run --trace t100.trace --cluster v100:4,p100:4,k80:4 --policy max_min_fairness_perf
 """
 
 from __future__ import annotations

@@ -9,6 +9,9 @@ The policy's parts, each with the paper section it follows and the switch that t
    to their VC's queue with the progress they made (no checkpoint overhead is charged: the
    partition exists to take that first step).  Profiling is what makes a job's profile
    (utilization, memory, AMP, batch size, model) known; a job that skipped it never pairs.
+   The artifact's Venus setting is 2 nodes taken out of two VCs, 200 s, and jobs of at most
+   8 GPUs (its "scale × factor" = 2 × 4); ours keeps the partition beside the VCs, so that every
+   policy sees the same VCs, and profiles ≤ 8-GPU jobs by default (0.5 × 16 GPUs) for 300 s.
 2. **Packing Analyze Model** (§4.2): :class:`~simcluster.models.packing.PackingModel`, an EBM
    classifier trained on the colocation tables, maps the profile to a sharing score 0/1/2.
 3. **Workload Estimate Model** (§4.3; ``--estimator``, default ``ebm``): the job's estimated
