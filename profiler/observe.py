@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from profiler.runner import RunObserver
+from profiler.runner import QuietObserver, RunObserver
 
 
 class SweepObserver(RunObserver, Protocol):
@@ -17,17 +17,8 @@ class SweepObserver(RunObserver, Protocol):
     def on_config_skipped(self, label: str, reason: str) -> None: ...
 
 
-class QuietSweepObserver:
+class QuietSweepObserver(QuietObserver):
     """Hears everything, shows nothing."""
-
-    def on_phase(self, text: str) -> None:
-        pass
-
-    def on_window(self, job: int, iters_per_s: float, samples_per_s: float, gpu_util: float) -> None:
-        pass
-
-    def on_warning(self, text: str) -> None:
-        pass
 
     def on_config_start(self, label: str) -> None:
         pass

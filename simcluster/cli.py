@@ -40,7 +40,6 @@ from simcluster.metrics import Observer
 from simcluster.paths import DEFAULT_TRACE
 from simcluster.placement import PLACEMENTS
 from simcluster.policies import POLICIES
-from simcluster.policies.lucid import check_lucid_config
 from simcluster.registry import UnknownPlugin
 from simcluster.results import FORMATS, write_run
 from simcluster.traces import TraceError, load_trace
@@ -174,8 +173,6 @@ def run(
         PLACEMENTS.get(placement)
         if estimator != "auto":
             ESTIMATORS.get(estimator)
-        if policy == "lucid":
-            check_lucid_config(config)
         loaded = load_trace(trace or DEFAULT_TRACE, vc_config, gpus_per_node=gpus_per_node,
                             skip_invalid=skip_invalid, epoch=epoch)
     except (TraceError, UnknownPlugin, ValueError) as exc:

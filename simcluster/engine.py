@@ -293,17 +293,17 @@ class Simulation:
         """
         here, there = self.cluster.vcs[job.queue_vc], self.cluster.vcs[partition]
         if job.state is JobState.RUNNING:
-            self._stop(job, here, requeue=False)
+            job.stop(self.env.now)
+            self._release(job, here)
             job.process.interrupt(Moved(partition))
-            job.started = self.env.event()
+            job.queue_vc = partition
+            self._enqueue(job, there)
             for hook in self._on_move:
                 hook(job, self.env.now)
         else:
             here.pending.remove(job)
-            self.pending -= 1
-        job.queue_vc = partition
-        there.pending.push(job)
-        self.pending += 1
+            job.queue_vc = partition  # before the push: the queue key may depend on the partition
+            there.pending.push(job)
         self._request_pass(there)
 
     def _evict(self, job: Job, cause: NodeFailed) -> None:
@@ -316,11 +316,10 @@ class Simulation:
         self._request_pass(vc)
 
     def _stop(self, job: Job, vc: VirtualCluster, overhead: float = 0.0,
-              lose_since_checkpoint: float | None = None, requeue: bool = True) -> None:
+              lose_since_checkpoint: float | None = None) -> None:
         job.stop(self.env.now, overhead, lose_since_checkpoint)
         self._release(job, vc)
-        if requeue:
-            self._enqueue(job, vc)
+        self._enqueue(job, vc)
 
     def _enqueue(self, job: Job, vc: VirtualCluster) -> None:
         """Queue ``job``; the caller asks for a pass if one is needed (a preemption is the pass's own doing)."""

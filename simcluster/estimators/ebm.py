@@ -46,11 +46,6 @@ def submission_row(job: Job, history: UserHistory | None = None) -> tuple[Any, .
             (job.submit_time // 3600) % 24, str((job.submit_time // 86400 + EPOCH_WEEKDAY) % 7), *recent)
 
 
-def submission_features(jobs: list[Job], history: UserHistory | None = None) -> pd.DataFrame:
-    """:func:`submission_row` of each job as a frame (columns :data:`FEATURES`)."""
-    return pd.DataFrame([submission_row(j, history) for j in jobs], columns=FEATURES)
-
-
 def fit_duration_model(rows: pd.DataFrame, durations: np.ndarray, seed: int = 0) -> Any:
     """An EBM regressor of log(1 + duration) on :data:`FEATURES` (main effects: one readable curve each)."""
     import warnings

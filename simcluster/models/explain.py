@@ -81,12 +81,7 @@ def explain_packing(config: SimConfig, out: Path) -> dict[str, Any]:
 
     colocation = load_colocation_model(config.colocation)
     packing = PackingModel(colocation, tuple(config.packing_thresholds), config.seed)
-    authors = None
-    if config.colocation == "lucid":
-        from simcluster.colocation.importers import read_lucid_labels
-
-        authors = read_lucid_labels()
-    report = {"colocation": colocation.source, **packing.evaluate(authors=authors)}
+    report = packing.evaluate_for(config.colocation)
     if packing.model is not None:
         report.update(_write_model("packing", packing.model, out, [CLASS_NAMES[c] for c in packing.classes]))
     return report
@@ -148,7 +143,7 @@ def explain_throughput(trace: Trace, config: SimConfig, out: Path) -> dict[str, 
     test = [b for b in range(cut, end + 1) if not math.isnan(series.next_hour(b))]
     truth = np.array([series.next_hour(b) for b in test])
     predicted = np.array([forecaster.forecast(b * tp.BIN) for b in test])
-    persistence = np.array([series.features(b)[6] for b in test])
+    persistence = np.array([series.features(b)[tp.LAST_HOUR] for b in test])
     persistence = np.where(np.isnan(persistence), 0.0, persistence)
     report = {"source": source, "train_bins": forecaster.trained_on, "test_bins": len(test),
               "mae": float(np.abs(predicted - truth).mean()),

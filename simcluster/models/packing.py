@@ -101,6 +101,15 @@ class PackingModel:
             self._cache[key] = cached
         return cached
 
+    def evaluate_for(self, colocation_spec: str) -> dict[str, Any]:
+        """:meth:`evaluate`, against the authors' labels too when the tables are Lucid's (``--colocation lucid``)."""
+        authors = None
+        if colocation_spec == "lucid":
+            from simcluster.colocation.importers import read_lucid_labels
+
+            authors = read_lucid_labels()
+        return {"colocation": self.colocation.source, **self.evaluate(authors=authors)}
+
     def evaluate(self, folds: int = 5, authors: pd.DataFrame | None = None) -> dict[str, Any]:
         """Accuracy on held-out configurations (stratified k-fold), against our labels and the authors'.
 

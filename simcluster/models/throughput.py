@@ -32,6 +32,7 @@ DAY = 144
 WEEK = 7 * DAY
 FEATURES = ["last_10min", "last_20min", "last_30min", "last_40min", "last_50min", "last_60min", "last_hour",
             "next_hour_yesterday", "next_hour_last_week", "hour", "weekday"]
+LAST_HOUR = FEATURES.index("last_hour")  # the persistence forecast: the last hour again
 FEATURE_TYPES = ["continuous"] * 9 + ["continuous", "nominal"]
 EPOCH_WEEKDAY = 2  # bin 0 starts on the epoch, 2020-04-01, a Wednesday
 
@@ -150,9 +151,9 @@ class ThroughputForecaster:
                 self._next_training = b + self.retrain_bins
         features = self.series.features(b)
         if self._predict is None:  # persistence: the last hour again
-            value = 0.0 if math.isnan(features[6]) else features[6]
+            value = 0.0 if math.isnan(features[LAST_HOUR]) else features[LAST_HOUR]
             if self.live:
-                known = [c for c in self.series.counts[: b - self.series.first]]
+                known = self.series.counts[: b - self.series.first]
                 hours = [sum(known[i:i + HOUR]) for i in range(0, len(known) - HOUR + 1, HOUR)]
                 self.threshold = float(np.quantile(hours, self.quantile)) if hours else 0.0
         else:

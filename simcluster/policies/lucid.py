@@ -76,7 +76,6 @@ class Lucid(Policy):
         self._profile_limit = min(c.profiler_factor, 1.0) * c.profiler_nodes * c.gpus_per_node
         self._scores: dict[Job, int | None] = {}
         self.packing: Any = None  # built from the colocation tables at the first pairing attempt
-        self._colocation_source = ""
         self.forecaster: Any = None  # built at the first submission (it needs to know when the trace starts)
         self.counts: defaultdict[str, int] = defaultdict(int)
 
@@ -169,7 +168,6 @@ class Lucid(Policy):
             from simcluster.models.packing import PackingModel
 
             self.packing = PackingModel(colocation, tuple(self.config.packing_thresholds), self.config.seed)
-            self._colocation_source = colocation.source
         return self.packing
 
     def _sharing_on(self, now: float) -> bool:
@@ -212,13 +210,8 @@ class Lucid(Policy):
         lucid["workload"] = {"estimator": self.estimator.name, "trainings": getattr(self.estimator, "trainings", 0),
                              "top_terms": top_terms(model)}
         if self.packing is not None:
-            authors = None
-            if self.config.colocation == "lucid":
-                from simcluster.colocation.importers import read_lucid_labels
-
-                authors = read_lucid_labels()
-            lucid["packing"] = {**self.packing.evaluate(authors=authors), "top_terms": top_terms(self.packing.model),
-                                "colocation": self._colocation_source}
+            lucid["packing"] = {**self.packing.evaluate_for(self.config.colocation),
+                                "top_terms": top_terms(self.packing.model)}
         if self.forecaster is not None:
             lucid["throughput"] = {**self.forecaster.report(), "top_terms": top_terms(self.forecaster.model)}
         return {"estimator": self.estimator.name, "estimate_quality": self.quality.report(), "lucid": lucid}
