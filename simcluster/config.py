@@ -1,103 +1,288 @@
-"""Simulation settings: one dataclass, every field with the help text the CLI shows."""
+"""Simulation settings: one dataclass, every field with the help text and the help panel the CLI shows.
+
+The command line, config files (``--config FILE.toml``), presets (``--preset NAME``) and sweeps
+(``--set key=v1,v2``) all set these same fields by name; :func:`coerce` is the one place that turns
+a value from any of them into the field's type, and :meth:`SimConfig.check` the one place that
+checks ranges, so every entry point reports a bad value the same way.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+import difflib
+import math
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import MISSING, Field, dataclass, field, fields
+from functools import cache
 from typing import Any
 
+# Help panels of `lucid-sim run --help`, in the order they are shown
+POLICY, CLUSTER, FAILURES, TIRESIAS, ESTIMATES, SHARING, LUCID, HETERO = (
+    "Policy", "Cluster", "Failures and preemption", "Policy: tiresias", "Policy: qssf and lucid estimates",
+    "Sharing", "Policy: lucid", "Heterogeneous (Gavel)",
+)
+PROVENANCE = "provenance"  # fields that record where settings came from; no option or --set key sets them
 
-def setting(default: Any, help: str) -> Any:
-    return field(default=default, metadata={"help": help})
+
+def setting(default: Any, help: str, panel: str = POLICY, *, min: float | None = None, max: float | None = None,
+            above: float | None = None, choices: tuple[str, ...] = (), cli: str | None = None) -> Any:
+    """A field of :class:`SimConfig`: its default, help text, help panel and the values it admits.
+
+    ``min``/``max`` are inclusive bounds, ``above`` an exclusive lower bound, ``choices`` the only strings
+    allowed, ``cli`` the option's name when it is not ``--field-name``.
+    """
+    meta = {"help": help, "panel": panel, "min": min, "max": max, "above": above, "choices": choices, "cli": cli}
+    return field(default=default, metadata=meta)
+
+
+class ConfigError(ValueError):
+    """A setting that does not exist or has a bad value; the message names where it came from."""
 
 
 @dataclass(frozen=True)
 class SimConfig:
     policy: str = setting("fifo", "Scheduling policy (see `lucid-sim policies`).")
     placement: str = setting("consolidate", "Placement (see `lucid-sim placements`).")
-    gpus_per_node: int = setting(8, "GPUs in every node.")
-    seed: int = setting(0, "Seed for every random choice (placement, failures).")
-    node_mtbf: float = setting(0.0, "Mean seconds between failures of a node; 0 = nodes never fail.")
-    node_repair: float = setting(3600.0, "Seconds a failed node is down before it is repaired.")
+    seed: int = setting(0, "Seed for every random choice (placement, failures, learners).")
+    gpus_per_node: int = setting(8, "GPUs in every node.", CLUSTER, min=1)
+    node_mtbf: float = setting(0.0, "Mean seconds between failures of a node; 0 = nodes never fail.", FAILURES, min=0)
+    node_repair: float = setting(3600.0, "Seconds a failed node is down before it is repaired.", FAILURES, min=0)
     checkpoint_interval: float = setting(
         0.0, "Seconds of progress between periodic checkpoints; a failure loses the work since the last one "
-        "(0 = only preemptions checkpoint)."
+        "(0 = only preemptions checkpoint).", FAILURES, min=0,
     )
-    preempt_overhead_small: float = setting(40.0, "Checkpoint/restore seconds charged per preemption, ≤ 8 GPUs.")
-    preempt_overhead_large: float = setting(60.0, "Checkpoint/restore seconds charged per preemption, > 8 GPUs.")
+    preempt_overhead_small: float = setting(
+        40.0, "Checkpoint/restore seconds charged per preemption, jobs of ≤ 8 GPUs.", FAILURES, min=0)
+    preempt_overhead_large: float = setting(
+        60.0, "Checkpoint/restore seconds charged per preemption, jobs of > 8 GPUs.", FAILURES, min=0)
 
     # tiresias
-    quantum: float = setting(60.0, "Seconds between scheduling decisions of quantum-based policies (tiresias).")
+    quantum: float = setting(60.0, "Seconds between scheduling decisions of quantum-based policies (tiresias).",
+                             TIRESIAS, above=0)
     thresholds: tuple[float, ...] = setting(
-        (18000.0,), "Attained-service thresholds (GPU-seconds) between tiresias' priority queues; K queues need K-1."
+        (18000.0,), "Attained-service thresholds (GPU-seconds) between tiresias' priority queues, comma-separated; "
+        "K queues need K-1.", TIRESIAS,
     )
     promote_knob: float = setting(
-        0.0, "Tiresias' starvation guard: a job waiting longer than knob × its last run goes to the top queue (0: off)."
+        0.0, "Tiresias' starvation guard: a job waiting longer than knob × its last run goes to the top queue "
+        "(0: off).", TIRESIAS, min=0,
     )
-    # estimate-driven policies (qssf)
+    # estimate-driven policies (qssf, lucid)
     estimator: str = setting(
-        "auto", "Duration estimator: oracle, history, file or ebm; auto = the policy's own (qssf: oracle, lucid: ebm)."
+        "auto", "Duration estimator: oracle, history, file or ebm; auto = the policy's own (qssf: oracle, "
+        "lucid: ebm).", ESTIMATES,
     )
-    estimates: str | None = setting(None, "CSV of job_id,priority (estimated duration, s) for --estimator file.")
-    retrain_interval: float = setting(7 * 86400.0, "Seconds of simulated time between re-trainings of learned estimators.")
+    estimates: str | None = setting(None, "CSV of job_id,priority (estimated duration, s) for --estimator file.",
+                                    ESTIMATES)
+    retrain_interval: float = setting(7 * 86400.0, "Seconds of simulated time between re-trainings of learned "
+                                      "estimators.", ESTIMATES, above=0)
 
     # GPU sharing
     colocation: str = setting(
         "default", "Colocation tables: 'default' (ours: measured if committed, else analytic), 'lucid' (the public "
-        "RTX 3090 table from the shared data), or a folder with single.csv and pair.csv."
+        "RTX 3090 table from the shared data), or a folder with single.csv and pair.csv.", SHARING,
     )
-    gpu_memory: float = setting(24576.0, "MiB of memory per GPU; jobs share a GPU only while their memory fits.")
-    max_jobs_per_gpu: int = setting(2, "Most jobs one GPU may hold when a policy shares GPUs.")
+    gpu_memory: float = setting(24576.0, "MiB of memory per GPU; jobs share a GPU only while their memory fits.",
+                                SHARING, above=0)
+    max_jobs_per_gpu: int = setting(2, "Most jobs one GPU may hold when a policy shares GPUs.", SHARING, min=1)
 
     # heterogeneous clusters: round-based engine and Gavel's policies (simcluster/hetero)
     cluster: str | None = setting(
-        None, "Heterogeneous cluster: GPU counts per type, e.g. 'v100:4,p100:4,k80:4' (optionally TYPE:COUNT:MEMORY_MIB), "
-        "or a node-list CSV (sn,...,gpu,model as openb's). Default: the trace's own node list."
+        None, "Heterogeneous cluster: GPU counts per type, e.g. 'v100:4,p100:4,k80:4' (optionally "
+        "TYPE:COUNT:MEMORY_MIB), or a node-list CSV (sn,...,gpu,model as openb's). Default: the trace's own.", HETERO,
     )
-    round_seconds: float = setting(360.0, "Round length (s) of the round-based mechanism for heterogeneous clusters.")
+    round_seconds: float = setting(360.0, "Round length (s) of the round-based mechanism.", HETERO, above=0,
+                                   cli="--round")
     throughputs: str | None = setting(
-        None, "Throughput table for heterogeneous clusters: Gavel's simulation_throughputs.json or a folder with "
-        "single.csv/pair.csv carrying a gpu_type column. Default: the shared data's Gavel table."
+        None, "Throughput table: Gavel's simulation_throughputs.json or a folder with single.csv/pair.csv carrying "
+        "a gpu_type column. Default: the shared data's Gavel table.", HETERO,
     )
     realloc_interval: float = setting(
-        0.0, "Round-based engine: least seconds between allocation recomputations (0: whenever the job set "
-        "changed; Gavel's simulator uses 1920)."
+        0.0, "Least seconds between allocation recomputations (0: whenever the job set changed; Gavel's simulator "
+        "uses 1920).", HETERO, min=0,
     )
     midround_release: bool = setting(
-        True, "Round-based engine: a job finishing mid-round frees its GPUs at once for waiting jobs, and arrivals "
-        "take idle GPUs at once (False: as Gavel, they wait for the next round; a round ends early once all its "
-        "jobs are done)."
+        True, "A job finishing mid-round frees its GPUs at once for waiting jobs, and arrivals take idle GPUs at "
+        "once (--no-midround-release: as Gavel, they wait for the next round).", HETERO,
     )
 
     # lucid
-    profiler_nodes: int = setting(2, "lucid: nodes in the profiling partition (beside the VCs); 0 = no profiling.")
-    profile_seconds: float = setting(300.0, "lucid: seconds a new job runs on the profiling partition at most.")
-    profiler_factor: float = setting(
-        0.5, "lucid: jobs asking for more than factor × the partition's GPUs skip profiling."
-    )
+    profiler_nodes: int = setting(2, "Nodes in the profiling partition (beside the VCs); 0 = no profiling.",
+                                  LUCID, min=0)
+    profile_seconds: float = setting(300.0, "Seconds a new job runs on the profiling partition at most.", LUCID,
+                                     above=0)
+    profiler_factor: float = setting(0.5, "Jobs asking for more than factor × the partition's GPUs skip profiling.",
+                                     LUCID, above=0)
     lucid_sharing: str = setting(
-        "adaptive", "lucid: when jobs may pair on GPUs — adaptive (only while the forecast load is high), "
-        "always or never."
+        "adaptive", "When jobs may pair on GPUs: adaptive (only while the forecast load is high), always or never.",
+        LUCID, choices=("adaptive", "always", "never"),
     )
     share_load_quantile: float = setting(
-        0.5, "lucid adaptive sharing: pair jobs while the forecast of next hour's GPU-job submissions is at least "
-        "this quantile of the hourly submissions the forecaster was trained on."
+        0.5, "Adaptive sharing: pair jobs while the forecast of next hour's GPU-job submissions is at least this "
+        "quantile of the hourly submissions the forecaster was trained on.", LUCID, min=0, max=1,
     )
     throughput_history: str | None = setting(
-        None, "lucid: CSV of 10-minute submission bins (time, submit_gpu_job) to train the throughput forecaster "
-        "on (its bins before the trace starts); default: cluster_throughput.csv beside the trace, else the "
-        "trace's own earlier bins, retrained daily."
+        None, "CSV of 10-minute submission bins (time, submit_gpu_job) to train the throughput forecaster on (its "
+        "bins before the trace starts); default: cluster_throughput.csv beside the trace, else the trace's own "
+        "earlier bins, retrained daily.", LUCID,
     )
     pair_priority_ratio: float = setting(
-        2.0, "lucid: a waiting job may pair with a running one only if its priority is at most this × the partner's."
+        2.0, "A waiting job may pair with a running one only if its priority is at most this × the partner's.",
+        LUCID, min=0,
     )
-    max_score_sum: int = setting(2, "lucid: most the two jobs' sharing scores (0 good … 2 bad) may sum to.")
+    max_score_sum: int = setting(2, "Most the two jobs' sharing scores (0 good … 2 bad) may sum to.", LUCID, min=0)
     packing_thresholds: tuple[float, float] = setting(
-        (0.85, 0.95), "lucid: a configuration whose mean speed when sharing is below the first is labelled 2 "
-        "(shares badly), below the second 1, else 0."
+        (0.85, 0.95), "A configuration whose mean speed when sharing is below the first is labelled 2 (shares "
+        "badly), below the second 1, else 0.", LUCID,
     )
+
+    # where these settings came from (recorded in summary.json; set by --preset/--config, not a knob)
+    preset: str | None = setting(None, "The preset the settings started from.", PROVENANCE)
+    config_file: str | None = setting(None, "The config file the settings were read from.", PROVENANCE)
 
     def preemption_overhead(self, gpu_num: int) -> float:
         return self.preempt_overhead_small if gpu_num <= 8 else self.preempt_overhead_large
 
     def as_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any], where: str = "settings",
+                      base: SimConfig | None = None) -> SimConfig:
+        """``base`` (or the defaults) with ``settings`` (field name → value of any accepted form) applied.
+
+        >>> SimConfig.from_settings({"policy": "srtf", "thresholds": "3600,7200"}).thresholds
+        (3600.0, 7200.0)
+        >>> SimConfig.from_settings({"quantm": 30}, "run.toml")
+        Traceback (most recent call last):
+        ...
+        simcluster.config.ConfigError: run.toml: unknown setting 'quantm' (did you mean 'quantum'?)
+        """
+        by_name = knobs()
+        values = {}
+        for key, value in settings.items():
+            if key not in by_name:
+                raise ConfigError(f"{where}: unknown setting {key!r}{_did_you_mean(key, by_name)}")
+            values[key] = coerce(by_name[key], value, where)
+        made = cls(**{**(base.as_dict() if base else {}), **values})
+        made.check(where, only=values)
+        return made
+
+    def check(self, where: str = "settings", only: Mapping[str, Any] | None = None) -> None:
+        """Raise :class:`ConfigError` for a value outside the range its field admits."""
+        for name, f in config_fields().items():
+            if only is not None and name not in only:
+                continue
+            _check_range(f, getattr(self, name), where)
+
+
+def knobs() -> dict[str, Field]:
+    """The fields a user sets (every field but the provenance ones)."""
+    return {name: f for name, f in config_fields().items() if f.metadata["panel"] != PROVENANCE}
+
+
+@cache
+def config_fields() -> dict[str, Field]:
+    """Field name → dataclass field, with ``type`` resolved to a real type."""
+    hints = typing.get_type_hints(SimConfig)
+    out = {}
+    for f in fields(SimConfig):
+        f.type = hints[f.name]
+        out[f.name] = f
+    return out
+
+
+def default_of(f: Field) -> Any:
+    return f.default if f.default is not MISSING else None
+
+
+def base_type(f: Field) -> type:
+    """int, float, bool, str or tuple: the kind of value the field holds (Optional removed)."""
+    kind = f.type
+    if typing.get_origin(kind) in (typing.Union, types.UnionType):
+        kind = next(a for a in typing.get_args(kind) if a is not type(None))
+    return typing.get_origin(kind) or kind  # tuple[float, ...] → tuple
+
+
+def coerce(f: Field, value: Any, where: str = "settings") -> Any:
+    """``value`` (typed, as TOML gives it, or text, as a command line gives it) as field ``f``'s type."""
+    kind, optional = base_type(f), default_of(f) is None
+
+    def bad(expected: str) -> ConfigError:
+        return ConfigError(f"{where}: setting {f.name!r} must be {expected}, got {value!r}")
+
+    if optional and (value is None or (isinstance(value, str) and value.strip().lower() in ("", "none"))):
+        return None
+    if kind is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.strip().lower() in _BOOLS:
+            return _BOOLS[value.strip().lower()]
+        raise bad("true or false")
+    if kind is int:
+        if isinstance(value, bool):
+            raise bad("an integer")
+        if isinstance(value, int):
+            return value
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        if isinstance(value, str):
+            try:
+                return int(value.strip())
+            except ValueError:
+                pass
+        raise bad("an integer")
+    if kind is float:
+        return _number(value, bad)
+    if kind is tuple:
+        items = value
+        if isinstance(value, str):
+            items = [v for v in value.replace("/", ",").split(",") if v.strip()]
+        if not isinstance(items, (list, tuple)) or not items:
+            raise bad("numbers separated by commas")
+        numbers = tuple(_number(v, bad) for v in items)
+        size = len(default_of(f) or ())
+        fixed = typing.get_args(f.type) and Ellipsis not in typing.get_args(f.type)
+        if fixed and len(numbers) != size:
+            raise bad(f"{size} numbers")
+        return numbers
+    if isinstance(value, str):
+        return value
+    raise bad("text")
+
+
+def _number(value: Any, bad: Any) -> float:
+    if isinstance(value, bool):
+        raise bad("a number")
+    try:
+        number = float(value.strip() if isinstance(value, str) else value)
+    except (TypeError, ValueError):
+        raise bad("a number") from None
+    if not math.isfinite(number):
+        raise bad("a finite number")
+    return number
+
+
+def _check_range(f: Field, value: Any, where: str) -> None:
+    meta = f.metadata
+    if value is None:
+        return
+    if meta.get("choices") and value not in meta["choices"]:
+        raise ConfigError(f"{where}: setting {f.name!r} must be one of {', '.join(meta['choices'])}, got {value!r}")
+    numbers = value if isinstance(value, tuple) else (value,) if isinstance(value, (int, float)) else ()
+    for number in numbers:
+        if meta.get("min") is not None and number < meta["min"]:
+            raise ConfigError(f"{where}: setting {f.name!r} must be at least {meta['min']:g}, got {value!r}")
+        if meta.get("max") is not None and number > meta["max"]:
+            raise ConfigError(f"{where}: setting {f.name!r} must be at most {meta['max']:g}, got {value!r}")
+        if meta.get("above") is not None and number <= meta["above"]:
+            raise ConfigError(f"{where}: setting {f.name!r} must be greater than {meta['above']:g}, got {value!r}")
+
+
+def _did_you_mean(key: str, names: Mapping[str, Any]) -> str:
+    close = difflib.get_close_matches(key, list(names), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else f"; valid settings: {', '.join(names)}"
+
+
+_BOOLS = {"true": True, "1": True, "yes": True, "on": True, "false": False, "0": False, "no": False, "off": False}

@@ -46,7 +46,7 @@ def test_set_values_take_the_type_of_the_settings_default():
 def test_an_unknown_setting_is_an_error_that_lists_the_valid_keys():
     with pytest.raises(SweepError, match="unknown setting 'quantom'.*valid keys: .*quantum"):
         parse_sets(["quantom=60"])
-    with pytest.raises(SweepError, match="expected float"):
+    with pytest.raises(SweepError, match="must be a number"):
         parse_sets(["quantum=fast"])
     with pytest.raises(SweepError, match="use --policy"):
         parse_sets(["policy=fifo"])
@@ -99,18 +99,24 @@ def test_a_rerun_skips_finished_runs_and_redoes_missing_ones(tmp_path):
     pd.testing.assert_frame_equal(results_of(tmp_path), first)
 
 
+def failing_for_qssf(tmp_path):
+    """Settings that fail qssf mid-run (its estimates file lacks the trace's jobs); fifo never reads them."""
+    estimates = tmp_path / "estimates.csv"
+    estimates.write_text("job_id,priority\nno-such-job,100\n")
+    return parse_sets([f"estimates={estimates}", "estimator=file"])
+
+
 def test_a_failed_run_is_recorded_with_its_error_and_the_others_finish(tmp_path):
-    # tiresias refuses a zero quantum when it is built; fifo never reads it
-    outcome = run_sweep(build_grid([SMALL], ["fifo", "tiresias"], [0], parse_sets(["quantum=0"])), tmp_path,
+    outcome = run_sweep(build_grid([SMALL], ["fifo", "qssf"], [0], failing_for_qssf(tmp_path)), tmp_path / "s",
                         workers=2)
-    runs = read_runs(tmp_path / "runs.csv").set_index("policy")
+    runs = read_runs(tmp_path / "s" / "runs.csv").set_index("policy")
     assert outcome.failed == 1
     assert runs.loc["fifo", "status"] == "ok"
-    assert runs.loc["tiresias", "status"] == "failed"
-    assert "quantum must be positive" in runs.loc["tiresias", "error"]
-    failed_id = runs.loc["tiresias", "run_id"]
-    assert not (tmp_path / "runs" / failed_id).exists()
-    assert "Traceback" in (tmp_path / "failed" / f"{failed_id}.txt").read_text()
+    assert runs.loc["qssf", "status"] == "failed"
+    assert "no estimate for job" in runs.loc["qssf", "error"]
+    failed_id = runs.loc["qssf", "run_id"]
+    assert not (tmp_path / "s" / "runs" / failed_id).exists()
+    assert "Traceback" in (tmp_path / "s" / "failed" / f"{failed_id}.txt").read_text()
 
 
 class _Interrupt(SweepListener):
@@ -198,10 +204,10 @@ def test_ray_and_the_local_pool_give_the_same_runs_csv(tmp_path, local_ray):
 
 
 def test_ray_records_failures_and_resumes(tmp_path, local_ray):
-    specs = build_grid([SMALL], ["fifo", "tiresias"], [0], parse_sets(["quantum=0"]))
-    first = run_sweep(specs, tmp_path, backend="ray")
+    specs = build_grid([SMALL], ["fifo", "qssf"], [0], failing_for_qssf(tmp_path))
+    first = run_sweep(specs, tmp_path / "s", backend="ray")
     assert (first.ran, first.failed) == (2, 1)
-    again = run_sweep(specs, tmp_path, backend="ray")
+    again = run_sweep(specs, tmp_path / "s", backend="ray")
     assert (again.skipped, again.ran, again.failed) == (1, 1, 1)
 
 

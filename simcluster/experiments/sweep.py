@@ -36,7 +36,7 @@ import pandas as pd
 
 from simcluster.api import simulate
 from simcluster.atomic import atomic_write
-from simcluster.config import SimConfig
+from simcluster.config import ConfigError, SimConfig, coerce, knobs
 from simcluster.estimators import ESTIMATORS
 from simcluster.hetero.cli import check_policy
 from simcluster.placement import PLACEMENTS
@@ -96,11 +96,12 @@ def parse_seeds(text: str) -> list[int]:
 def parse_sets(items: Iterable[str]) -> dict[str, list[tuple[str, Any]]]:
     """``["quantum=60,120", …]`` → {"quantum": [("60", 60.0), ("120", 120.0)]}: SimConfig fields, typed.
 
-    Values are converted to the type of the field's default; a tuple field
-    (``thresholds``) takes its elements separated by ``/`` (``thresholds=3600/7200,18000``).
+    Values are converted to the field's type as a config file's would be
+    (:func:`simcluster.config.coerce`); a tuple field (``thresholds``) takes
+    its elements separated by ``/`` (``thresholds=3600/7200,18000``).
     """
-    defaults = {f.name: f.default for f in fields(SimConfig)}
-    valid = [k for k in defaults if k not in FIXED_SETTINGS]
+    by_name = knobs()
+    valid = [k for k in by_name if k not in FIXED_SETTINGS]
     sets: dict[str, list[tuple[str, Any]]] = {}
     for item in items:
         key, sep, values = item.partition("=")
@@ -109,37 +110,22 @@ def parse_sets(items: Iterable[str]) -> dict[str, list[tuple[str, Any]]]:
             raise SweepError(f"--set {item!r}: expected key=value[,value…]")
         if key in FIXED_SETTINGS:
             raise SweepError(f"--set {key}=…: use {FIXED_SETTINGS[key]} for the {key}")
-        if key not in defaults:
+        if key not in by_name:
             raise SweepError(f"--set {item!r}: unknown setting {key!r}; valid keys: {', '.join(valid)}")
         if key in sets:
             raise SweepError(f"--set {key}: given twice")
-        sets[key] = [(raw, _convert(key, raw, defaults[key])) for raw in split_list(values, f"--set {key}")]
+        try:
+            sets[key] = [(raw, coerce(by_name[key], raw, f"--set {key}")) for raw in split_list(values, f"--set {key}")]
+        except ConfigError as exc:
+            raise SweepError(str(exc)) from None
     return sets
 
 
-def _convert(key: str, raw: str, default: Any) -> Any:
-    try:
-        if isinstance(default, bool):
-            if raw.lower() not in ("true", "false", "1", "0", "yes", "no"):
-                raise ValueError
-            return raw.lower() in ("true", "1", "yes")
-        if isinstance(default, int):
-            return int(raw)
-        if isinstance(default, float):
-            return float(raw)
-        if isinstance(default, tuple):
-            return tuple(float(v) for v in raw.split("/"))
-        if default is None and raw.lower() == "none":
-            return None
-        return raw
-    except ValueError:
-        kind = "numbers separated by '/'" if isinstance(default, tuple) else type(default).__name__
-        raise SweepError(f"--set {key}={raw!r}: expected {kind} (as the default {default!r})") from None
-
-
 def build_grid(traces: Sequence[str], policies: Sequence[str], seeds: Sequence[int],
-               sets: dict[str, list[tuple[str, Any]]] | None = None, fmt: str = "csv") -> list[RunSpec]:
-    """Every combination, in the order traces × policies × seeds × settings (as given)."""
+               sets: dict[str, list[tuple[str, Any]]] | None = None, fmt: str = "csv",
+               base: SimConfig | None = None) -> list[RunSpec]:
+    """Every combination, in the order traces × policies × seeds × settings (as given), each built on
+    ``base`` (a preset's or config file's settings; default: the defaults)."""
     if fmt not in FORMATS:
         raise SweepError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     sets = sets or {}
@@ -153,7 +139,8 @@ def build_grid(traces: Sequence[str], policies: Sequence[str], seeds: Sequence[i
             for seed in seeds:
                 for combo in combos:
                     try:
-                        config = SimConfig(policy=policy, seed=seed, **{k: v for k, _, v in combo})
+                        config = SimConfig.from_settings({"policy": policy, "seed": seed, **{k: v for k, _, v in combo}},
+                                                         "--set", base=base)
                         check_policy(config.policy)
                         PLACEMENTS.get(config.placement)
                         if config.estimator != "auto":  # auto: the policy picks its own

@@ -1,0 +1,45 @@
+"""What every ``lucid-sim`` command shares: the Typer apps, the consoles, errors, tables."""
+
+from __future__ import annotations
+
+import json
+from typing import NoReturn
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+CONTEXT = {"help_option_names": ["--help", "-h"]}
+
+app = typer.Typer(
+    help="Trace-driven, event-driven simulator of multi-tenant GPU clusters.\n\n"
+    "`lucid-sim --policy NAME ...` with no command means `lucid-sim run --policy NAME ...`.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode="markdown",
+    context_settings=CONTEXT,
+)
+trace_app = typer.Typer(help="Make, check and convert traces.", no_args_is_help=True, context_settings=CONTEXT)
+app.add_typer(trace_app, name="trace")
+
+err = Console(stderr=True, soft_wrap=True)
+out = Console(soft_wrap=True)
+
+
+def fail(message: str, code: int = 2) -> NoReturn:
+    """Print ``error: message`` on stderr and exit with ``code`` (2: bad input)."""
+    err.print(f"[bold red]error:[/] {message}", highlight=False)
+    raise typer.Exit(code)
+
+
+def plugin_table(title: str, described: dict[str, str], as_json: bool) -> None:
+    """Name → one line, as a Rich table or JSON."""
+    if as_json:
+        print(json.dumps(described, indent=2))
+        return
+    table = Table(title=title, title_justify="left")
+    table.add_column("name", style="bold cyan", no_wrap=True)
+    table.add_column("what it does")
+    for name, line in described.items():
+        table.add_row(name, line)
+    out.print(table)

@@ -1,0 +1,193 @@
+"""``lucid-sim run``: simulate one trace under one configuration and write a results folder.
+
+Its options are the trace options, the output options, ``--preset``/``--config`` and one option per
+:class:`~simcluster.config.SimConfig` field (:mod:`simcluster.cli.options`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from simcluster.cli.common import app, err, fail, out
+from simcluster.cli.options import (
+    config_parameters,
+    config_source_parameters,
+    parameter,
+    settings_from,
+    with_parameters,
+)
+from simcluster.config import TIRESIAS, ConfigError, SimConfig, knobs
+from simcluster.paths import DEFAULT_TRACE
+
+TRACE, OUTPUT = "Trace", "Output"
+FORMATS = ("csv", "parquet")
+DEFAULT_EPOCH = "2020-04-01 00:00:00"  # as simcluster.traces.venus (not imported: it pulls in pandas)
+
+
+def trace_parameters() -> list[Any]:
+    return [
+        parameter("trace", Annotated[Path | None, typer.Option(
+            help="Trace: a folder with cluster_full_log.csv and vc_config.csv, a CSV file (then give --vc-config), "
+            "a Gavel .trace file or an openb pod list. Default: the embedded trace.", rich_help_panel=TRACE,
+            show_default=False)]),
+        parameter("vc_config", Annotated[Path | None, typer.Option(
+            help="VC config CSV (vc,num: nodes per VC).", rich_help_panel=TRACE, show_default=False)]),
+        parameter("skip_invalid", Annotated[bool, typer.Option(
+            help="Drop invalid trace rows (and report how many and why) instead of stopping at the first.",
+            rich_help_panel=TRACE)], False),
+        parameter("epoch", Annotated[str, typer.Option(
+            help="Time zero for wall-clock submit times.", rich_help_panel=TRACE)], DEFAULT_EPOCH),
+    ]
+
+
+def output_parameters() -> list[Any]:
+    return [
+        parameter("out_dir", Annotated[Path | None, typer.Option(
+            "--out", help="Results folder (written atomically). Default: results/TRACE-POLICY-PLACEMENT, plus a "
+            "short hash of the other settings that differ from the defaults.", rich_help_panel=OUTPUT,
+            show_default=False)]),
+        parameter("fmt", Annotated[str, typer.Option(
+            "--format", help=f"Table format: {', '.join(FORMATS)}.", rich_help_panel=OUTPUT)], "csv"),
+        parameter("quiet", Annotated[bool, typer.Option(
+            "--quiet", "-q", help="No progress bar and no table.", rich_help_panel=OUTPUT)], False),
+        parameter("as_json", Annotated[bool, typer.Option(
+            "--json", help="Print the summary as JSON (implies --quiet).", rich_help_panel=OUTPUT)], False),
+        parameter("live", Annotated[bool, typer.Option(
+            "--live", help="A live view: simulated time, progress per VC, running/pending jobs, busy GPUs, "
+            "utilization sparkline, avg JCT.", rich_help_panel=OUTPUT)], False),
+    ]
+
+
+def queues_parameter() -> Any:
+    return parameter("queues", Annotated[int | None, typer.Option(
+        min=1, help="tiresias: number of priority queues K (thresholds 18000·2^i GPU-s unless --thresholds).",
+        rich_help_panel=TIRESIAS, show_default=False)])
+
+
+def queue_thresholds(queues: int | None, thresholds: Any) -> tuple[float, ...] | None:
+    """``--queues K`` alone → K-1 thresholds 18000·2^i; with ``--thresholds``, their count must match."""
+    if queues is None:
+        return None
+    if thresholds is None:
+        return tuple(18000.0 * 2**i for i in range(queues - 1))
+    values = SimConfig.from_settings({"thresholds": thresholds}, "command line").thresholds
+    if len(values) != queues - 1:
+        raise ConfigError(f"--queues {queues} needs {queues - 1} thresholds, got {len(values)}")
+    return values
+
+
+def check_thresholds(config: SimConfig) -> None:
+    values = config.thresholds
+    if list(values) != sorted(set(values)) or values[0] <= 0:
+        raise ConfigError(f"setting 'thresholds' must be positive and increasing, got {values!r}")
+
+
+def config_from(ctx: typer.Context, values: dict[str, Any], exclude: tuple[str, ...] = ()) -> SimConfig:
+    """The run's settings: defaults < --preset < --config < the options given on the command line."""
+    from simcluster.presets import resolve_config
+
+    settings = settings_from(ctx, values, [n for n in knobs() if n not in exclude])
+    thresholds = queue_thresholds(values.get("queues"), settings.get("thresholds"))
+    if thresholds is not None:
+        settings["thresholds"] = thresholds
+    config = resolve_config(values.get("preset"), values.get("config_file"), settings)
+    check_thresholds(config)
+    check_plugins(config)
+    return config
+
+
+def check_plugins(config: SimConfig) -> None:
+    """Unknown policy, placement or estimator: an error listing the choices."""
+    from simcluster.estimators import ESTIMATORS
+    from simcluster.hetero.cli import check_policy
+    from simcluster.placement import PLACEMENTS
+
+    check_policy(config.policy)
+    PLACEMENTS.get(config.placement)
+    if config.estimator != "auto":
+        ESTIMATORS.get(config.estimator)
+
+
+def default_folder(trace: Path, config: SimConfig) -> Path:
+    """``results/TRACE-POLICY-PLACEMENT``, plus a hash of every other setting that is not the default,
+    so that runs differing in any option never share a folder."""
+    name = trace.resolve().name.removesuffix(".csv").removesuffix(".trace")
+    defaults = SimConfig().as_dict()
+    changed = {k: v for k, v in config.as_dict().items()
+               if k not in ("policy", "placement", "config_file") and v != defaults[k]}
+    folder = f"{name}-{config.policy}-{config.placement}"
+    if changed:
+        folder += "-" + hashlib.sha1(json.dumps(changed, sort_keys=True, default=str).encode()).hexdigest()[:6]
+    return Path("results") / folder
+
+
+RUN_PARAMETERS = [*trace_parameters(), *config_source_parameters(), *config_parameters(), queues_parameter(),
+                  *output_parameters()]
+
+
+@app.command(rich_help_panel="Simulate")
+@with_parameters(RUN_PARAMETERS)
+def run(ctx: typer.Context, **values: Any) -> None:
+    """Simulate a trace and write jobs, timeline and summary to a results folder.
+
+    Settings apply in this order: defaults, `--preset`, `--config FILE.toml`, the options given here.
+    """
+    from simcluster.registry import UnknownPlugin
+    from simcluster.traces import TraceError, load_trace
+
+    fmt, quiet, live = values["fmt"], values["quiet"] or values["as_json"], values["live"]
+    if fmt not in FORMATS:
+        fail(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    trace = values["trace"] or DEFAULT_TRACE
+    try:
+        config = config_from(ctx, values)
+        loaded = load_trace(trace, values["vc_config"], gpus_per_node=config.gpus_per_node,
+                            skip_invalid=values["skip_invalid"], epoch=values["epoch"])
+    except (TraceError, UnknownPlugin, ValueError) as exc:
+        fail(str(exc))
+    if loaded.skipped and not quiet:
+        err.print(f"[yellow]skipped {sum(loaded.skipped.values())} invalid row(s):[/] "
+                  + "; ".join(f"{n} × {why}" for why, n in loaded.skipped.most_common()))
+    target = values["out_dir"] or default_folder(trace, config)
+    result = simulate_with_progress(loaded, config, quiet=quiet, live=live)
+
+    from simcluster.results import write_run
+
+    write_run(target, result.tables(), result.summary, fmt)
+    if values["as_json"]:
+        print(json.dumps(result.summary, default=float))
+    elif not quiet:
+        from simcluster.cli.summary import print_summary
+
+        print_summary(result.summary, target)
+
+
+def simulate_with_progress(loaded: Any, config: SimConfig, quiet: bool, live: bool) -> Any:
+    """Run the simulation under a progress bar with ETA (or the live view, or nothing)."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    from simcluster.api import simulate
+    from simcluster.live import ProgressObserver, live_run
+    from simcluster.traces import TraceError
+
+    with Progress(TextColumn("[bold]{task.fields[label]}"), BarColumn(), MofNCompleteColumn(),
+                  TextColumn("{task.description}"), TimeElapsedColumn(), TimeRemainingColumn(), console=err,
+                  disable=quiet or live, transient=True) as progress:
+        task = progress.add_task("", total=len(loaded), label=f"{config.policy}/{config.placement}")
+        try:
+            with live_run(loaded, config, err, enabled=live and not quiet) as watchers:
+                return simulate(loaded, config, [ProgressObserver(progress, task, len(loaded)), *watchers])
+        except (TraceError, ValueError) as exc:  # e.g. an estimates file that lacks a job
+            fail(str(exc))

@@ -1,0 +1,50 @@
+"""The Rich summary a run prints: a table per VC and overall, then a line per policy feature it used."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+
+from simcluster.cli.common import out
+
+
+def print_summary(summary: dict[str, Any], target: Path) -> None:
+    preset = (summary.get("config") or {}).get("preset")
+    title = f"{summary['policy']} / {summary['placement']} — {summary['jobs']:,} jobs" + (
+        f" — preset {preset}" if preset else "")
+    table = Table(title=title, title_justify="left")
+    for col in ("VC", "jobs", "avg JCT (s)", "p50 JCT", "p99 JCT", "avg queue (s)", "p99 queue", "GPU util"):
+        table.add_column(col, justify="left" if col == "VC" else "right")
+
+    def row(name: str, f: dict[str, Any], **style: Any) -> None:
+        table.add_row(name, f"{f['jobs']:,}", f"{f['avg_jct']:,.0f}", f"{f['p50_jct']:,.0f}", f"{f['p99_jct']:,.0f}",
+                      f"{f['avg_queue']:,.0f}", f"{f['p99_queue']:,.0f}", f"{f['gpu_utilization']:.1%}", **style)
+
+    for vc, figures in summary["per_vc"].items():
+        row(vc, figures)
+    row("all", summary, style="bold")
+    out.print(table)
+    if "colocation" in summary:
+        out.print(f"GPU sharing: {summary['shared_gpu_fraction']:.1%} of busy GPU-time shared, average slowdown "
+                  f"{summary['avg_slowdown']:.3f}; colocation: {summary['colocation']}", highlight=False)
+    quality = summary.get("estimate_quality")
+    if quality and quality.get("jobs"):
+        out.print(f"{summary['estimator']} estimates: MAE {quality['mae']:,.0f} s, median relative error "
+                  f"{quality['median_relative_error']:.1%} over {quality['jobs']:,} jobs", highlight=False)
+    if lucid := summary.get("lucid"):
+        packing, load = lucid.get("packing", {}), lucid.get("throughput", {})
+        out.print(f"lucid: {lucid.get('profiled', 0):,} jobs profiled, {lucid.get('finished_while_profiling', 0):,} "
+                  f"finished while profiling, {lucid.get('paired', 0):,} paired (sharing {lucid['sharing']}"
+                  + (f", load high {load['high_fraction']:.0%} of the time, forecast MAE {load['mae']:.1f} jobs/h"
+                     if "mae" in load else "") + ")"
+                  + (f"; packing model accuracy {packing['accuracy']:.0%} on held-out configurations"
+                     if "accuracy" in packing else ""), highlight=False)
+    out.print(f"makespan {summary['makespan']:,.0f} s · preemptions {summary['preemptions']:,} · "
+              f"restarts {summary['restarts']:,} · simulation {summary['sim_cpu_seconds']:.2f} CPU-s · "
+              f"loading {summary['load_cpu_seconds']:.2f} CPU-s\nresults in [bold]{target}[/]", highlight=False)
+    if summary.get("engine") == "rounds":
+        from simcluster.hetero.cli import rounds_line
+
+        out.print(rounds_line(summary), highlight=False)

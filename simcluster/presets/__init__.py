@@ -1,0 +1,103 @@
+"""Named configurations shipped with simcluster, and config files a user writes.
+
+Both are TOML files whose top-level keys are :class:`~simcluster.config.SimConfig` fields (same names
+as ``lucid-sim run``'s options, with ``_``).  A preset also carries a ``[preset]`` table saying what
+it reproduces and where that comes from; a config file may name a preset to build on
+(``preset = "gavel"``).  Settings apply in this order, each overriding the one before: the defaults,
+the preset, the config file, the command line (:func:`resolve_config`).
+
+A new preset is one ``NAME.toml`` file in this folder.
+
+>>> config = resolve_config(preset="lucid-artifact", overrides={"seed": 3})
+>>> config.policy, config.preset, config.seed
+('lucid', 'lucid-artifact', 3)
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from simcluster.config import ConfigError, SimConfig
+
+FOLDER = Path(__file__).resolve().parent
+ABOUT = ("description", "reproduces", "source")  # the keys of a preset's [preset] table
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    description: str  # one line: what the preset sets up
+    reproduces: str  # the published figures or behaviour it reproduces
+    source: str  # where that comes from (paper, artifact and its files)
+    settings: Mapping[str, Any]
+    path: Path
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as handle:
+            return tomllib.load(handle)
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such config file") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: is a folder, not a config file") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+
+
+@cache
+def presets() -> dict[str, Preset]:
+    """Every shipped preset by name (the file name without ``.toml``), sorted."""
+    found = {}
+    for path in sorted(FOLDER.glob("*.toml")):
+        data = read_toml(path)
+        about = data.pop("preset", None)
+        if not isinstance(about, dict) or set(about) != set(ABOUT):
+            raise ConfigError(f"{path}: a preset needs a [preset] table with exactly {', '.join(ABOUT)}")
+        SimConfig.from_settings(data, str(path))  # a shipped preset must itself be valid
+        found[path.stem] = Preset(path.stem, **{k: str(about[k]) for k in ABOUT}, settings=data, path=path)
+    return found
+
+
+def get_preset(name: str) -> Preset:
+    known = presets()
+    if name not in known:
+        raise ConfigError(f"unknown preset {name!r}; `lucid-sim presets` lists them: {', '.join(known)}")
+    return known[name]
+
+
+def read_config_file(path: str | Path) -> tuple[str | None, dict[str, Any]]:
+    """(the preset it builds on, its settings) — settings checked only for their names here."""
+    path = Path(path)
+    data = read_toml(path)
+    preset = data.pop("preset", None)
+    if preset is not None and not isinstance(preset, str):
+        raise ConfigError(f"{path}: key 'preset' must be a preset's name, got {preset!r}")
+    for key, value in data.items():
+        if isinstance(value, dict):
+            raise ConfigError(f"{path}: key {key!r}: tables are not settings; write the settings as top-level keys")
+    return preset, data
+
+
+def resolve_config(preset: str | None = None, config_file: str | Path | None = None,
+                   overrides: Mapping[str, Any] | None = None, where: str = "command line") -> SimConfig:
+    """The defaults, then ``preset``, then ``config_file``, then ``overrides`` (each a SimConfig field → value)."""
+    file_settings: dict[str, Any] = {}
+    if config_file is not None:
+        named, file_settings = read_config_file(config_file)
+        if preset is None:
+            preset = named
+    config = SimConfig()
+    if preset is not None:
+        found = get_preset(preset)
+        config = SimConfig.from_settings(found.settings, str(found.path))
+    if file_settings:
+        config = SimConfig.from_settings(file_settings, str(config_file), base=config)
+    if overrides:
+        config = SimConfig.from_settings(overrides, where, base=config)
+    return replace(config, preset=preset, config_file=str(config_file) if config_file is not None else None)
