@@ -39,6 +39,7 @@ def sweep(
                                                      "from (after --preset).", show_default=False)] = None,
 ) -> None:
     """Run the cross product traces × policies × seeds × --set values; one run folder each, plus runs.csv."""
+    from simcluster.config import ConfigError
     from simcluster.experiments.sweep import (
         SweepError,
         build_grid,
@@ -47,7 +48,6 @@ def sweep(
         run_sweep,
         split_list,
     )
-    from simcluster.config import ConfigError
     from simcluster.live import print_sweep_outcome, sweep_display
     from simcluster.presets import resolve_config
 

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
-from simcluster.cli.common import app, err, fail, out
+from simcluster.cli.common import app, err, fail
 from simcluster.cli.options import (
     config_parameters,
     config_source_parameters,
@@ -21,28 +21,12 @@ from simcluster.cli.options import (
     settings_from,
     with_parameters,
 )
+from simcluster.cli.trace_options import load_trace_from, trace_parameters
 from simcluster.config import TIRESIAS, ConfigError, SimConfig, knobs
 from simcluster.paths import DEFAULT_TRACE
 
-TRACE, OUTPUT = "Trace", "Output"
+OUTPUT = "Output"
 FORMATS = ("csv", "parquet")
-DEFAULT_EPOCH = "2020-04-01 00:00:00"  # as simcluster.traces.venus (not imported: it pulls in pandas)
-
-
-def trace_parameters() -> list[Any]:
-    return [
-        parameter("trace", Annotated[Path | None, typer.Option(
-            help="Trace: a folder with cluster_full_log.csv and vc_config.csv, a CSV file (then give --vc-config), "
-            "a Gavel .trace file or an openb pod list. Default: the embedded trace.", rich_help_panel=TRACE,
-            show_default=False)]),
-        parameter("vc_config", Annotated[Path | None, typer.Option(
-            help="VC config CSV (vc,num: nodes per VC).", rich_help_panel=TRACE, show_default=False)]),
-        parameter("skip_invalid", Annotated[bool, typer.Option(
-            help="Drop invalid trace rows (and report how many and why) instead of stopping at the first.",
-            rich_help_panel=TRACE)], False),
-        parameter("epoch", Annotated[str, typer.Option(
-            help="Time zero for wall-clock submit times.", rich_help_panel=TRACE)], DEFAULT_EPOCH),
-    ]
 
 
 def output_parameters() -> list[Any]:
@@ -138,7 +122,7 @@ def run(ctx: typer.Context, **values: Any) -> None:
     Settings apply in this order: defaults, `--preset`, `--config FILE.toml`, the options given here.
     """
     from simcluster.registry import UnknownPlugin
-    from simcluster.traces import TraceError, load_trace
+    from simcluster.traces import TraceError
 
     fmt, quiet, live = values["fmt"], values["quiet"] or values["as_json"], values["live"]
     if fmt not in FORMATS:
@@ -146,8 +130,7 @@ def run(ctx: typer.Context, **values: Any) -> None:
     trace = values["trace"] or DEFAULT_TRACE
     try:
         config = config_from(ctx, values)
-        loaded = load_trace(trace, values["vc_config"], gpus_per_node=config.gpus_per_node,
-                            skip_invalid=values["skip_invalid"], epoch=values["epoch"])
+        loaded = load_trace_from(values, config)
     except (TraceError, UnknownPlugin, ValueError) as exc:
         fail(str(exc))
     if loaded.skipped and not quiet:
