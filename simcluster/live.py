@@ -38,6 +38,7 @@ from simcluster.job import Job
 from simcluster.metrics import Observer
 from simcluster.traces import Trace
 
+
 class ProgressObserver(Observer):
     """Advances a Rich progress bar as jobs finish (every 1% of the trace, so it costs nothing)."""
 
