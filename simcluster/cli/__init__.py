@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import sys
 
-from simcluster.cli import experiments, info, run, trace  # noqa: F401  (register the commands)
+from simcluster.cli import diff, experiments, info, run, trace  # noqa: F401  (register the commands)
 from simcluster.cli.common import app
 
 __all__ = ["app", "main"]
