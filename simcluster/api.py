@@ -15,6 +15,7 @@ from simcluster.config import SimConfig
 from simcluster.engine import Simulation
 from simcluster.metrics import ClusterTimeline, FinishedJobs, Observer
 from simcluster.metrics.summary import jobs_frame, summarize
+from simcluster.scope import check_settings
 from simcluster.traces import Trace
 
 
@@ -40,8 +41,11 @@ def simulate(trace: Trace, config: SimConfig | None = None, observers: Iterable[
     config = config or SimConfig()
     from simcluster.hetero.run import simulate_hetero, wants_rounds  # heterogeneous clusters
 
+    warnings = check_settings(trace, config)  # a given setting the run would ignore: error or warning
     if wants_rounds(trace, config):
-        return RunResult(*simulate_hetero(trace, config, observers))
+        result = RunResult(*simulate_hetero(trace, config, observers))
+        result.summary["warnings"] = warnings
+        return result
     throughput_log = getattr(trace, "throughput_log", None)
     if config.throughput_history is None and throughput_log:  # the cluster's own log, for lucid's forecast
         config = replace(config, throughput_history=throughput_log)
@@ -66,14 +70,26 @@ def simulate(trace: Trace, config: SimConfig | None = None, observers: Iterable[
     sharing = {}
     if sim.colocation is not None:
         sharing = {"colocation": sim.colocation.source, "colocation_fallbacks": sim.colocation.fallback_counts()}
+        warnings += colocation_warnings(config.colocation, sim.colocation.fallback_counts())
     summary = summarize(
         frame, vc_gpus, vc_sharing, partition_gpus,
         policy=config.policy, placement=config.placement, trace=trace.source, seed=config.seed,
         gpus=sum(vc_gpus.values()) + partition_gpus, node_failures=finished.node_failures,
         sim_cpu_seconds=sim_cpu, load_cpu_seconds=trace.load_cpu_seconds,
         skipped_rows=dict(trace.skipped), config=config.as_dict(), **sim.policy.report(), **sharing,
+        warnings=warnings,
     )
     return RunResult(frame, series, summary)
+
+
+def colocation_warnings(spec: str, fallbacks: dict[str, int]) -> list[str]:
+    """Doubts about a sharing run's colocation answers: mostly guesses, or tables that cannot be right."""
+    from simcluster.doubts import fallbacks_warning, table_warnings
+
+    found = table_warnings(spec)
+    if (line := fallbacks_warning(fallbacks)) is not None:
+        found.append(line)
+    return found
 
 
 class _quiet_gc:
