@@ -1,11 +1,17 @@
-"""One call from a loaded trace to results: what the CLI, sweeps and tests use."""
+"""One call from a loaded trace to results: what the CLI, sweeps, tests and Python users call.
+
+:func:`load_trace` reads a trace from a file or folder (any format ``lucid-sim run --trace`` takes) or
+from a pandas DataFrame; :func:`simulate` replays it under a :class:`~simcluster.config.SimConfig`.
+"""
 
 from __future__ import annotations
 
 import gc
+import os
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -21,12 +27,45 @@ from simcluster.traces import Trace
 
 @dataclass
 class RunResult:
-    jobs: pd.DataFrame
-    timeline: pd.DataFrame
-    summary: dict[str, Any]
+    """A run's results, as ``lucid-sim run`` writes them: ``jobs``, ``timeline`` and ``summary``."""
+
+    jobs: pd.DataFrame  # one row per job (jobs.csv)
+    timeline: pd.DataFrame  # the cluster after every scheduling instant (timeline.csv)
+    summary: dict[str, Any]  # the figures, the settings and the warnings (summary.json)
 
     def tables(self) -> dict[str, pd.DataFrame]:
         return {"jobs": self.jobs, "timeline": self.timeline}
+
+
+def load_trace(trace: str | os.PathLike[str] | pd.DataFrame,
+               vc_config: str | os.PathLike[str] | Mapping[str, int] | None = None, **options: Any) -> Trace:
+    """A validated trace from a path (a Venus folder or CSV, a Gavel .trace file, an openb pod list) or
+    from a DataFrame with the job log's columns (``job_id, vc, gpu_num, submit_time, duration``; ``user``
+    and workload columns optional).
+
+    ``vc_config``: the VC config CSV, or for a DataFrame the nodes per VC (``{"vc0": 4}``).  ``options``:
+    ``gpus_per_node`` (8), ``skip_invalid`` (False), ``epoch`` (time zero of timestamps).  Bad input
+    raises :class:`~simcluster.traces.TraceError` naming the file or row and the field.
+
+    >>> jobs = pd.DataFrame({"job_id": ["a", "b"], "vc": "vc0", "gpu_num": [8, 16], "submit_time": [0, 5],
+    ...                      "duration": [60, 30]})
+    >>> load_trace(jobs, {"vc0": 1})
+    Traceback (most recent call last):
+    ...
+    simcluster.traces.errors.TraceError: DataFrame row 1, field 'gpu_num': job asks for 16 GPUs but VC 'vc0' has 8
+    """
+    if isinstance(trace, pd.DataFrame):
+        from simcluster.traces.venus import load_vc_config, trace_from_frame
+
+        if vc_config is None:
+            raise TypeError("a DataFrame trace needs its VCs: load_trace(frame, {'vc0': NODES, ...})")
+        nodes = dict(vc_config) if isinstance(vc_config, Mapping) else load_vc_config(Path(vc_config))
+        return trace_from_frame(trace, nodes, **options)
+    from simcluster.traces import load_trace as load_file
+
+    if isinstance(vc_config, Mapping):
+        raise TypeError("vc_config for a trace file is the VC config CSV's path")
+    return load_file(trace, vc_config, **options)
 
 
 def simulate(trace: Trace, config: SimConfig | None = None, observers: Iterable[Observer] = (),

@@ -4,8 +4,8 @@ A sharing run answers every colocation lookup, guessed or measured (:mod:`simclu
 when most answers are the neutral default, or the tables were measured on a CPU, or they claim jobs run
 faster shared than alone, the figures rest on guesses and the reader must be told.
 
->>> fallbacks_warning({"exact": 15_080, "default": 101_453})
-'101,453 of 116,533 colocation lookups (87%) fell back to the neutral default speed: the tables do not know these jobs' workloads, so their slowdowns are guesses'
+>>> print(fallbacks_warning({"exact": 15_080, "default": 101_453}))
+101,453 of 116,533 colocation lookups (87%) fell back to the neutral default speed: the tables do not know these jobs' workloads, so their slowdowns are guesses
 >>> fallbacks_warning({"exact": 95, "default": 5}) is None
 True
 """

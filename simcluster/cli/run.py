@@ -209,25 +209,19 @@ def print_plan(loaded: Any, config: SimConfig, target: Path, warnings: list[str]
 
 def simulate_with_progress(loaded: Any, config: SimConfig, quiet: bool, live: bool) -> Any:
     """Run the simulation under a progress bar with ETA (or the live view, or nothing)."""
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from simcluster.api import simulate
-    from simcluster.live import ProgressObserver, live_run
+    from simcluster.live import EtaColumn, ProgressObserver, live_run
     from simcluster.traces import TraceError
 
-    with Progress(TextColumn("[bold]{task.fields[label]}"), BarColumn(), MofNCompleteColumn(),
-                  TextColumn("{task.description}"), TimeElapsedColumn(), TimeRemainingColumn(), console=err,
+    with Progress(TextColumn("[bold]{task.fields[label]}"), BarColumn(), TextColumn("{task.fields[jobs]}"),
+                  TextColumn("{task.fields[day]}"), TimeElapsedColumn(), EtaColumn(), console=err,
                   disable=quiet or live, transient=True) as progress:
-        task = progress.add_task("", total=len(loaded), label=f"{config.policy}/{config.placement}")
+        task = progress.add_task("", total=1.0, label=f"{config.policy}/{config.placement}",
+                                 jobs=f"0/{len(loaded):,} jobs", day="day 0")
         try:
             with live_run(loaded, config, err, enabled=live and not quiet) as watchers:
-                return simulate(loaded, config, [ProgressObserver(progress, task, len(loaded)), *watchers])
+                return simulate(loaded, config, [ProgressObserver(progress, task, loaded), *watchers])
         except (TraceError, ValueError) as exc:  # e.g. an estimates file that lacks a job
             fail(str(exc))
