@@ -166,8 +166,7 @@ def run(ctx: typer.Context, **values: Any) -> None:
     elif not quiet:
         from simcluster.cli.summary import print_summary
 
-        print_summary(result.summary, target)
-        print_warnings([w for w in result.summary.get("warnings", []) if w not in warnings])
+        print_summary(result.summary, target, shown=warnings)
 
 
 def run_inputs(values: dict[str, Any], config: SimConfig) -> list[Path]:
@@ -178,8 +177,9 @@ def run_inputs(values: dict[str, Any], config: SimConfig) -> list[Path]:
 
 
 def print_warnings(warnings: list[str]) -> None:
-    for warning in warnings:
-        err.print(f"[bold yellow]warning:[/] {warning}", highlight=False)
+    from simcluster.cli.summary import print_warnings as show
+
+    show(warnings, err)
 
 
 def print_plan(loaded: Any, config: SimConfig, target: Path, warnings: list[str], fmt: str) -> None:
@@ -223,5 +223,5 @@ def simulate_with_progress(loaded: Any, config: SimConfig, quiet: bool, live: bo
         try:
             with live_run(loaded, config, err, enabled=live and not quiet) as watchers:
                 return simulate(loaded, config, [ProgressObserver(progress, task, loaded), *watchers])
-        except (TraceError, ValueError) as exc:  # e.g. an estimates file that lacks a job
+        except (TraceError, ValueError, FileNotFoundError) as exc:  # e.g. an estimates file that lacks a job
             fail(str(exc))
