@@ -1,31 +1,39 @@
 # Everything a fresh machine with only Python 3.11 needs: `make run`, `make test`.
+# `make run` installs the simulator alone (no PyTorch); `make test` adds the test, Ray and profiler extras.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed
+RUN_STAMP  := $(VENV)/.installed-run
+TEST_STAMP := $(VENV)/.installed-test
 
 .PHONY: run test bench lint clean
 
-$(STAMP): pyproject.toml
+$(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,ray]'
-	touch $(STAMP)
 
-## Simulate the embedded default trace (traces/default.csv) with fifo.
-run: $(STAMP)
+$(RUN_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(TEST_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[test,ray,profiler]'
+	touch $@ $(RUN_STAMP)
+
+## Simulate the embedded default trace (traces/default) with fifo.
+run: $(RUN_STAMP)
 	$(BIN)/lucid-sim run --out results/default
 
-## The whole test suite.
-test: $(STAMP)
+## The whole test suite (doctests included).
+test: $(TEST_STAMP)
 	$(BIN)/python -m pytest
 
 ## Benchmarks on ../shared/data (prints figures).
-bench: $(STAMP)
+bench: $(TEST_STAMP)
 	$(BIN)/python benchmarks/bench_policies.py
 
 ## Style and types (installs ruff and mypy into .venv).
-lint: $(STAMP)
+lint: $(TEST_STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[lint]'
 	$(BIN)/ruff check .
 	$(BIN)/mypy simcluster profiler workloads --ignore-missing-imports

@@ -14,32 +14,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import torch
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from profiler.measure import MeasureSettings
-from profiler.metadata import describe_environment, resume_conflict, write_metadata
-from profiler.nvml import Nvml, open_nvml
-from profiler.pair import sweep_pairs
-from profiler.plan import (
-    JobConfig,
-    PairConfig,
-    TimeEstimate,
-    estimate_run,
-    format_duration,
-    pair_plan,
-    single_plan,
-)
-from profiler.progress import RichSweepObserver
-from profiler.runner import RunSettings
-from profiler.single import needs_run, sweep_single
-from profiler.tables import ResultTable
-from simcluster.colocation import TableError
-from workloads import all_workloads, get_workload, workload_names
+if TYPE_CHECKING:  # torch and the tables' pandas load only when a command runs: --help stays fast
+    from profiler.nvml import Nvml
+    from profiler.plan import JobConfig, PairConfig
+    from profiler.runner import RunSettings
+    from profiler.tables import ResultTable
 
 DEFAULT_OUT_DIR = Path("results/profile")
 
@@ -158,6 +143,17 @@ DryRunOpt = Annotated[
 ]
 
 
+def _need_pytorch() -> None:
+    """Stop with the install command when the profiler extra (PyTorch) is missing."""
+    import importlib.util
+
+    missing = [m for m in ("torch", "torchvision") if importlib.util.find_spec(m) is None]
+    if missing:
+        Console(stderr=True).print(f"[bold red]error:[/] lucid-profile needs {' and '.join(missing)}: "
+                                   "pip install 'simcluster\\[profiler]'", highlight=False)
+        raise typer.Exit(2)
+
+
 def _split(values: Sequence[str] | None) -> list[str]:
     return [part.strip() for value in values or [] for part in value.split(",") if part.strip()]
 
@@ -175,6 +171,8 @@ def _positive_ints(values: Sequence[str] | None, default: Sequence[int], option:
 
 
 def _workloads(values: Sequence[str] | None) -> list[tuple[str, str]]:
+    from workloads import all_workloads, get_workload, workload_names
+
     names = _split(values)
     if not names:
         return [(s.model, s.dataset) for s in all_workloads()]
@@ -198,6 +196,8 @@ def _table_path(path: Path, option: str) -> Path:
 
 
 def _device(choice: DeviceChoice, gpu_nums: Sequence[int], dry_run: bool, console: Console) -> str:
+    import torch
+
     available = torch.cuda.is_available()
     if choice is DeviceChoice.auto:
         if available:
@@ -230,6 +230,9 @@ def _settings(
     seed: int,
     cpu_threads: int | None,
 ) -> RunSettings:
+    from profiler.measure import MeasureSettings
+    from profiler.runner import RunSettings
+
     try:
         measure = MeasureSettings(
             warmup_steps=warmup_steps,
@@ -253,6 +256,9 @@ def _settings(
 
 
 def _open_table(path: Path, kind: str) -> ResultTable:
+    from profiler.tables import ResultTable
+    from simcluster.colocation import TableError
+
     try:
         return ResultTable(path, kind)
     except TableError as exc:
@@ -260,6 +266,8 @@ def _open_table(path: Path, kind: str) -> ResultTable:
 
 
 def _nvml(device: str, console: Console) -> Nvml | None:
+    from profiler.nvml import open_nvml
+
     if device != "cuda":
         console.print("[yellow]warning:[/] running on the CPU: gpu_util, gmem_util and gmem stay empty (NaN)")
         return None
@@ -272,6 +280,8 @@ def _nvml(device: str, console: Console) -> Nvml | None:
 def _prepare_run(
     table: Path, settings: RunSettings, gpu_nums: Sequence[int], selection: dict[str, Any], console: Console
 ) -> Nvml | None:
+    from profiler.metadata import describe_environment, resume_conflict, write_metadata
+
     nvml = _nvml(settings.device, console)
     environment = describe_environment(settings, max(gpu_nums), nvml)
     conflict = resume_conflict(table, environment)
@@ -282,6 +292,8 @@ def _prepare_run(
 
 
 def _print_estimate(console: Console, runs: int, settings: RunSettings) -> None:
+    from profiler.plan import TimeEstimate, estimate_run, format_duration
+
     per_run = estimate_run(settings)
     total = TimeEstimate(per_run.expected_s * runs, per_run.at_most_s * runs)
     console.print(
@@ -292,6 +304,8 @@ def _print_estimate(console: Console, runs: int, settings: RunSettings) -> None:
 
 
 def _state(status: str | None, retry_failed: bool) -> str:
+    from profiler.single import needs_run
+
     if status is None:
         return "to run"
     if needs_run(status, retry_failed):
@@ -311,6 +325,9 @@ def _interrupted(console: Console, table: ResultTable) -> typer.Exit:
 @app.command("workloads")
 def list_workloads() -> None:
     """List the registered workloads (model and dataset names as in the trace)."""
+    _need_pytorch()
+    from workloads import all_workloads
+
     table = Table(title="lucid-profile workloads")
     for column in ("model", "dataset", "what it trains"):
         table.add_column(column)
@@ -355,6 +372,12 @@ def single(
 
     Example: lucid-profile single -w ResNet18,BERT -b 32 --amp off --device cpu --time-limit 5
     """
+    _need_pytorch()
+    from profiler.plan import single_plan
+    from profiler.progress import RichSweepObserver
+    from profiler.single import needs_run, sweep_single
+    from workloads import get_workload
+
     console = Console()
     configs = single_plan(
         _workloads(workload),
@@ -448,6 +471,14 @@ def pair(
 
     Example: lucid-profile pair -w ResNet18,LSTM -b 32 --amp off --no-include-self
     """
+    _need_pytorch()
+    from profiler.metadata import describe_environment, write_metadata
+    from profiler.pair import sweep_pairs
+    from profiler.plan import pair_plan, single_plan
+    from profiler.progress import RichSweepObserver
+    from profiler.single import needs_run
+    from workloads import get_workload
+
     console = Console()
     configs = single_plan(
         _workloads(workload),

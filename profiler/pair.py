@@ -16,7 +16,7 @@ from profiler.observe import SweepObserver
 from profiler.plan import JobConfig, PairConfig
 from profiler.runner import JobRequest, RunSettings, run_jobs
 from profiler.single import Resolver, SweepSummary, needs_run, profile_single
-from profiler.tables import ResultTable, Row, pair_row
+from profiler.tables import ResultTable, Row, pair_row, pair_speeds, speed_problem
 from simcluster.colocation import STATUS_OK
 
 
@@ -59,11 +59,15 @@ def profile_pair(
     observer: SweepObserver,
     nvml: Nvml | None = None,
     retry_solo: set[JobConfig] | None = None,
+    remeasure: bool = True,
 ) -> Row:
     """Measure a pair sharing the GPU(s) and return its table row (failed runs included).
 
     Solo throughputs come from ``single_table``; missing ones are measured first
-    (see :func:`solo_throughput` for ``retry_solo``).
+    (see :func:`solo_throughput` for ``retry_solo``).  A pair that seems faster
+    shared than alone (:data:`~profiler.tables.SUSPECT_SPEED`) had a solo run
+    measured too slow: both solo runs and the pair are measured again once
+    (``remeasure``), and a pair still too fast is recorded failed, with why.
     """
     solos = [
         solo_throughput(config, single_table, resolve, settings, observer, nvml, retry_solo)
@@ -77,7 +81,16 @@ def profile_pair(
     requests = [
         JobRequest(resolve(c.model), c.batchsize, c.amp, c.gpu_num) for c in (pair.first, pair.second)
     ]
-    return pair_row(pair, run_jobs(requests, settings, observer, nvml), solo)
+    outcome = run_jobs(requests, settings, observer, nvml)
+    if remeasure and outcome.ok and speed_problem(pair_speeds(outcome, solo)):
+        for config in (pair.first, pair.second):
+            label = f"{config.label} (alone, again: the pair ran faster shared than alone)"
+            observer.on_config_start(label)
+            measured = profile_single(config, resolve, settings, observer, nvml)
+            single_table.add(measured)
+            observer.on_config_end(label, measured)
+        return profile_pair(pair, single_table, resolve, settings, observer, nvml, remeasure=False)
+    return pair_row(pair, outcome, solo)
 
 
 def sweep_pairs(

@@ -33,6 +33,11 @@ from simcluster.colocation import (
 
 Row = dict[str, Any]
 
+SUSPECT_SPEED = 1.05
+"""Jobs never run faster shared than alone; a pair that seems to by more than this has a solo run measured
+too slow (a busy machine, a CPU).  The profiler measures the solo runs again once (:mod:`profiler.pair`)
+and marks the pair failed if it still seems faster, so the table never records it as a speed."""
+
 
 def single_row(config: JobConfig, outcome: RunOutcome) -> Row:
     """The single-table row of a job measured alone."""
@@ -72,12 +77,7 @@ def pair_row(pair: PairConfig, outcome: RunOutcome | None, solo: tuple[float, fl
     if outcome is not None and not outcome.ok:
         error = outcome.error
     elif outcome is not None:
-        strange = [f"speed{i + 1} {s:.3g}" for i, s in enumerate(speeds) if not 0 < s <= SPEED_MAX]
-        if strange:
-            error = (
-                f"{', '.join(strange)} outside (0, {SPEED_MAX:g}]: shared faster than solo by too much, "
-                "so the solo measurement is suspect; delete its row from the single table and run again"
-            )
+        error = speed_problem(speeds)
     ok = outcome is not None and outcome.ok and not error
     gpu = outcome.gpu if outcome else None
     row |= {
@@ -92,6 +92,25 @@ def pair_row(pair: PairConfig, outcome: RunOutcome | None, solo: tuple[float, fl
         "error": "" if ok else error,
     }
     return row
+
+
+def pair_speeds(outcome: RunOutcome, solo: tuple[float, float]) -> list[float]:
+    """Each job's shared throughput ÷ its throughput alone."""
+    return [job.iters_per_s / alone if alone > 0 else math.nan
+            for job, alone in zip(outcome.jobs, solo, strict=True)]
+
+
+def speed_problem(speeds: list[float]) -> str:
+    """Why these pair speeds cannot be recorded (empty if they can)."""
+    impossible = [f"speed{i + 1} {s:.3g}" for i, s in enumerate(speeds) if not 0 < s <= SPEED_MAX]
+    if impossible:
+        return (f"{', '.join(impossible)} outside (0, {SPEED_MAX:g}]: shared faster than solo by too much, "
+                "so the solo measurement is suspect; --retry-failed measures the solo runs and the pair again")
+    fast = [f"speed{i + 1} {s:.3g}" for i, s in enumerate(speeds) if s > SUSPECT_SPEED]
+    if fast:
+        return (f"{', '.join(fast)} above {SUSPECT_SPEED:g}: faster shared than alone, so the solo measurement is "
+                "suspect (a busy machine or a CPU); --retry-failed measures the solo runs and the pair again")
+    return ""
 
 
 class ResultTable:

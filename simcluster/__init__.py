@@ -1,0 +1,54 @@
+"""simcluster: a trace-driven, event-driven simulator of multi-tenant GPU clusters.
+
+The Python API, in five lines: a trace as a DataFrame (or a path), a policy, the results.
+
+>>> import pandas as pd
+>>> from simcluster import SimConfig, load_trace, simulate
+>>> jobs = pd.DataFrame({"job_id": ["a", "b", "c"], "vc": "vc0", "gpu_num": [8, 4, 4],
+...                      "submit_time": [0, 10, 20], "duration": [3600, 600, 60]})
+>>> result = simulate(load_trace(jobs, {"vc0": 1}), SimConfig(policy="srtf"))
+>>> result.jobs.set_index("job_id")["jct"].to_dict(), round(result.summary["avg_jct"])
+({'a': 4240.0, 'b': 600.0, 'c': 60.0}, 1633)
+
+(srtf preempts ``a`` for the shorter ``b`` and ``c``; ``a`` resumes after them, 40 s of checkpoint and
+restore later.)
+
+:func:`simulate` returns a :class:`~simcluster.api.RunResult`: ``jobs`` (one row per job), ``timeline``
+and ``summary`` (what ``lucid-sim run`` writes to ``jobs.csv``, ``timeline.csv`` and ``summary.json``;
+``summary["warnings"]`` lists settings the run ignored and doubts about its inputs).  :class:`SimConfig`
+holds every setting of ``lucid-sim run`` by its option's name with ``_``; :func:`run_sweep` runs the grid
+:func:`build_grid` makes, as ``lucid-sim sweep`` does.  The names load on first use, so ``import
+simcluster`` stays light.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from simcluster.api import RunResult, load_trace, simulate
+    from simcluster.config import SimConfig
+    from simcluster.experiments.sweep import build_grid, run_sweep
+
+_EXPORTS = {
+    "simulate": "simcluster.api",
+    "load_trace": "simcluster.api",
+    "RunResult": "simcluster.api",
+    "SimConfig": "simcluster.config",
+    "run_sweep": "simcluster.experiments.sweep",
+    "build_grid": "simcluster.experiments.sweep",
+}
+__all__ = ["RunResult", "SimConfig", "build_grid", "load_trace", "run_sweep", "simulate"]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'simcluster' has no attribute {name!r}")
+    value = getattr(import_module(_EXPORTS[name]), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])

@@ -1,11 +1,17 @@
-"""One call from a loaded trace to results: what the CLI, sweeps and tests use."""
+"""One call from a loaded trace to results: what the CLI, sweeps, tests and Python users call.
+
+:func:`load_trace` reads a trace from a file or folder (any format ``lucid-sim run --trace`` takes) or
+from a pandas DataFrame; :func:`simulate` replays it under a :class:`~simcluster.config.SimConfig`.
+"""
 
 from __future__ import annotations
 
 import gc
+import os
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -15,17 +21,51 @@ from simcluster.config import SimConfig
 from simcluster.engine import Simulation
 from simcluster.metrics import ClusterTimeline, FinishedJobs, Observer
 from simcluster.metrics.summary import jobs_frame, summarize
+from simcluster.scope import check_settings
 from simcluster.traces import Trace
 
 
 @dataclass
 class RunResult:
-    jobs: pd.DataFrame
-    timeline: pd.DataFrame
-    summary: dict[str, Any]
+    """A run's results, as ``lucid-sim run`` writes them: ``jobs``, ``timeline`` and ``summary``."""
+
+    jobs: pd.DataFrame  # one row per job (jobs.csv)
+    timeline: pd.DataFrame  # the cluster after every scheduling instant (timeline.csv)
+    summary: dict[str, Any]  # the figures, the settings and the warnings (summary.json)
 
     def tables(self) -> dict[str, pd.DataFrame]:
         return {"jobs": self.jobs, "timeline": self.timeline}
+
+
+def load_trace(trace: str | os.PathLike[str] | pd.DataFrame,
+               vc_config: str | os.PathLike[str] | Mapping[str, int] | None = None, **options: Any) -> Trace:
+    """A validated trace from a path (a Venus folder or CSV, a Gavel .trace file, an openb pod list) or
+    from a DataFrame with the job log's columns (``job_id, vc, gpu_num, submit_time, duration``; ``user``
+    and workload columns optional).
+
+    ``vc_config``: the VC config CSV, or for a DataFrame the nodes per VC (``{"vc0": 4}``).  ``options``:
+    ``gpus_per_node`` (8), ``skip_invalid`` (False), ``epoch`` (time zero of timestamps).  Bad input
+    raises :class:`~simcluster.traces.TraceError` naming the file or row and the field.
+
+    >>> jobs = pd.DataFrame({"job_id": ["a", "b"], "vc": "vc0", "gpu_num": [8, 16], "submit_time": [0, 5],
+    ...                      "duration": [60, 30]})
+    >>> load_trace(jobs, {"vc0": 1})
+    Traceback (most recent call last):
+    ...
+    simcluster.traces.errors.TraceError: DataFrame row 1, field 'gpu_num': job asks for 16 GPUs but VC 'vc0' has 8
+    """
+    if isinstance(trace, pd.DataFrame):
+        from simcluster.traces.venus import load_vc_config, trace_from_frame
+
+        if vc_config is None:
+            raise TypeError("a DataFrame trace needs its VCs: load_trace(frame, {'vc0': NODES, ...})")
+        nodes = dict(vc_config) if isinstance(vc_config, Mapping) else load_vc_config(Path(vc_config))
+        return trace_from_frame(trace, nodes, **options)
+    from simcluster.traces import load_trace as load_file
+
+    if isinstance(vc_config, Mapping):
+        raise TypeError("vc_config for a trace file is the VC config CSV's path")
+    return load_file(trace, vc_config, **options)
 
 
 def simulate(trace: Trace, config: SimConfig | None = None, observers: Iterable[Observer] = (),
@@ -40,8 +80,11 @@ def simulate(trace: Trace, config: SimConfig | None = None, observers: Iterable[
     config = config or SimConfig()
     from simcluster.hetero.run import simulate_hetero, wants_rounds  # heterogeneous clusters
 
+    warnings = check_settings(trace, config)  # a given setting the run would ignore: error or warning
     if wants_rounds(trace, config):
-        return RunResult(*simulate_hetero(trace, config, observers))
+        result = RunResult(*simulate_hetero(trace, config, observers))
+        result.summary["warnings"] = warnings
+        return result
     throughput_log = getattr(trace, "throughput_log", None)
     if config.throughput_history is None and throughput_log:  # the cluster's own log, for lucid's forecast
         config = replace(config, throughput_history=throughput_log)
@@ -66,14 +109,26 @@ def simulate(trace: Trace, config: SimConfig | None = None, observers: Iterable[
     sharing = {}
     if sim.colocation is not None:
         sharing = {"colocation": sim.colocation.source, "colocation_fallbacks": sim.colocation.fallback_counts()}
+        warnings += colocation_warnings(config.colocation, sim.colocation.fallback_counts())
     summary = summarize(
         frame, vc_gpus, vc_sharing, partition_gpus,
         policy=config.policy, placement=config.placement, trace=trace.source, seed=config.seed,
         gpus=sum(vc_gpus.values()) + partition_gpus, node_failures=finished.node_failures,
         sim_cpu_seconds=sim_cpu, load_cpu_seconds=trace.load_cpu_seconds,
         skipped_rows=dict(trace.skipped), config=config.as_dict(), **sim.policy.report(), **sharing,
+        warnings=warnings,
     )
     return RunResult(frame, series, summary)
+
+
+def colocation_warnings(spec: str, fallbacks: dict[str, int]) -> list[str]:
+    """Doubts about a sharing run's colocation answers: mostly guesses, or tables that cannot be right."""
+    from simcluster.doubts import fallbacks_warning, table_warnings
+
+    found = table_warnings(spec)
+    if (line := fallbacks_warning(fallbacks)) is not None:
+        found.append(line)
+    return found
 
 
 class _quiet_gc:

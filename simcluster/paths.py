@@ -6,7 +6,9 @@ import os
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_TRACE = REPO_ROOT / "traces" / "default"
+# traces/default, shipped in the package as data/default_trace (a link to it in the checkout), so that an
+# installed simcluster runs its default trace too
+DEFAULT_TRACE = (Path(__file__).resolve().parent / "data" / "default_trace").resolve()
 
 
 def shared_data_dir() -> Path:

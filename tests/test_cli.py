@@ -63,3 +63,27 @@ def test_the_embedded_default_trace_is_what_synth_makes(tmp_path):
     runner.invoke(app, ["trace", "synth", "--jobs", "2000", "--nodes", "32", "--vcs", "4", "--load", "0.7",
                         "--seed", "0", "--out", str(tmp_path / "d")])
     assert (tmp_path / "d" / "cluster_full_log.csv").read_text() == (DEFAULT_TRACE / "cluster_full_log.csv").read_text()
+
+
+def test_cluster_on_an_event_driven_policy_is_an_error_that_says_what_it_applies_to(tmp_path):
+    result = runner.invoke(app, ["run", "--cluster", "v100:512", "--policy", "srtf", "--out", str(tmp_path / "x")])
+    assert result.exit_code == 2
+    assert "--cluster v100:512 applies only to the round-based engine" in result.stderr
+    assert "srtf would ignore it" in result.stderr
+    assert not (tmp_path / "x").exists()
+
+
+def test_a_setting_the_policy_does_not_read_is_a_warning_printed_and_kept_in_the_summary(tmp_path):
+    result = runner.invoke(app, ["run", "--quantum", "30", "--out", str(tmp_path / "r")])
+    assert result.exit_code == 0, result.output
+    line = "--quantum 30 is ignored: fifo does not read it (read by tiresias, tiresias-gittins)"
+    assert line in " ".join(result.stderr.split())
+    assert json.loads((tmp_path / "r" / "summary.json").read_text())["warnings"] == [line]
+
+
+def test_failures_on_the_round_based_engine_are_an_error(tmp_path):
+    result = runner.invoke(app, ["run", "--policy", "max_min_fairness", "--node-mtbf", "3600",
+                                 "--out", str(tmp_path / "x")])
+    assert result.exit_code == 2
+    assert "--node-mtbf 3600 applies only to the event-driven policies, not the round-based engine" in " ".join(
+        result.stderr.split())

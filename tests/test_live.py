@@ -74,3 +74,45 @@ def test_sweep_live_from_the_command_line(tmp_path):
                                       "fifo,sjf", "--live", "--out", str(tmp_path / "s")])
     assert result.exit_code == 0, result.output
     assert "2 run(s)" in result.output
+
+
+def test_the_run_views_last_frame_has_every_job_done_and_none_running():
+    trace = synthesize(SynthSpec(jobs=300, nodes=4, vcs=2, seed=3))
+    screen = console()
+    with LiveRun(trace, screen) as view:
+        simulate(trace, SimConfig(policy="sjf"), [view])
+    last = view.render()
+    frame = Console(file=io.StringIO(), width=120)
+    frame.print(last)
+    text = frame.file.getvalue()
+    assert "300/300 jobs done" in text and "running 0 · pending 0 · busy GPUs 0/" in text
+
+
+def test_the_progress_bar_counts_days_since_the_trace_starts_and_ends_full():
+    from rich.progress import Progress
+
+    from simcluster.live import ProgressObserver
+
+    trace = synthesize(SynthSpec(jobs=500, nodes=8, vcs=2, seed=4))
+    trace.frame["submit_time"] += 150 * 86400.0  # a trace that starts 150 days after its epoch
+    progress = Progress(disable=True)
+    task = progress.add_task("", total=1.0, jobs="", day="")
+    bar = ProgressObserver(progress, task, trace)
+    simulate(trace, SimConfig(policy="fifo"), [bar])
+    fields = progress.tasks[0].fields
+    span_days = (trace.frame["submit_time"].max() - trace.frame["submit_time"].min()) / 86400
+    assert progress.tasks[0].completed == 1.0 and fields["jobs"] == "500/500 jobs"
+    assert 0 < float(fields["day"].removeprefix("day ")) < span_days + 30
+
+
+def test_the_eta_is_the_whole_runs_pace_and_waits_for_one_percent():
+    from types import SimpleNamespace
+
+    from simcluster.live import EtaColumn
+
+    def task(done: float, elapsed: float):
+        return SimpleNamespace(percentage=100 * done, elapsed=elapsed, finished=done >= 1)
+
+    assert EtaColumn().render(task(0.25, 6.0)).plain == "0:00:18"
+    assert EtaColumn().render(task(0.005, 6.0)).plain == "-:--:--"
+    assert EtaColumn().render(task(1.0, 30.0)).plain == "0:00:00"

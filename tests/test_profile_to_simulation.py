@@ -38,8 +38,10 @@ def test_profiled_tables_drive_a_sharing_simulation(tmp_path: Path, capsys) -> N
     summary = json.loads(capsys.readouterr().out)
     assert summary["colocation"] == f"tables in {tables}"
     pair = pd.read_csv(tables / "pair.csv")
-    if (pair["status"] == "ok").all():
-        assert summary["colocation_fallbacks"]["exact"] > 0  # NeuMF with NeuMF at batch 4 was measured
+    if (pair["status"] == "ok").all():  # NeuMF with NeuMF at batch 4 was measured: every answer comes from it,
+        # exactly (1-GPU jobs) or interpolated over GPU counts (which 1-GPU pairs form depends on the speeds)
+        fallbacks = summary["colocation_fallbacks"]
+        assert fallbacks["exact"] + fallbacks["interpolated"] > 0 and fallbacks["default"] == 0
     else:  # e.g. a busy machine made the CPU solo run so slow that "shared" looked > 2× faster:
         assert pair["error"].fillna("").str.len().gt(0).all()  # refused with a reason, answered by fallbacks
         assert sum(summary["colocation_fallbacks"].values()) > 0

@@ -84,7 +84,7 @@ def test_a_sweep_writes_a_run_folder_per_run_and_one_runs_csv(tmp_path):
     assert set(runs["status"]) == {"ok"} and (runs["jobs"] == 120).all()
     for run_id in runs["run_id"]:
         assert {p.name for p in (tmp_path / "runs" / run_id).iterdir()} == {"jobs.csv", "timeline.csv",
-                                                                             "summary.json"}
+                                                                             "summary.json", ".simcluster.json"}
 
 
 def test_a_rerun_skips_finished_runs_and_redoes_missing_ones(tmp_path):

@@ -9,7 +9,6 @@ Examples::
     lucid-sim trace synth --jobs 100000 --nodes 200 --out traces/big
     lucid-sim explain --trace ../shared/data/venus_sept --colocation lucid --out results/explain
     lucid-sim sweep --policy fifo,sjf --seed 1,2 --out results/sweep; lucid-sim report results/sweep --out reports/x
-    lucid-sim diff results/a results/b
 
 One module per group of commands; each imports what it needs when it runs, so ``--help`` stays fast.
 """

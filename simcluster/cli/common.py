@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -11,15 +11,33 @@ from rich.table import Table
 
 CONTEXT = {"help_option_names": ["--help", "-h"]}
 
-app = typer.Typer(
+
+class App(typer.Typer):
+    """A Typer app whose commands and groups print :mod:`simcluster.cli.help`'s help (whole at 80 columns)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        from simcluster.cli.help import HelpGroup
+
+        kwargs.setdefault("cls", HelpGroup)
+        kwargs.setdefault("context_settings", CONTEXT)
+        kwargs.setdefault("no_args_is_help", True)
+        super().__init__(**kwargs)
+
+    def command(self, *args: Any, **kwargs: Any) -> Any:
+        from simcluster.cli.help import HelpCommand
+
+        if kwargs.get("cls") is None:
+            kwargs["cls"] = HelpCommand
+        return super().command(*args, **kwargs)
+
+
+app = App(
     help="Trace-driven, event-driven simulator of multi-tenant GPU clusters.\n\n"
     "`lucid-sim --policy NAME ...` with no command means `lucid-sim run --policy NAME ...`.",
-    no_args_is_help=True,
     add_completion=False,
-    rich_markup_mode="markdown",
-    context_settings=CONTEXT,
+    rich_markup_mode="rich",
 )
-trace_app = typer.Typer(help="Make, check and convert traces.", no_args_is_help=True, context_settings=CONTEXT)
+trace_app = App(help="Make, check and convert traces.")
 app.add_typer(trace_app, name="trace")
 
 err = Console(stderr=True, soft_wrap=True)

@@ -78,13 +78,17 @@ def report(
     out_dir: Annotated[Path, typer.Option("--out", help="Report folder (replaced atomically): comparison.csv, "
                                           "comparison.md, PNG plots, report.html.")],
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Do not print the table.")] = False,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace --out even if simcluster did not write "
+                                            "it (never a folder holding the runs compared).")] = False,
 ) -> None:
     """Compare runs: a table per VC and overall (CSV, Markdown, HTML) and PNG plots."""
     from simcluster.experiments.report import ReportError, rich_table, write_report
+    from simcluster.results import OutputError, check_output
 
     try:
-        made = write_report(folders, out_dir)
-    except ReportError as exc:
+        check_output(out_dir, "report", folders, overwrite)
+        made = write_report(folders, out_dir, overwrite)
+    except (ReportError, OutputError) as exc:
         fail(str(exc))
     if not quiet:
         out.print(rich_table(made.table))

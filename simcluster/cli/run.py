@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
-from simcluster.cli.common import app, err, fail
+from simcluster.cli.common import app, err, fail, out
 from simcluster.cli.options import (
     config_parameters,
     config_source_parameters,
@@ -44,6 +44,12 @@ def output_parameters() -> list[Any]:
         parameter("live", Annotated[bool, typer.Option(
             "--live", help="A live view: simulated time, progress per VC, running/pending jobs, busy GPUs, "
             "utilization sparkline, avg JCT.", rich_help_panel=OUTPUT)], False),
+        parameter("overwrite", Annotated[bool, typer.Option(
+            "--overwrite", help="Replace the --out folder even if simcluster did not write it (never the "
+            "trace's folder, the current one or one above it).", rich_help_panel=OUTPUT)], False),
+        parameter("dry_run", Annotated[bool, typer.Option(
+            "--dry-run", help="Check the settings, the trace and --out, print what would run and where; "
+            "simulate and write nothing.", rich_help_panel=OUTPUT)], False),
     ]
 
 
@@ -122,6 +128,8 @@ def run(ctx: typer.Context, **values: Any) -> None:
     Settings apply in this order: defaults, `--preset`, `--config FILE.toml`, the options given here.
     """
     from simcluster.registry import UnknownPlugin
+    from simcluster.results import check_output
+    from simcluster.scope import check_settings
     from simcluster.traces import TraceError
 
     fmt, quiet, live = values["fmt"], values["quiet"] or values["as_json"], values["live"]
@@ -130,47 +138,90 @@ def run(ctx: typer.Context, **values: Any) -> None:
     trace = values["trace"] or DEFAULT_TRACE
     try:
         config = config_from(ctx, values)
+    except (UnknownPlugin, ValueError) as exc:
+        fail(str(exc))
+    target = values["out_dir"] or default_folder(trace, config)
+    inputs = run_inputs(values, config)
+    try:  # before any work: a run that cannot be written is not worth simulating
+        check_output(target, "run", inputs, values["overwrite"])
         loaded = load_trace_from(values, config)
+        warnings = check_settings(loaded, config)
     except (TraceError, UnknownPlugin, ValueError) as exc:
         fail(str(exc))
-    if loaded.skipped and not quiet:
-        err.print(f"[yellow]skipped {sum(loaded.skipped.values())} invalid row(s):[/] "
-                  + "; ".join(f"{n} × {why}" for why, n in loaded.skipped.most_common()))
-    target = values["out_dir"] or default_folder(trace, config)
+    if values["dry_run"]:
+        print_plan(loaded, config, target, warnings, fmt)
+        return
+    if not quiet:
+        if loaded.skipped:
+            err.print(f"[yellow]skipped {sum(loaded.skipped.values())} invalid row(s):[/] "
+                      + "; ".join(f"{n} × {why}" for why, n in loaded.skipped.most_common()))
+        print_warnings(warnings)
     result = simulate_with_progress(loaded, config, quiet=quiet, live=live)
 
     from simcluster.results import write_run
 
-    write_run(target, result.tables(), result.summary, fmt)
+    write_run(target, result.tables(), result.summary, fmt, inputs=inputs, overwrite=values["overwrite"])
     if values["as_json"]:
         print(json.dumps(result.summary, default=float))
     elif not quiet:
         from simcluster.cli.summary import print_summary
 
-        print_summary(result.summary, target)
+        print_summary(result.summary, target, shown=warnings)
+
+
+def run_inputs(values: dict[str, Any], config: SimConfig) -> list[Path]:
+    """Every file or folder the run reads: the trace, the VC config, and any setting that names a path
+    (a config file, estimates, colocation tables...).  ``--out`` may hold none of them."""
+    given = [values["trace"] or DEFAULT_TRACE, values["vc_config"], *config.as_dict().values()]
+    return [Path(v) for v in given if isinstance(v, (str, Path)) and str(v) and Path(v).exists()]
+
+
+def print_warnings(warnings: list[str]) -> None:
+    from simcluster.cli.summary import print_warnings as show
+
+    show(warnings, err)
+
+
+def print_plan(loaded: Any, config: SimConfig, target: Path, warnings: list[str], fmt: str) -> None:
+    """``--dry-run``: the trace, the engine, the settings that differ from the defaults, where results go."""
+    from simcluster.results import read_marker
+    from simcluster.scope import engine_of
+
+    defaults = SimConfig()
+    changed = {k: v for k, v in config.as_dict().items()
+               if k in knobs() and k not in ("policy", "placement") and v != getattr(defaults, k)}
+    engine = {"rounds": "round-based engine (Gavel)", "events": "event-driven engine"}[engine_of(loaded, config)]
+    out.print(f"would simulate [bold]{loaded.source}[/] ({len(loaded):,} jobs) with {config.policy}/"
+              f"{config.placement} on the {engine}", highlight=False)
+    if config.preset:
+        out.print(f"  preset {config.preset}", highlight=False)
+    for name, value in changed.items():
+        out.print(f"  {name} = {value!r}", highlight=False)
+    if not changed:
+        out.print("  every other setting at its default", highlight=False)
+    replaces = target.exists() and any(target.iterdir())
+    what = " (replacing the run there)" if replaces and read_marker(target) else (
+        " (replacing what is there: --overwrite)" if replaces else "")
+    out.print(f"and write jobs.{fmt}, timeline.{fmt} and summary.json to [bold]{target}[/]{what}; "
+              "nothing was simulated or written (--dry-run)", highlight=False)
+    print_warnings(warnings)
 
 
 def simulate_with_progress(loaded: Any, config: SimConfig, quiet: bool, live: bool) -> Any:
     """Run the simulation under a progress bar with ETA (or the live view, or nothing)."""
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from simcluster.api import simulate
-    from simcluster.live import ProgressObserver, live_run
+    from simcluster.live import EtaColumn, ProgressObserver, live_run
     from simcluster.traces import TraceError
 
-    with Progress(TextColumn("[bold]{task.fields[label]}"), BarColumn(), MofNCompleteColumn(),
-                  TextColumn("{task.description}"), TimeElapsedColumn(), TimeRemainingColumn(), console=err,
+    with Progress(TextColumn("[bold]{task.fields[label]}"), BarColumn(), TextColumn("{task.fields[jobs]}"),
+                  TextColumn("{task.fields[day]}"), TimeElapsedColumn(), EtaColumn(), console=err,
                   disable=quiet or live, transient=True) as progress:
-        task = progress.add_task("", total=len(loaded), label=f"{config.policy}/{config.placement}")
+        task = progress.add_task("", total=1.0, label=f"{config.policy}/{config.placement}",
+                                 jobs=f"0/{len(loaded):,} jobs", day="day 0")
         try:
             with live_run(loaded, config, err, enabled=live and not quiet) as watchers:
-                return simulate(loaded, config, [ProgressObserver(progress, task, len(loaded)), *watchers])
-        except (TraceError, ValueError) as exc:  # e.g. an estimates file that lacks a job
+                return simulate(loaded, config, [ProgressObserver(progress, task, loaded), *watchers])
+        except (TraceError, ValueError, FileNotFoundError) as exc:  # e.g. an estimates file that lacks a job
             fail(str(exc))

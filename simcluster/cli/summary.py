@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from simcluster.cli.common import out
 
 
-def print_summary(summary: dict[str, Any], target: Path) -> None:
+def print_summary(summary: dict[str, Any], target: Path, shown: Collection[str] = ()) -> None:
+    """The summary table and lines, then its ``warnings`` (but those already ``shown`` before the run)."""
     preset = (summary.get("config") or {}).get("preset")
     title = f"{summary['policy']} / {summary['placement']} — {summary['jobs']:,} jobs" + (
         f" — preset {preset}" if preset else "")
@@ -48,3 +52,9 @@ def print_summary(summary: dict[str, Any], target: Path) -> None:
         from simcluster.hetero.cli import rounds_line
 
         out.print(rounds_line(summary), highlight=False)
+    print_warnings([w for w in summary.get("warnings", []) if w not in shown], out)
+
+
+def print_warnings(warnings: Iterable[str], console: Console) -> None:
+    for warning in warnings:
+        console.print(Text.assemble(("warning: ", "bold yellow"), warning))

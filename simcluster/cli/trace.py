@@ -40,7 +40,10 @@ def trace_synth(
         spec = SynthSpec(jobs=jobs, nodes=nodes, vcs=vcs, gpus_per_node=gpus_per_node, load=load, users=users, seed=seed)
     except ValueError as exc:
         fail(str(exc))
-    folder = save_trace(synthesize(spec), out_dir)
+    try:
+        folder = save_trace(synthesize(spec), out_dir)
+    except ValueError as exc:  # results.OutputError: --out holds files simcluster did not write, or is `.`
+        fail(str(exc))
     out.print(f"wrote {jobs:,} jobs on {nodes} nodes × {gpus_per_node} GPUs in {vcs} VCs to [bold]{folder}[/]")
 
 

@@ -255,8 +255,11 @@ class Report:
     files: list[str]
 
 
-def write_report(paths: Sequence[Path], out: Path) -> Report:
-    """Collect the runs under ``paths``, write the report folder ``out`` atomically, return the table."""
+def write_report(paths: Sequence[Path], out: Path, overwrite: bool = False) -> Report:
+    """Collect the runs under ``paths``, write the report folder ``out`` atomically, return the table.
+
+    ``out`` is replaced only if it is a report folder simcluster wrote, or with ``overwrite``
+    (:func:`simcluster.results.check_output`); never a folder that holds one of ``paths``."""
     records = collect(paths)
     table = comparison_table(records)
     images = render_plots(records)
@@ -267,5 +270,5 @@ def write_report(paths: Sequence[Path], out: Path) -> Report:
         **images,
         "report.html": html_page(table, images, [str(p) for p in paths]).encode(),
     }
-    write_folder(Path(out), {}, files=files)
+    write_folder(Path(out), {}, files=files, kind="report", inputs=paths, overwrite=overwrite)
     return Report(table, Path(out), list(files))

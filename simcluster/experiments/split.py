@@ -116,6 +116,7 @@ def merge_results(spec: RunSpec, parts: Sequence[Part]) -> RunResult:
         seed=first["seed"], gpus=sum(vc_gpus.values()), node_failures=report.pop("node_failures", 0),
         sim_cpu_seconds=report.pop("sim_cpu_seconds", 0.0), load_cpu_seconds=first["load_cpu_seconds"],
         skipped_rows=first["skipped_rows"], config=first["config"], **report,
+        warnings=list(dict.fromkeys(w for p in parts for w in p.summary.get("warnings", []))),
     )
     return RunResult(jobs, timeline, summary)
 

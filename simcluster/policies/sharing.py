@@ -44,7 +44,7 @@ def completion_times(a: float, b: float, xi_a: float, xi_b: float) -> tuple[floa
     """(t_con, t_seq): total completion time of A and B run together, and B then A.
 
     >>> completion_times(100, 100, 1.2, 1.2)   # mild slowdown: sharing pays
-    (320.0, 300)
+    (240.0, 300)
     >>> completion_times(100, 1000, 1.1, 1.1)[0] < completion_times(100, 1000, 1.1, 1.1)[1]
     True
     """

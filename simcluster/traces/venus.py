@@ -199,3 +199,41 @@ def _submit_seconds(col: pd.Series, epoch: str, flag) -> pd.Series:
     flag(stamps.isna(), "submit_time", lambda r: f"unparsable time {col[r]!r}")
     seconds = (stamps - pd.Timestamp(epoch)) // pd.Timedelta(seconds=1)
     return seconds.fillna(0).astype(np.int64)
+
+
+def trace_from_frame(jobs: pd.DataFrame, vc_nodes: dict[str, int], *, gpus_per_node: int = 8,
+                     skip_invalid: bool = False, epoch: str = DEFAULT_EPOCH, source: str = "DataFrame") -> Trace:
+    """A trace from a DataFrame with the job log's columns, checked as :func:`load_trace` checks a file.
+
+    ``vc_nodes``: nodes per VC.  A problem names the frame's row (its index label) and the field.
+    """
+    t0 = time.process_time()
+    raw = pd.DataFrame({str(c): _as_text(jobs[c].reset_index(drop=True)) for c in jobs.columns})
+    missing = [c for c in REQUIRED if c not in raw.columns]
+    if missing:
+        raise TraceError(source, f"missing column(s) {', '.join(missing)}; found: {', '.join(map(str, raw.columns))}",
+                         field=missing[0])
+    frame, problems = _validate(raw, dict(vc_nodes), gpus_per_node, epoch)
+    skipped: Counter[str] = Counter()
+    if problems:
+        rows = sorted(problems)
+        if not skip_invalid:
+            fld, msg = problems[rows[0]]
+            more = f" ({len(rows) - 1} more invalid row(s); skip_invalid=True drops them)" if len(rows) > 1 else ""
+            raise TraceError(f"{source} row {jobs.index[rows[0]]!r}", msg + more, field=fld)
+        skipped = Counter(f"{fld}: {msg.split(':')[0]}" for fld, msg in problems.values())
+        frame = frame.drop(index=rows)
+    if frame.empty:
+        raise TraceError(source, "no valid jobs in the trace")
+    frame = frame.sort_values("submit_time", kind="stable").reset_index(drop=True)
+    return Trace(source, frame, dict(vc_nodes), skipped, time.process_time() - t0)
+
+
+def _as_text(column: pd.Series) -> pd.Series:
+    """A column as the text a CSV file would hold: whole floats without ".0", missing values empty."""
+    text = column.astype(str)
+    if pd.api.types.is_float_dtype(column):
+        whole = column.notna() & (column == column.round()) & (column.abs() < 2**53)
+        text[whole] = column[whole].astype(np.int64).astype(str)
+    text[column.isna().to_numpy()] = ""
+    return text

@@ -107,3 +107,48 @@ def test_metadata_names_the_gpus_and_guards_against_mixing_devices(tmp_path: Pat
 def test_a_table_that_does_not_exist_yet_is_empty(tmp_path: Path, kind: str) -> None:
     table = ResultTable(tmp_path / f"{kind}.parquet", kind)
     assert len(table) == 0 and table.status(RESNET.key) is None
+
+
+def test_a_pair_a_little_faster_than_alone_is_flagged_too() -> None:
+    row = pair_row(PairConfig(RESNET, LSTM), outcome(24.6, 30.0), solo=(20.0, 40.0))
+    assert row["status"] == "failed" and "speed1 1.23 above 1.05" in row["error"]
+    assert "solo measurement is suspect" in row["error"]
+
+
+class ScriptedRuns:
+    """``run_jobs`` playing back throughputs: solo runs of ResNet18 and LSTM, then pairs, in order."""
+
+    def __init__(self, solos: dict[str, list[float]], pairs: list[tuple[float, float]]) -> None:
+        self.solos, self.pairs, self.calls = solos, list(pairs), []
+
+    def __call__(self, requests, settings, observer, nvml) -> RunOutcome:
+        self.calls.append(len(requests))
+        if len(requests) == 1:
+            return outcome(self.solos[requests[0].spec.model].pop(0))
+        return outcome(*self.pairs.pop(0))
+
+
+@pytest.mark.parametrize(("second_pair", "status"), [((15.0, 30.0), "ok"), ((24.0, 30.0), "failed")])
+def test_a_pair_faster_shared_than_alone_gets_its_solo_runs_and_itself_measured_again(
+    tmp_path: Path, monkeypatch, second_pair, status
+) -> None:
+    import profiler.pair
+    import profiler.single
+    from profiler.observe import QuietSweepObserver
+    from profiler.runner import RunSettings
+    from workloads import get_workload
+
+    runs = ScriptedRuns({"ResNet18": [16.0, 20.0], "LSTM": [40.0, 40.0]}, [(20.0, 30.0), second_pair])
+    monkeypatch.setattr(profiler.pair, "run_jobs", runs)
+    monkeypatch.setattr(profiler.single, "run_jobs", runs)
+    single, pairs = ResultTable(tmp_path / "single.csv", "single"), ResultTable(tmp_path / "pair.csv", "pair")
+    profiler.pair.sweep_pairs([PairConfig(RESNET, LSTM)], pairs, single, get_workload, RunSettings(),
+                              QuietSweepObserver())
+    assert runs.calls == [1, 1, 2, 1, 1, 2]  # solos, the pair (1.25: too fast), solos again, the pair again
+    assert single.row(RESNET.key)["iters_per_s"] == 20.0
+    row = pairs.row(PairConfig(RESNET, LSTM).key)
+    assert row["status"] == status
+    if status == "ok":
+        assert (row["speed1"], row["speed2"]) == (0.75, 0.75)
+    else:
+        assert "above 1.05" in row["error"]

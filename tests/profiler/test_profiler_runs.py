@@ -104,7 +104,9 @@ def test_two_cpu_workloads_share_the_machine_and_give_a_valid_pair_table(
     )
 
     assert summary.measured == 1
-    assert observer.started == ["TD3 bs8 (alone)", "NeuMF bs8 (alone)", "TD3 bs8 + NeuMF bs8"]
+    # then, if the pair seemed faster shared than alone, both solo runs and the pair once more
+    assert observer.started[:3] == ["TD3 bs8 (alone)", "NeuMF bs8 (alone)", "TD3 bs8 + NeuMF bs8"]
+    assert len(observer.started) in (3, 6)
     solo = read_single_table(single_path)
     assert list(solo["model"]) == ["TD3", "NeuMF"] and set(solo["status"]) == {"ok"}
     row: dict[str, Any] = read_pair_table(pair_path).iloc[0].to_dict()

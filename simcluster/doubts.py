@@ -1,0 +1,74 @@
+"""Doubts about a run's inputs that its figures do not show: said out loud, in ``summary.json``'s ``warnings``.
+
+A sharing run answers every colocation lookup, guessed or measured (:mod:`simcluster.colocation.model`);
+when most answers are the neutral default, or the tables were measured on a CPU, or they claim jobs run
+faster shared than alone, the figures rest on guesses and the reader must be told.
+
+>>> print(fallbacks_warning({"exact": 15_080, "default": 101_453}))
+101,453 of 116,533 colocation lookups (87%) fell back to the neutral default speed: the tables do not know these jobs' workloads, so their slowdowns are guesses
+>>> fallbacks_warning({"exact": 95, "default": 5}) is None
+True
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+DEFAULT_SHARE_LIMIT = 0.10  # a run whose lookups fall back to the neutral default more often is flagged
+SUSPECT_SPEED = 1.05  # a pair "faster shared than alone" by more than measurement noise
+
+
+def fallbacks_warning(counts: dict[str, int], limit: float = DEFAULT_SHARE_LIMIT) -> str | None:
+    """A warning when more than ``limit`` of the pair lookups fell back to the neutral default."""
+    total, default = sum(counts.values()), counts.get("default", 0)
+    if not total or default / total <= limit:
+        return None
+    return (f"{default:,} of {total:,} colocation lookups ({default / total:.0%}) fell back to the neutral default "
+            "speed: the tables do not know these jobs' workloads, so their slowdowns are guesses")
+
+
+def table_warnings(spec: str) -> list[str]:
+    """Doubts about the colocation tables of folder ``spec`` (nothing for 'default' or 'lucid')."""
+    folder = Path(spec)
+    if spec in ("default", "lucid") or not folder.is_dir():
+        return []
+    found = []
+    metadata = _metadata(folder)
+    if metadata is not None and metadata.get("measured") is False:
+        device = metadata.get("device_name") or "not a GPU"
+        found.append(f"colocation tables in {folder} were measured on {device} (metadata.json: measured false): "
+                     "their speeds do not describe jobs sharing a GPU")
+    fast = _fast_pairs(folder)
+    if fast:
+        count, total, top = fast
+        found.append(f"{count} of {total} measured pairs in {folder} run faster shared than alone (speed up to "
+                     f"{top:.2f} > {SUSPECT_SPEED:g}): a solo run measured too slow; the simulator caps speeds at 1. "
+                     "Profile them again (lucid-profile pair measures a pair again when it seems faster shared)")
+    return found
+
+
+def _metadata(folder: Path) -> dict[str, Any] | None:
+    try:
+        document = json.loads((folder / "metadata.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return document if isinstance(document, dict) else None
+
+
+def _fast_pairs(folder: Path) -> tuple[int, int, float] | None:
+    """(pairs faster than SUSPECT_SPEED, measured pairs, the fastest speed), or None if there are none."""
+    import pandas as pd
+
+    path = next((p for p in (folder / "pair.csv", folder / "pair.parquet") if p.is_file()), None)
+    if path is None:
+        return None
+    try:
+        table = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
+        ok = table[table["status"] == "ok"]
+        speeds = ok[["speed1", "speed2"]].astype(float).max(axis=1)
+    except (OSError, ValueError, KeyError):
+        return None  # the model's own loader reports a malformed table
+    fast = speeds > SUSPECT_SPEED
+    return (int(fast.sum()), len(ok), float(speeds.max())) if fast.any() else None

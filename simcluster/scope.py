@@ -1,0 +1,224 @@
+"""Which settings a run reads, so that a setting it ignores is never recorded as if it were used.
+
+Every :class:`~simcluster.config.SimConfig` field has a *reader*: a test on the run (which engine runs
+it, which policy class, the other settings) that says whether the run reads the field.  A field that
+has no entry of its own in :data:`READERS` gets its help panel's reader (:data:`PANEL_READERS`): a
+new tiresias setting is read by tiresias, a new sharing setting by the sharing policies.
+
+A setting that differs from its default and that the run does not read is
+
+* an **error** when ignoring it would simulate another system than the one asked for (``--cluster``
+  on an event-driven policy runs on the trace's own GPUs; ``--node-mtbf`` on the round-based engine,
+  which has no failures);
+* a **warning** otherwise (``--quantum`` under fifo changes nothing): printed, and kept in
+  ``summary.json`` under ``warnings``.
+
+>>> from simcluster.config import SimConfig
+>>> [str(u) for u in unused_settings(SimConfig(policy="fifo", quantum=30), "events")]
+['--quantum 30 is ignored: fifo does not read it (read by tiresias, tiresias-gittins)']
+>>> unused_settings(SimConfig(policy="tiresias", quantum=30), "events")
+[]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from simcluster.config import (
+    CLUSTER,
+    ESTIMATES,
+    FAILURES,
+    HETERO,
+    LUCID,
+    POLICY,
+    SHARING,
+    TIRESIAS,
+    SimConfig,
+    knobs,
+)
+
+EVENTS, ROUNDS = "events", "rounds"  # the event-driven engine (one policy per VC) and Gavel's round-based one
+
+
+@dataclass(frozen=True)
+class Run:
+    """What a reader looks at: the engine, the policy's class (event-driven engine only) and the settings."""
+
+    engine: str
+    policy: type | None
+    config: SimConfig
+
+
+@dataclass(frozen=True)
+class Reader:
+    """Whether a run reads a setting (``reads``), and whether ignoring it is an error."""
+
+    reads: Callable[[Run], bool]
+    error: bool = False
+
+
+def _events(run: Run) -> bool:
+    return run.engine == EVENTS
+
+
+def _policy(test: Callable[[type], bool]) -> Callable[[Run], bool]:
+    return lambda run: run.engine == EVENTS and run.policy is not None and test(run.policy)
+
+
+def _subclass_of(*names: str) -> Callable[[type], bool]:
+    return lambda cls: any(c.__name__ in names for c in cls.__mro__)
+
+
+_TIRESIAS = _subclass_of("Tiresias")
+_LUCID = _subclass_of("Lucid")
+# the estimate-driven policies and the estimator each uses for ``--estimator auto``
+_ESTIMATOR_DEFAULTS = {"QuasiShortestServiceFirst": "oracle", "Lucid": "ebm"}
+
+
+def _estimator(run: Run) -> str | None:
+    """The estimator the run's policy uses, or None for a policy that uses none."""
+    if run.engine != EVENTS or run.policy is None:
+        return None
+    default = next((d for c in run.policy.__mro__ if (d := _ESTIMATOR_DEFAULTS.get(c.__name__))), None)
+    if default is None:
+        return None
+    return default if run.config.estimator == "auto" else run.config.estimator
+
+
+def _always(run: Run) -> bool:
+    return True
+
+
+PANEL_READERS: dict[str, Reader] = {
+    POLICY: Reader(_events),
+    CLUSTER: Reader(_events),
+    FAILURES: Reader(_events),
+    TIRESIAS: Reader(_policy(_TIRESIAS)),
+    ESTIMATES: Reader(lambda run: _estimator(run) is not None),
+    SHARING: Reader(_policy(lambda cls: cls.shares_gpus)),
+    LUCID: Reader(_policy(_LUCID)),
+    HETERO: Reader(lambda run: run.engine == ROUNDS),
+}
+
+READERS: dict[str, Reader] = {
+    "policy": Reader(_always),
+    "seed": Reader(_always),
+    "gpus_per_node": Reader(_always),  # also how the round-based engine sees a Venus trace's GPUs
+    "cluster": Reader(PANEL_READERS[HETERO].reads, error=True),
+    "node_mtbf": Reader(_events, error=True),
+    "node_repair": Reader(lambda run: _events(run) and run.config.node_mtbf > 0),
+    "checkpoint_interval": Reader(lambda run: _events(run) and run.config.node_mtbf > 0),
+    "preempt_overhead_small": Reader(_policy(lambda cls: cls.preemptive)),
+    "preempt_overhead_large": Reader(_policy(lambda cls: cls.preemptive)),
+    "estimates": Reader(lambda run: _estimator(run) == "file"),
+    "retrain_interval": Reader(lambda run: _estimator(run) == "ebm"),
+}
+
+
+def reader(name: str) -> Reader:
+    """The reader of setting ``name``: its own, else its help panel's, else "every run reads it"."""
+    if name in READERS:
+        return READERS[name]
+    return PANEL_READERS.get(knobs()[name].metadata["panel"], Reader(_always))
+
+
+@dataclass(frozen=True)
+class Unused:
+    """A setting given (not the default) that the run does not read."""
+
+    name: str
+    value: Any
+    error: bool
+    policy: str
+    readers: str  # who reads it, e.g. "tiresias, tiresias-gittins"
+
+    @property
+    def option(self) -> str:
+        return knobs()[self.name].metadata["cli"] or "--" + self.name.replace("_", "-")
+
+    def __str__(self) -> str:
+        value = ",".join(f"{v:g}" for v in self.value) if isinstance(self.value, tuple) else (
+            f"{self.value:g}" if isinstance(self.value, float) else self.value)
+        given = self.option if self.value is True else (
+            "--no-" + self.option[2:] if self.value is False else f"{self.option} {value}")
+        if self.error:
+            return (f"{given} applies only to {self.readers}; {self.policy} would ignore it, so the run would not "
+                    f"be the one its summary records. Drop {self.option}, or choose a policy that reads it")
+        return f"{given} is ignored: {self.policy} does not read it (read by {self.readers})"
+
+
+def engine_of(trace: Any, config: SimConfig) -> str:
+    """The engine that runs ``trace`` under ``config``: ``rounds`` (Gavel's) or ``events``."""
+    from simcluster.hetero.run import wants_rounds
+
+    return ROUNDS if wants_rounds(trace, config) else EVENTS
+
+
+def unused_settings(config: SimConfig, engine: str, names: Iterable[str] | None = None) -> list[Unused]:
+    """The settings among ``names`` (default: every setting that is not its default) that a run of
+    ``config`` on ``engine`` does not read.  A sweep may pass its ``--set`` keys as ``names``."""
+    defaults = SimConfig()
+    if names is None:
+        names = [n for n in knobs() if getattr(config, n) != getattr(defaults, n)]
+    run = _run(engine, config)
+    found = []
+    for name in names:
+        rule = reader(name)
+        if not rule.reads(run):
+            found.append(Unused(name, getattr(config, name), rule.error, _describe_policy(run),
+                                _readers(name, config)))
+    return found
+
+
+def check_settings(trace: Any, config: SimConfig) -> list[str]:
+    """Raise :class:`~simcluster.config.ConfigError` for a given setting the run would ignore where that
+    changes what is simulated; return the warnings for the harmless ones."""
+    from simcluster.config import ConfigError
+
+    unused = unused_settings(config, engine_of(trace, config))
+    errors = [str(u) for u in unused if u.error]
+    if errors:
+        raise ConfigError("; ".join(errors))
+    return [str(u) for u in unused]
+
+
+def _run(engine: str, config: SimConfig) -> Run:
+    policy = None
+    if engine == EVENTS:
+        from simcluster.policies import POLICIES
+
+        policy = POLICIES.get(config.policy) if config.policy in POLICIES.names() else None
+    return Run(engine, policy, config)
+
+
+def _describe_policy(run: Run) -> str:
+    if run.engine == ROUNDS:
+        return f"{run.config.policy} (round-based engine)"
+    return run.config.policy
+
+
+def _readers(name: str, config: SimConfig) -> str:
+    """Who would read setting ``name`` (with the other settings of ``config``), for the message."""
+    from simcluster.policies import POLICIES
+
+    if name in _CONDITIONS:
+        return _CONDITIONS[name]
+    rule = reader(name)
+    policies = [p for p in POLICIES.names() if rule.reads(Run(EVENTS, POLICIES.get(p), config))]
+    rounds = rule.reads(Run(ROUNDS, None, config))
+    if rounds and not policies:
+        return ("the round-based engine (Gavel's policies in `lucid-sim policies`, and heterogeneous traces: "
+                "Gavel .trace, openb), not to event-driven policies, which run on the trace's own GPUs")
+    if len(policies) == len(POLICIES.names()):
+        return "the event-driven policies" + ("" if rounds else ", not the round-based engine")
+    return ", ".join(policies) or "no policy"
+
+
+_CONDITIONS = {  # settings read only together with another one
+    "node_repair": "runs with node failures (--node-mtbf > 0)",
+    "checkpoint_interval": "runs with node failures (--node-mtbf > 0)",
+    "estimates": "qssf and lucid with --estimator file",
+    "retrain_interval": "the ebm estimator (lucid's default; qssf with --estimator ebm)",
+}
