@@ -43,6 +43,9 @@ def simulate(trace: Trace, config: SimConfig | None = None, observers: Iterable[
     from simcluster.hetero.run import simulate_hetero, wants_rounds  # heterogeneous clusters
 
     if wants_rounds(trace, config):
+        if config.until or config.spread_penalty:  # the round-based engine has neither (yet): never silently
+            raise ValueError("--until and --spread-penalty apply to event-driven runs only, not to the round-based "
+                             "engine of heterogeneous clusters and Gavel's policies")
         return RunResult(*simulate_hetero(trace, config, observers))
     throughput_log = getattr(trace, "throughput_log", None)
     if config.throughput_history is None and throughput_log:  # the cluster's own log, for lucid's forecast

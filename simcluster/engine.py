@@ -146,7 +146,7 @@ class Simulation:
     >>> sim = Simulation(jobs, {"a": 2}, SimConfig(policy="fifo"))
     >>> sim.run()
     >>> [(j.start_time, j.end_time) for j in jobs]
-    [(0, 100.0), (0, 100.0), (100.0, 200.0)]
+    [(0.0, 100.0), (0.0, 100.0), (100.0, 200.0)]
     """
 
     def __init__(

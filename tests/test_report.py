@@ -17,7 +17,7 @@ from simcluster.api import simulate
 from simcluster.cli import app
 from simcluster.config import SimConfig
 from simcluster.experiments import plots
-from simcluster.experiments.report import PLOTS, ReportError, rich_table, short_labels, write_report
+from simcluster.experiments.report import PLOTS, ReportError, rich_table, write_report
 from simcluster.experiments.sweep import build_grid, parse_sets, read_runs, run_sweep
 from simcluster.results import write_run
 from simcluster.traces.synth import SynthSpec, synthesize
@@ -166,7 +166,6 @@ def test_the_cli_report_prints_the_table_at_80_columns(two_runs, tmp_path):
     assert table and max(map(len, table)) <= 80
 
 
-def test_time_weighted_bins_and_short_labels():
+def test_time_weighted_bins():
     assert plots.binned_mean(np.array([0.0, 10.0]), np.array([2.0, 4.0]), np.array([0.0, 5.0, 20.0])).tolist() \
         == [2.0, (2.0 * 5 + 4.0 * 10) / 15]
-    assert short_labels(["t-fifo-seed1", "t-sjf-seed1", "t-sjf-seed2"]) == ["fifo-seed1", "sjf-seed1", "sjf-seed2"]

@@ -125,7 +125,10 @@ class RayBackend:
             log.parent.mkdir(parents=True, exist_ok=True)
         self._log = log
         self._conn, child = multiprocessing.Pipe()
-        self._driver = _context().Process(target=_ray_driver, args=(child, address, workers, log and str(log)),
+        # this process's environment as it is now (ray.init may have added its cluster's token to it): a
+        # fork server started earlier would hand the child its own, older one
+        self._driver = _context().Process(target=_ray_driver, args=(child, address, workers, log and str(log),
+                                                                    dict(os.environ)),
                                           name="simcluster-ray-driver", daemon=True)
         self._driver.start()
         child.close()
@@ -213,13 +216,16 @@ def _context() -> Any:
     return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
 
 
-def _ray_driver(conn: Connection, address: str | None, workers: int | None, log: str | None) -> None:
+def _ray_driver(conn: Connection, address: str | None, workers: int | None, log: str | None,
+                environ: dict[str, str]) -> None:
     """The child process that runs Ray's driver: submits calls as tasks and sends back their outcomes.
 
     Messages in: ``("submit", id, fn, args)``, ``("close", cancel)``; out: ``("ready", cpus)`` or
     ``("failed", why)`` once, then ``("done", id, ok, value or exception)`` per call.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the sweep's to handle; it tells us to close
+    os.environ.clear()
+    os.environ.update(environ)
     if log is not None:
         _redirect_output(log)
     try:

@@ -215,7 +215,8 @@ def rich_table(table: pd.DataFrame, width: int = 80) -> Any:
               for label, trace in zip(rows["label"], rows["trace"])]
     label_width = max(max(map(len, labels), default=5), len(_HEADERS["label"]), *(
         len(t) for t in traces if len(traces) > 1))
-    label_width = min(label_width, max(24, width // 2))
+    longest_word = max((len(w) for label in labels for w in label.split()), default=5)
+    label_width = min(label_width, max(24, longest_word, width * 2 // 5))  # wraps between words, never inside
     used = 1 + label_width + 3
     columns = ["label"]
     if per_vc:
@@ -259,20 +260,6 @@ def _spread(values: np.ndarray) -> plots.Spread:
     if not len(finite):
         return (np.nan, np.nan, np.nan)
     return (float(finite.mean()), float(finite.min()), float(finite.max()))
-
-
-def short_labels(labels: Sequence[str]) -> list[str]:
-    """Drop the '-'-separated parts every label shares (the trace, a constant setting...).
-
-    >>> short_labels(["venus-fifo-seed1", "venus-sjf-seed1"])
-    ['fifo', 'sjf']
-    """
-    parts = [label.split("-") for label in labels]
-    if len(parts) < 2 or len({len(p) for p in parts}) != 1:
-        return list(labels)
-    keep = [i for i in range(len(parts[0])) if len({p[i] for p in parts}) > 1]
-    short = ["-".join(p[i] for i in keep) or label for p, label in zip(parts, labels)]
-    return short if len(set(short)) == len(short) else list(labels)
 
 
 def render_plots(groups: Sequence[Configuration]) -> dict[str, bytes]:

@@ -211,7 +211,7 @@ def absolute_paths(config: SimConfig) -> SimConfig:
     (a colocation keyword, a cluster spec such as ``v100:4``); for the settings that only ever
     name a file, a missing one is an error now rather than in every worker.
     """
-    changes = {}
+    changes: dict[str, Any] = {}
     for name, keywords in PATH_SETTINGS.items():
         value = getattr(config, name)
         if not value or value in keywords:
