@@ -20,6 +20,7 @@ from simcluster.colocation.loader import ColocationModel
 from simcluster.config import SimConfig
 from simcluster.engine import Simulation
 from simcluster.metrics import ClusterTimeline, FinishedJobs, Observer
+from simcluster.metrics.fairness import finish_time_fairness, users_table
 from simcluster.metrics.summary import jobs_frame, summarize
 from simcluster.scope import check_settings
 from simcluster.traces import Trace
@@ -34,7 +35,8 @@ class RunResult:
     summary: dict[str, Any]  # the figures, the settings and the warnings (summary.json)
 
     def tables(self) -> dict[str, pd.DataFrame]:
-        return {"jobs": self.jobs, "timeline": self.timeline}
+        """The run folder's tables: jobs, timeline, and users (per-user figures, :func:`users_table`)."""
+        return {"jobs": self.jobs, "timeline": self.timeline, "users": users_table(self.jobs)}
 
 
 def load_trace(trace: str | os.PathLike[str] | pd.DataFrame,
@@ -82,6 +84,9 @@ def simulate(trace: Trace, config: SimConfig | None = None, observers: Iterable[
 
     warnings = check_settings(trace, config)  # a given setting the run would ignore: error or warning
     if wants_rounds(trace, config):
+        if config.until or config.spread_penalty:  # the round-based engine has neither (yet): never silently
+            raise ValueError("--until and --spread-penalty apply to event-driven runs only, not to the round-based "
+                             "engine of heterogeneous clusters and Gavel's policies")
         result = RunResult(*simulate_hetero(trace, config, observers))
         result.summary["warnings"] = warnings
         return result
@@ -96,7 +101,8 @@ def simulate(trace: Trace, config: SimConfig | None = None, observers: Iterable[
         sim.run()
     sim_cpu = time.process_time() - cpu0
 
-    frame = jobs_frame(finished.jobs)
+    left = sim.unfinished()  # only when the run stopped at --until or gave up on jobs
+    frame = jobs_frame(finished.jobs + left, now=sim.env.now, left_at=sim.abandoned)
     series = pd.DataFrame(
         {"time": timeline.time, "busy_gpus": timeline.used_gpus, "shared_gpus": timeline.shared_gpus,
          "running_jobs": timeline.running, "pending_jobs": timeline.pending}
@@ -104,18 +110,24 @@ def simulate(trace: Trace, config: SimConfig | None = None, observers: Iterable[
     partitions = sim.policy.partitions()
     vc_gpus = {name: vc.total_gpus for name, vc in sim.cluster.vcs.items() if name not in partitions}
     partition_gpus = sum(vc.total_gpus for name, vc in sim.cluster.vcs.items() if name in partitions)
-    end = float(frame["end_time"].max()) if len(frame) else sim.env.now
+    frame["rho"] = finish_time_fairness(frame, vc_gpus)
+    end = float(frame["end_time"].max()) if len(frame) and not left else sim.env.now
     vc_sharing = {name: vc.sharing_seconds(end) for name, vc in sim.cluster.vcs.items()}
     sharing = {}
     if sim.colocation is not None:
         sharing = {"colocation": sim.colocation.source, "colocation_fallbacks": sim.colocation.fallback_counts()}
         warnings += colocation_warnings(config.colocation, sim.colocation.fallback_counts())
+    stopped: dict[str, Any] = {}
+    if left or config.until:
+        stopped = {"stopped_at": sim.env.now, "unfinished_jobs": len(left),
+                   "unsubmitted_jobs": len(jobs) - len(finished.jobs) - len(left),
+                   "abandoned_jobs": [j.job_id for j in sorted(sim.abandoned, key=lambda j: j.index)]}
     summary = summarize(
-        frame, vc_gpus, vc_sharing, partition_gpus,
+        frame, vc_gpus, vc_sharing, partition_gpus, sim.env.now if left else None,
         policy=config.policy, placement=config.placement, trace=trace.source, seed=config.seed,
         gpus=sum(vc_gpus.values()) + partition_gpus, node_failures=finished.node_failures,
         sim_cpu_seconds=sim_cpu, load_cpu_seconds=trace.load_cpu_seconds,
-        skipped_rows=dict(trace.skipped), config=config.as_dict(), **sim.policy.report(), **sharing,
+        skipped_rows=dict(trace.skipped), config=config.as_dict(), **sim.policy.report(), **sharing, **stopped,
         warnings=warnings,
     )
     return RunResult(frame, series, summary)

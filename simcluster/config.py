@@ -45,12 +45,28 @@ class SimConfig:
     policy: str = setting("fifo", "Scheduling policy (see `lucid-sim policies`).")
     placement: str = setting("consolidate", "Placement (see `lucid-sim placements`).")
     seed: int = setting(0, "Seed for every random choice (placement, failures, learners).")
+    until: float = setting(
+        0.0, "Simulated-time horizon: stop the run this many seconds after the first submission and report the "
+        "jobs not finished by then (0 = run until every job finishes).", POLICY, min=0,
+    )
     gpus_per_node: int = setting(8, "GPUs in every node.", CLUSTER, min=1)
+    spread_penalty: float = setting(
+        0.0, "Network-locality cost: a job whose GPUs span k > 1 nodes runs at speed 1/(1 + penalty) (0 = off, "
+        "as the published simulators).", CLUSTER, min=0,
+    )
     node_mtbf: float = setting(0.0, "Mean seconds between failures of a node; 0 = nodes never fail.", FAILURES, min=0)
     node_repair: float = setting(3600.0, "Seconds a failed node is down before it is repaired.", FAILURES, min=0)
     checkpoint_interval: float = setting(
         0.0, "Seconds of progress between periodic checkpoints; a failure loses the work since the last one "
         "(0 = only preemptions checkpoint).", FAILURES, min=0,
+    )
+    restart_limit: int = setting(
+        50, "No-progress guard: a job evicted by node failures this many times in a row without its checkpointed "
+        "progress advancing triggers --on-no-progress (0 = no guard).", FAILURES, min=0,
+    )
+    on_no_progress: str = setting(
+        "stop", "What the no-progress guard does: stop (end the run with an error naming the job) or abandon "
+        "(take the job out; it is reported unfinished).", FAILURES, choices=("stop", "abandon"),
     )
     preempt_overhead_small: float = setting(
         40.0, "Checkpoint/restore seconds charged per preemption, jobs of ≤ 8 GPUs.", FAILURES, min=0)

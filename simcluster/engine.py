@@ -9,10 +9,21 @@ events; the scheduler's wake-up is scheduled with a *later* priority than
 any of them (:data:`LATE`), so at time t every job finishing at t has freed
 its GPUs and every job submitted at t has joined its queue before the policy
 runs — once, for every VC where something changed.
+
+Three optional limits, all off by default so the published simulators' figures hold:
+
+- ``spread_penalty`` (network locality): a job whose GPUs span k > 1 nodes runs at speed
+  1/(1 + penalty) for as long as it holds them (times its sharing slowdown, if any), so a placement
+  that spreads jobs costs time.  The penalty does not depend on k: one slower interconnect hop.
+- ``until`` (a horizon): the run stops ``until`` seconds after the first submission, once
+  everything of that instant has happened (:data:`HORIZON`); jobs not finished are left as they
+  are and reported unfinished (:meth:`Simulation.unfinished`).
+- ``restart_limit`` (no progress under failures): see :meth:`Simulation._gives_up_on`.
 """
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Generator, Iterable
 from dataclasses import dataclass
@@ -31,10 +42,11 @@ from simcluster.policies import POLICIES
 from simcluster.queue import JobQueue
 
 LATE = 2  # SimPy's own priorities are URGENT=0 and NORMAL=1
+HORIZON = 3  # the --until stop: after everything else of its instant, the scheduler's pass included
 Process = Generator[simpy.Event, Any, None]  # the life story of a SimPy process
 
 
-def trigger_late(event: simpy.Event, delay: float = 0.0) -> None:
+def trigger_late(event: simpy.Event, delay: float = 0.0, priority: int = LATE) -> None:
     """Succeed ``event`` after ``delay``, but after every ordinary event of that instant.
 
     SimPy's public ``succeed`` always uses NORMAL priority; this mirrors what
@@ -42,7 +54,7 @@ def trigger_late(event: simpy.Event, delay: float = 0.0) -> None:
     """
     event._ok = True
     event._value = None
-    event.env.schedule(event, cast(Any, LATE), delay)
+    event.env.schedule(event, cast(Any, priority), delay)
 
 
 @dataclass(frozen=True)
@@ -74,8 +86,19 @@ class NodeFailed:
     node: str
 
 
+@dataclass(frozen=True)
+class Abandoned:
+    """Interrupt cause: the no-progress guard gave up on the job (``--on-no-progress abandon``)."""
+
+
 class SimulationStalled(RuntimeError):
     pass
+
+
+class NoProgressError(ValueError):
+    """A job keeps being evicted by node failures without its checkpointed progress advancing: under
+    these settings (failure rate, checkpoint interval) the run would not end.  A ValueError, as bad
+    settings are: the command line reports it with exit code 2, a sweep records the run as failed."""
 
 
 class _VcContext:
@@ -174,6 +197,10 @@ class Simulation:
         self._unfinished = len(jobs)
         self._all_done = self.env.event()
         self.running = self.pending = 0
+        # no-progress guard: job → (checkpointed progress after its last eviction, evictions in a row
+        # that did not advance it); jobs the guard gave up on, with when
+        self._futile: dict[Job, tuple[float, int]] = {}
+        self.abandoned: dict[Job, float] = {}
 
     def _now(self) -> float:
         return self.env.now
@@ -187,8 +214,13 @@ class Simulation:
             env.process(self._node_life(node, random.Random(f"{self.config.seed}:{node.name}")))
         if not self._unfinished:
             return
+        stop: simpy.Event = self._all_done
+        if self.config.until > 0:
+            horizon = env.event()
+            trigger_late(horizon, self.config.until, HORIZON)
+            stop = env.any_of([self._all_done, horizon])
         try:
-            env.run(until=self._all_done)
+            env.run(until=stop)
         except RuntimeError as exc:  # SimPy: no events left, yet jobs remain
             stuck = [j.job_id for j in self.jobs if j.state is not JobState.FINISHED][:5]
             raise SimulationStalled(f"simulation stalled at t={env.now}: jobs {stuck} can never run") from exc
@@ -217,7 +249,9 @@ class Simulation:
             try:
                 yield job.started  # at once if we are already running (a rate change)
                 yield self.env.timeout(job.time_left())
-            except simpy.Interrupt:
+            except simpy.Interrupt as stop:
+                if isinstance(stop.cause, Abandoned):
+                    return
                 continue  # preempted, evicted, moved or re-timed: whoever did it already updated our state
             self._finish(job, self.cluster.vcs[job.queue_vc])
             return
@@ -270,6 +304,7 @@ class Simulation:
         vc.pending.remove(job)
         vc.running[job] = None
         job.start(now)
+        job.speed = self._spread_speed(job)
         job.started.succeed()
         self.running += 1
         self.pending -= 1
@@ -308,12 +343,64 @@ class Simulation:
 
     def _evict(self, job: Job, cause: NodeFailed) -> None:
         vc = self.cluster.vcs[job.queue_vc]
+        nodes = len(job.allocation)
         self._stop(job, vc, lose_since_checkpoint=self.config.checkpoint_interval)
         job.restarts += 1
-        job.process.interrupt(cause)
+        if self._gives_up_on(job, nodes):
+            self._abandon(job, vc)
+        else:
+            job.process.interrupt(cause)
         for hook in self._on_restart:
             hook(job, self.env.now)
         self._request_pass(vc)
+
+    def _gives_up_on(self, job: Job, nodes: int) -> bool:
+        """The no-progress guard, after an eviction by a node failure.
+
+        A job is *making no progress* when ``restart_limit`` evictions in a row left its checkpointed
+        progress (what it keeps: its last periodic checkpoint or preemption) no further than after
+        the eviction before (or than 0, before its first).  Then ``on_no_progress`` decides:
+        ``stop`` raises :class:`NoProgressError`, ``abandon`` returns True (the job is taken out).
+        """
+        limit = self.config.restart_limit
+        if not limit:
+            return False
+        kept = job.progress  # what the eviction left it: its checkpointed progress
+        last, in_a_row = self._futile.get(job, (0.0, 0))
+        in_a_row = in_a_row + 1 if kept <= last else 0
+        self._futile[job] = (max(kept, last), in_a_row)
+        if in_a_row < limit:
+            return False
+        if self.config.on_no_progress == "stop":
+            raise NoProgressError(self._no_progress_message(job, nodes, in_a_row))
+        return True
+
+    def _no_progress_message(self, job: Job, nodes: int, evictions: int) -> str:
+        c = self.config
+        need = min(c.checkpoint_interval or job.work_left, job.work_left)  # failure-free seconds it needs
+        survives = math.exp(-nodes * need / c.node_mtbf)
+        return (f"no progress under node failures: job {job.job_id} ({job.gpu_num} GPUs on {nodes} node(s)) was "
+                f"evicted {evictions} times in a row (t={self.env.now:,.0f} s) without its checkpointed progress "
+                f"advancing beyond {job.progress:,.0f} of {job.duration:,} s. A run must last {need:,.0f} s to "
+                f"keep progress; with --node-mtbf {c.node_mtbf:g} it survives on {nodes} node(s) with probability "
+                f"exp(-{nodes}×{need:.0f}/{c.node_mtbf:g}) = {survives:.2g}. Raise --node-mtbf, shorten "
+                f"--checkpoint-interval, or give --on-no-progress abandon (such jobs are reported unfinished) or "
+                f"--until SECONDS; --restart-limit {c.restart_limit} sets this guard (0: off).")
+
+    def _abandon(self, job: Job, vc: VirtualCluster) -> None:
+        """Take an evicted (queued) job out of the simulation for good; it is reported unfinished."""
+        vc.pending.remove(job)
+        self.pending -= 1
+        self.abandoned[job] = self.env.now
+        job.process.interrupt(Abandoned())
+        self._futile.pop(job, None)
+        self._unfinished -= 1
+        if not self._unfinished:
+            self._all_done.succeed()
+
+    def unfinished(self) -> list[Job]:
+        """Jobs submitted but not finished when the run ended (a horizon, or abandoned), in trace order."""
+        return [j for j in self.jobs if j.state is not JobState.FINISHED and (j.process is not None)]
 
     def _stop(self, job: Job, vc: VirtualCluster, overhead: float = 0.0,
               lose_since_checkpoint: float | None = None) -> None:
@@ -343,9 +430,17 @@ class Simulation:
     def _partners(job: Job) -> set[Job]:
         return {other for node, _ in job.allocation for other in node.partners(job)}
 
+    def _spread_speed(self, job: Job) -> float:
+        """1/(1 + spread_penalty) for a job holding GPUs on more than one node, else 1."""
+        penalty = self.config.spread_penalty
+        if penalty and len({id(node) for node, _ in job.allocation}) > 1:
+            return 1.0 / (1.0 + penalty)
+        return 1.0
+
     def _speed_of(self, job: Job) -> tuple[float, bool]:
         """A job runs at the pace of its slowest GPU; on a GPU it shares, its speed is the
-        product of its pairwise speeds with each partner there (the colocation table's measure)."""
+        product of its pairwise speeds with each partner there (the colocation table's measure),
+        times its spread speed (:meth:`_spread_speed`)."""
         model = self.colocation
         assert model is not None
         slowest, sharing = 1.0, False
@@ -361,7 +456,7 @@ class Simulation:
                         speed *= model.pair_speeds(job.workload or UNKNOWN, job.gpu_num,
                                                    other.workload or UNKNOWN, other.gpu_num)[0]
                 slowest = min(slowest, speed)
-        return slowest, sharing
+        return slowest * self._spread_speed(job), sharing
 
     def _retime(self, jobs: Iterable[Job]) -> None:
         """Give running ``jobs`` their current speed; a job whose speed changed is re-timed by interrupt."""
@@ -382,6 +477,7 @@ class Simulation:
         job.finish(now)
         self._release(job, vc)
         job.process = job.started = None  # a finished job keeps no SimPy objects alive
+        self._futile.pop(job, None)
         self.policy.on_finish(job, now)
         for hook in self._on_finish:
             hook(job, now)

@@ -102,14 +102,28 @@ PANEL_READERS: dict[str, Reader] = {
     HETERO: Reader(lambda run: run.engine == ROUNDS),
 }
 
+def _draws_random(run: Run) -> bool:
+    """Whether a random choice of the run depends on the seed: random placement, node failures, learned
+    models (the ebm estimator, lucid's models), or the round-based engine (agnostic policies draw GPU types)."""
+    config = run.config
+    if run.engine == ROUNDS:
+        return True
+    return (config.placement == "random" or config.node_mtbf > 0 or _estimator(run) == "ebm"
+            or (run.policy is not None and _LUCID(run.policy)))
+
+
+_WITH_FAILURES = Reader(lambda run: _events(run) and run.config.node_mtbf > 0)
+
 READERS: dict[str, Reader] = {
     "policy": Reader(_always),
-    "seed": Reader(_always),
+    "seed": Reader(_draws_random),
     "gpus_per_node": Reader(_always),  # also how the round-based engine sees a Venus trace's GPUs
     "cluster": Reader(PANEL_READERS[HETERO].reads, error=True),
     "node_mtbf": Reader(_events, error=True),
-    "node_repair": Reader(lambda run: _events(run) and run.config.node_mtbf > 0),
-    "checkpoint_interval": Reader(lambda run: _events(run) and run.config.node_mtbf > 0),
+    "node_repair": _WITH_FAILURES,
+    "checkpoint_interval": _WITH_FAILURES,
+    "restart_limit": _WITH_FAILURES,
+    "on_no_progress": _WITH_FAILURES,
     "preempt_overhead_small": Reader(_policy(lambda cls: cls.preemptive)),
     "preempt_overhead_large": Reader(_policy(lambda cls: cls.preemptive)),
     "estimates": Reader(lambda run: _estimator(run) == "file"),
@@ -172,6 +186,24 @@ def unused_settings(config: SimConfig, engine: str, names: Iterable[str] | None 
     return found
 
 
+def settings_read(config: SimConfig, rounds: bool = False) -> frozenset[str]:
+    """The settings that can change the results of a run of ``config`` (on the round-based engine if
+    ``rounds``): what a sweep compares to say that a ``--set`` key or the seed changes nothing.
+
+    >>> sorted(settings_read(SimConfig(policy="fifo")) & {"estimator", "quantum", "seed", "placement"})
+    ['placement']
+    >>> "seed" in settings_read(SimConfig(policy="fifo", placement="random"))
+    True
+    """
+    run = _run(ROUNDS if rounds else EVENTS, config)
+    return frozenset(name for name in knobs() if reader(name).reads(run))
+
+
+def why_seed_is_ignored(config: SimConfig) -> str:
+    """A short reason, for a note: what would have drawn random numbers and does not here."""
+    return f"{config.policy} with {config.placement} placement and no node failures draws no random numbers"
+
+
 def check_settings(trace: Any, config: SimConfig) -> list[str]:
     """Raise :class:`~simcluster.config.ConfigError` for a given setting the run would ignore where that
     changes what is simulated; return the warnings for the harmless ones."""
@@ -217,8 +249,11 @@ def _readers(name: str, config: SimConfig) -> str:
 
 
 _CONDITIONS = {  # settings read only together with another one
+    "seed": "random placement, node failures, learned models (lucid, --estimator ebm) and Gavel's policies",
     "node_repair": "runs with node failures (--node-mtbf > 0)",
     "checkpoint_interval": "runs with node failures (--node-mtbf > 0)",
+    "restart_limit": "runs with node failures (--node-mtbf > 0)",
+    "on_no_progress": "runs with node failures (--node-mtbf > 0)",
     "estimates": "qssf and lucid with --estimator file",
     "retrain_interval": "the ebm estimator (lucid's default; qssf with --estimator ebm)",
 }

@@ -1,4 +1,5 @@
-"""Reports: the comparison table (CSV, Markdown, HTML) and every plot, rendered and checked as images."""
+"""Reports: configurations (trace + settings) with seeds aggregated, a baseline, the table at 80 columns,
+and every plot, rendered and checked as images."""
 
 from __future__ import annotations
 
@@ -9,16 +10,19 @@ import matplotlib.image
 import numpy as np
 import pandas as pd
 import pytest
+from rich.console import Console
 from typer.testing import CliRunner
 
 from simcluster.api import simulate
 from simcluster.cli import app
 from simcluster.config import SimConfig
 from simcluster.experiments import plots
-from simcluster.experiments.report import PLOTS, ReportError, short_labels, write_report
-from simcluster.experiments.sweep import build_grid, run_sweep
+from simcluster.experiments.report import PLOTS, ReportError, rich_table, write_report
+from simcluster.experiments.sweep import build_grid, parse_sets, read_runs, run_sweep
 from simcluster.results import write_run
 from simcluster.traces.synth import SynthSpec, synthesize
+
+TRACE_A, TRACE_B = "synth:jobs=80,nodes=4,vcs=2,seed=1", "synth:jobs=80,nodes=4,vcs=2,seed=2"
 
 
 @pytest.fixture(scope="module")
@@ -32,44 +36,116 @@ def two_runs(tmp_path_factory) -> list[Path]:
     return folders
 
 
-def test_a_report_on_two_runs_writes_the_table_and_every_plot(two_runs, tmp_path):
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory) -> Path:
+    """Two traces × fifo, sjf × seeds 1, 2, 3 × consolidate/random placement (random: seeds differ)."""
+    out = tmp_path_factory.mktemp("sweep")
+    specs = build_grid([TRACE_A, TRACE_B], ["fifo", "sjf"], [1, 2, 3],
+                       parse_sets(["placement=consolidate,random", "spread_penalty=0.5"]))
+    assert run_sweep(specs, out, workers=2).failed == 0
+    return out
+
+
+def overall(table: pd.DataFrame) -> pd.DataFrame:
+    return table[table["vc"] == "all"].set_index("label")
+
+
+def test_a_report_on_two_runs_writes_the_tables_and_every_plot(two_runs, tmp_path):
     report = write_report(two_runs, tmp_path / "report")
     files = {p.name for p in (tmp_path / "report").iterdir()}
-    assert files == {"comparison.csv", "comparison.md", "report.html", *PLOTS, ".simcluster.json"}
+    assert files == {"comparison.csv", "comparison.md", "runs.csv", "report.html", *PLOTS, ".simcluster.json"}
     for name in PLOTS:
         image = matplotlib.image.imread(tmp_path / "report" / name)
         assert image.shape[:2] == (plots.HEIGHT, plots.WIDTH), name
         assert np.ptp(image[..., :3]) > 0.5, f"{name} is blank"  # something was drawn
-    table = pd.read_csv(tmp_path / "report" / "comparison.csv")
-    assert list(table["run"]) == ["fifo"] * 4 + ["srtf"] * 4
+    table = pd.read_csv(tmp_path / "report" / "comparison.csv", keep_default_na=False, na_values=[""])
+    assert list(table["label"]) == ["fifo"] * 4 + ["srtf"] * 4
     assert list(table["vc"]) == ["vc0", "vc1", "vc2", "all"] * 2
-    assert table.equals(report.table.astype(table.dtypes.to_dict()))
+    assert (table["runs"] == 1).all()
+    runs = pd.read_csv(tmp_path / "report" / "runs.csv")
+    assert list(runs["run"]) == ["fifo"] * 4 + ["srtf"] * 4 and len(report.runs) == 8
 
 
-def test_the_table_holds_the_summary_figures_per_vc_and_overall(two_runs, tmp_path):
-    table = write_report(two_runs, tmp_path / "r").table.set_index(["run", "vc"])
+def test_one_seed_gives_the_summary_figures_per_vc_and_overall_with_no_spread(two_runs, tmp_path):
+    table = write_report(two_runs, tmp_path / "r").table.set_index(["label", "vc"])
     summary = json.loads((two_runs[1] / "summary.json").read_text())
     assert table.loc[("srtf", "all"), "avg_jct"] == summary["avg_jct"]
+    assert table.loc[("srtf", "all"), "avg_jct_min"] == table.loc[("srtf", "all"), "avg_jct_max"] == summary["avg_jct"]
     assert table.loc[("srtf", "vc1"), "p99_queue"] == summary["per_vc"]["vc1"]["p99_queue"]
-    assert table.loc[("fifo", "all"), "gpu_utilization"] > 0
+    assert table.loc[("srtf", "all"), "preemptions"] == summary["preemptions"]
+    fifo = json.loads((two_runs[0] / "summary.json").read_text())
+    assert table.loc[("fifo", "all"), "jain_users"] == fifo["jain_users"] and 0 < fifo["jain_users"] <= 1
+    assert table.loc[("fifo", "vc2"), "rho_mean"] == fifo["per_vc"]["vc2"]["rho_mean"]
+    assert table.loc[("fifo", "all"), "rho_p99"] >= table.loc[("fifo", "all"), "rho_mean"] > 0
+
+
+def test_seeds_are_aggregated_into_mean_min_and_max(sweep, tmp_path):
+    table = overall(write_report([sweep], tmp_path / "r").table)
+    runs = read_runs(sweep / "runs.csv")
+    mine = runs[(runs["trace"] == "synth-jobs80-nodes4-vcs2-seed1") & (runs["policy"] == "sjf")
+                & (runs["placement"] == "random")]
+    row = table.loc["synth-jobs80-nodes4-vcs2-seed1: sjf placement=random"]
+    assert row["runs"] == 3 and row["seeds"] == "1;2;3"
+    assert row["avg_jct"] == pytest.approx(mine["avg_jct"].mean())
+    assert (row["avg_jct_min"], row["avg_jct_max"]) == (mine["avg_jct"].min(), mine["avg_jct"].max())
+    assert row["avg_jct_min"] < row["avg_jct_max"]  # random placement with a spread penalty: seeds matter
+
+
+def test_runs_of_different_traces_or_settings_never_share_a_label(sweep, tmp_path):
+    report = write_report([sweep], tmp_path / "r")
+    table = overall(report.table)
+    assert len(table) == 8 and table.index.is_unique  # 2 traces × 2 policies × 2 placements
+    labels = report.runs.groupby("label")
+    assert (labels["trace"].nunique() == 1).all()
+    for label, runs in report.runs[report.runs["vc"] == "all"].groupby("label"):
+        assert len(runs) == 3, label  # its three seeds, nothing else
+    assert "synth-jobs80-nodes4-vcs2-seed2: fifo placement=consolidate" in table.index
+
+
+def test_a_deterministic_configuration_is_noted_as_identical_for_every_seed(sweep, tmp_path):
+    report = write_report([sweep], tmp_path / "r")
+    row = overall(report.table).loc["synth-jobs80-nodes4-vcs2-seed1: fifo placement=consolidate"]
+    assert row["avg_jct_min"] == row["avg_jct_max"]
+    assert "identical for seeds 1, 2, 3" in row["notes"]
+    assert any("identical for seeds" in n for n in report.notes)
+
+
+def test_a_baseline_gives_each_configuration_its_change(two_runs, tmp_path):
+    table = overall(write_report(two_runs, tmp_path / "r", baseline="fifo").table)
+    assert table.loc["fifo", "avg_jct_vs_baseline"] == 0
+    assert table.loc["srtf", "avg_jct_vs_baseline"] == pytest.approx(
+        table.loc["srtf", "avg_jct"] / table.loc["fifo", "avg_jct"] - 1)
+    assert table.loc["srtf", "baseline"] == "fifo"
+    with pytest.raises(ReportError, match="--baseline tiresias: no run of that policy"):
+        write_report(two_runs, tmp_path / "r2", baseline="tiresias")
+
+
+def test_the_baseline_is_taken_on_the_same_trace(sweep, tmp_path):
+    table = overall(write_report([sweep], tmp_path / "r", baseline="fifo").table)
+    row = table.loc["synth-jobs80-nodes4-vcs2-seed2: sjf placement=random"]
+    assert row["baseline"] == "synth-jobs80-nodes4-vcs2-seed2: fifo placement=random"
+
+
+@pytest.mark.parametrize("width", [80, 100, 160])
+def test_the_console_table_keeps_every_label_whole_at_any_width(sweep, tmp_path, width):
+    table = write_report([sweep], tmp_path / "r", baseline="fifo").table
+    console = Console(width=width, record=True)
+    console.print(rich_table(table, width=width))
+    text = console.export_text()
+    assert max(map(len, text.splitlines())) <= width
+    assert "configuration" in text and "avg JCT" in text
+    flat = text.replace("\n", "")
+    for label in table["label"].unique():
+        assert label.split(": ")[1] in text or label in flat  # whole (a long label may fold onto two lines)
 
 
 def test_markdown_and_html_hold_every_row_and_inline_the_plots(two_runs, tmp_path):
     write_report(two_runs, tmp_path / "r")
     markdown = (tmp_path / "r" / "comparison.md").read_text().splitlines()
-    assert len(markdown) == 2 + 8 and markdown[0].startswith("| run | policy |")
+    assert len(markdown) == 2 + 8 and markdown[0].startswith("| configuration | seeds | vc | jobs | avg JCT |")
     page = (tmp_path / "r" / "report.html").read_text()
     assert page.count("data:image/png;base64,") == len(PLOTS)
     assert 'src="http' not in page and page.count("<tr") == 1 + 8
-
-
-def test_a_sweep_folder_is_read_through_its_runs(tmp_path):
-    run_sweep(build_grid(["synth:jobs=80,nodes=4,vcs=2,seed=1"], ["fifo", "sjf"], [1, 2]), tmp_path / "sweep",
-              workers=2)
-    table = write_report([tmp_path / "sweep"], tmp_path / "report").table
-    assert len(table) == 4 * 3 and table["run"].nunique() == 4
-    for name in PLOTS:
-        assert matplotlib.image.imread(tmp_path / "report" / name).shape[:2] == (plots.HEIGHT, plots.WIDTH)
 
 
 def test_a_folder_that_is_no_run_is_a_clear_error_and_writes_nothing(tmp_path):
@@ -81,14 +157,15 @@ def test_a_folder_that_is_no_run_is_a_clear_error_and_writes_nothing(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-def test_the_cli_report_prints_the_table(two_runs, tmp_path):
-    result = CliRunner().invoke(app, ["report", *map(str, two_runs), "--out", str(tmp_path / "r")],
-                                env={"COLUMNS": "160"})
+def test_the_cli_report_prints_the_table_at_80_columns(two_runs, tmp_path):
+    result = CliRunner().invoke(app, ["report", *map(str, two_runs), "--out", str(tmp_path / "r"),
+                                      "--baseline", "fifo"], env={"COLUMNS": "80"})
     assert result.exit_code == 0, result.output
-    assert "srtf" in result.output and "avg JCT" in result.output
+    assert "srtf" in result.output and "avg JCT" in result.output and "Δ avg JCT" in result.output
+    table = [line for line in result.output.splitlines() if line[:1] in "┏┃┡│└"]
+    assert table and max(map(len, table)) <= 80
 
 
-def test_time_weighted_bins_and_short_labels():
+def test_time_weighted_bins():
     assert plots.binned_mean(np.array([0.0, 10.0]), np.array([2.0, 4.0]), np.array([0.0, 5.0, 20.0])).tolist() \
         == [2.0, (2.0 * 5 + 4.0 * 10) / 15]
-    assert short_labels(["t-fifo-seed1", "t-sjf-seed1", "t-sjf-seed2"]) == ["fifo-seed1", "sjf-seed1", "sjf-seed2"]

@@ -1,7 +1,13 @@
-"""Sweeps: the grid, runs.csv, resume, failures, interrupts, VC splitting, and the same results on Ray."""
+"""Sweeps: the grid, runs.csv, resume, failures, interrupts, VC splitting, paths, notes, and Ray."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -11,6 +17,8 @@ from typer.testing import CliRunner
 
 from simcluster.api import simulate
 from simcluster.cli import app
+from simcluster.config import SimConfig
+from simcluster.experiments.backends import RayBackend
 from simcluster.experiments.split import execute_part, merge_results, splittable
 from simcluster.experiments.sweep import (
     TIMING_COLUMNS,
@@ -22,6 +30,7 @@ from simcluster.experiments.sweep import (
     read_runs,
     run_sweep,
 )
+from simcluster.scope import reader, settings_read
 from simcluster.traces.synth import SynthSpec, save_trace, synthesize
 
 SMALL = "synth:jobs=120,nodes=6,vcs=3,seed=4"
@@ -83,8 +92,8 @@ def test_a_sweep_writes_a_run_folder_per_run_and_one_runs_csv(tmp_path):
     assert list(runs["run_id"]) == sorted(runs["run_id"])
     assert set(runs["status"]) == {"ok"} and (runs["jobs"] == 120).all()
     for run_id in runs["run_id"]:
-        assert {p.name for p in (tmp_path / "runs" / run_id).iterdir()} == {"jobs.csv", "timeline.csv",
-                                                                             "summary.json", ".simcluster.json"}
+        files = {p.name for p in (tmp_path / "runs" / run_id).iterdir()}
+        assert files == {"jobs.csv", "timeline.csv", "users.csv", "summary.json", ".simcluster.json"}
 
 
 def test_a_rerun_skips_finished_runs_and_redoes_missing_ones(tmp_path):
@@ -153,6 +162,118 @@ def test_the_cli_sweep_runs_the_grid(tmp_path):
     assert list(read_runs(tmp_path / "o" / "runs.csv")["run_id"]) == ["trace-fifo-seed1", "trace-sjf-seed1"]
 
 
+# --- paths, formats, ids, columns ---------------------------------------------------------------------
+
+def test_every_path_reaches_the_workers_absolute(tmp_path, monkeypatch):
+    save_trace(synthesize(SynthSpec(jobs=40, nodes=2, vcs=1, seed=1)), tmp_path / "data" / "trace")
+    (tmp_path / "data" / "est.csv").write_text("job_id,priority\n")
+    monkeypatch.chdir(tmp_path / "data")
+    specs = build_grid(["trace"], ["fifo"], [0], parse_sets(["estimates=est.csv"]))
+    assert specs[0].trace == str(tmp_path / "data" / "trace")
+    assert specs[0].config.estimates == str(tmp_path / "data" / "est.csv")
+    monkeypatch.chdir(tmp_path)  # a worker elsewhere: the relative names would not be found
+    outcome = run_sweep(specs, Path("out"), workers=1)
+    assert outcome.failed == 0 and (tmp_path / "out" / "runs" / specs[0].run_id / "summary.json").is_file()
+
+
+def test_a_missing_file_setting_stops_the_sweep_before_it_starts(tmp_path):
+    with pytest.raises(SweepError, match="setting 'estimates': .*nope.csv: no such file"):
+        build_grid([SMALL], ["qssf"], [0], parse_sets([f"estimates={tmp_path / 'nope.csv'}"]))
+
+
+def test_a_trace_given_as_a_csv_file_takes_its_vc_config_from_the_option(tmp_path):
+    folder = save_trace(synthesize(SynthSpec(jobs=40, nodes=2, vcs=2, seed=1)), tmp_path / "trace")
+    (folder / "vc_config.csv").rename(tmp_path / "vcs.csv")
+    log = str(folder / "cluster_full_log.csv")
+    runner = CliRunner()
+    missing = runner.invoke(app, ["sweep", "--trace", log, "--out", str(tmp_path / "a"), "-q"])
+    assert missing.exit_code == 2 and "--vc-config" in missing.output
+    given = runner.invoke(app, ["sweep", "--trace", log, "--vc-config", str(tmp_path / "vcs.csv"),
+                                "--out", str(tmp_path / "b"), "-q"])
+    assert given.exit_code == 0, given.output
+    assert read_runs(tmp_path / "b" / "runs.csv")["jobs"].tolist() == [40]
+
+
+def test_running_a_finished_sweep_again_in_another_format_rewrites_its_runs(tmp_path):
+    run_sweep(build_grid([SMALL], ["fifo"], [0]), tmp_path, workers=1)
+    again = run_sweep(build_grid([SMALL], ["fifo"], [0], fmt="parquet"), tmp_path, workers=1)
+    assert (again.ran, again.skipped) == (1, 0)
+    folder = tmp_path / "runs" / read_runs(tmp_path / "runs.csv")["run_id"][0]
+    files = {p.name for p in folder.iterdir()}
+    assert files >= {"jobs.parquet", "timeline.parquet", "users.parquet", "summary.json"}
+    assert not any(f.endswith(".csv") for f in files)
+    assert run_sweep(build_grid([SMALL], ["fifo"], [0], fmt="parquet"), tmp_path, workers=1).skipped == 1
+
+
+def test_a_run_whose_settings_changed_under_the_same_id_is_run_again(tmp_path):
+    run_sweep(build_grid([SMALL], ["fifo"], [0]), tmp_path, workers=1)
+    again = run_sweep(build_grid([SMALL], ["fifo"], [0], base=SimConfig(gpus_per_node=4)), tmp_path, workers=1)
+    assert (again.ran, again.skipped) == (1, 0)
+
+
+def test_long_run_ids_are_the_same_in_every_process():
+    command = ("from simcluster.experiments.sweep import build_grid, parse_sets;"
+               "print(build_grid(['synth:jobs=10,nodes=2'], ['fifo'], [0], parse_sets(['thresholds=' + '/'.join("
+               "str(3600 + i) for i in range(40))]))[0].run_id)")
+    ids = {subprocess.run([sys.executable, "-c", command], capture_output=True, text=True, check=True,
+                          env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout for seed in (1, 2)}
+    assert len(ids) == 1 and len(ids.pop().strip()) <= 150
+
+
+def test_set_placement_fills_the_one_placement_column(tmp_path):
+    run_sweep(build_grid([SMALL], ["fifo"], [0], parse_sets(["placement=random,consolidate"])), tmp_path, workers=2)
+    header = (tmp_path / "runs.csv").read_text().splitlines()[0].split(",")
+    assert header.count("placement") == 1
+    assert sorted(read_runs(tmp_path / "runs.csv")["placement"]) == ["consolidate", "random"]
+
+
+# --- notes: settings a policy does not read, seeds that change nothing --------------------------------------
+
+def test_a_set_key_the_policy_does_not_read_and_a_deterministic_seed_are_noted_once(tmp_path):
+    specs = build_grid([SMALL], ["fifo", "qssf"], [1, 2], parse_sets(["estimator=oracle,history"]))
+    outcome = run_sweep(specs, tmp_path, workers=2)
+    runs = read_runs(tmp_path / "runs.csv").set_index("run_id")
+    assert [n for n in outcome.notes if n.startswith("--set estimator")] == [
+        "--set estimator: not read by fifo; their runs that differ only in estimator give the same results"]
+    fifo = runs[runs["policy"] == "fifo"]
+    assert fifo["notes"].str.contains("estimator not read").all()
+    assert fifo["notes"].str.contains("seed not read: same results for every seed").all()
+    assert not runs[runs["policy"] == "qssf"]["notes"].fillna("").str.contains("estimator").any()
+    assert sum("fifo on" in n and "seeds 1, 2 give identical results" in n for n in outcome.notes) == 1
+
+
+def test_seeds_that_change_the_results_get_no_note(tmp_path):
+    specs = build_grid([SMALL], ["fifo"], [1, 2], parse_sets(["placement=random", "spread_penalty=1"]))
+    outcome = run_sweep(specs, tmp_path, workers=2)
+    assert not any("seeds" in n for n in outcome.notes)
+    assert read_runs(tmp_path / "runs.csv")["avg_jct"].nunique() == 2
+
+
+OTHER_VALUES = {
+    "placement": "random", "until": 5000.0, "spread_penalty": 0.5, "node_mtbf": 20000.0, "node_repair": 60.0,
+    "checkpoint_interval": 100.0, "restart_limit": 1, "on_no_progress": "abandon", "preempt_overhead_small": 5.0,
+    "preempt_overhead_large": 5.0, "quantum": 300.0, "thresholds": (600.0,), "promote_knob": 2.0,
+    "estimator": "history", "retrain_interval": 600.0, "gpu_memory": 2048.0, "max_jobs_per_gpu": 3,
+    "cluster": "v100:8", "round_seconds": 60.0, "realloc_interval": 100.0, "midround_release": False,
+    "profiler_nodes": 1, "profile_seconds": 60.0, "profiler_factor": 0.25, "lucid_sharing": "never",
+    "share_load_quantile": 0.9, "pair_priority_ratio": 1.0, "max_score_sum": 1, "packing_thresholds": (0.5, 0.6),
+    "seed": 7,
+}
+
+
+@pytest.mark.parametrize("policy", ["fifo", "sjf", "srtf", "qssf", "tiresias"])
+def test_a_setting_said_not_to_be_read_leaves_the_results_unchanged(policy):
+    trace = load_trace_arg("synth:jobs=150,nodes=4,vcs=2,seed=5")
+    base = SimConfig(policy=policy)
+    expected = simulate(trace, base).jobs
+    # settings whose ignoring is an error (e.g. --cluster on an event-driven policy) are refused, not run
+    unread = [k for k in OTHER_VALUES if k not in settings_read(base) and not reader(k).error]
+    assert {"quantum", "seed", "estimator"} & set(unread) or policy in ("qssf", "tiresias")
+    for key in unread:
+        changed = simulate(trace, SimConfig(**{**base.as_dict(), key: OTHER_VALUES[key]})).jobs
+        pd.testing.assert_frame_equal(changed, expected, obj=f"{policy} with {key}={OTHER_VALUES[key]!r}")
+
+
 # --- one run's VCs in parallel ------------------------------------------------------------------------
 
 @pytest.mark.parametrize("policy", ["fifo", "sjf", "srtf"])
@@ -209,6 +330,67 @@ def test_ray_records_failures_and_resumes(tmp_path, local_ray):
     assert (first.ran, first.failed) == (2, 1)
     again = run_sweep(specs, tmp_path / "s", backend="ray")
     assert (again.skipped, again.ran, again.failed) == (1, 1, 1)
+
+
+def _descendants_named(title: str) -> list[int]:
+    """PIDs of this process's descendants whose command line starts with ``title`` (Linux /proc)."""
+    parents = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    found = []
+    for pid in parents:
+        ancestor = parents.get(pid)
+        while ancestor and ancestor != os.getpid():
+            ancestor = parents.get(ancestor)
+        if ancestor == os.getpid():
+            try:
+                if (Path("/proc") / str(pid) / "cmdline").read_bytes().startswith(title.encode()):
+                    found.append(pid)
+            except OSError:
+                continue
+    return found
+
+
+def test_a_ray_sweep_survives_a_killed_worker_and_keeps_rays_messages_in_its_log(tmp_path, local_ray, capfd):
+    killed: list[int] = []
+
+    def kill_one_worker() -> None:  # a worker of our own Ray instance, mid-run
+        deadline = time.monotonic() + 60
+        while not killed and time.monotonic() < deadline:
+            for pid in _descendants_named("ray::execute_run"):
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+                break
+            time.sleep(0.02)
+
+    killer = threading.Thread(target=kill_one_worker)
+    killer.start()
+    outcome = run_sweep(build_grid(["synth:jobs=4000,nodes=16,vcs=2,seed=3"], ["srtf"], [0]), tmp_path, backend="ray",
+                        split_vcs="never")
+    killer.join()
+    printed = capfd.readouterr()
+    assert killed and outcome.failed == 0  # Ray ran the task again
+    log = (tmp_path / "ray.log").read_text()
+    assert "Connecting to existing Ray cluster" in log and "worker died" in log.lower()
+    for noise in ("(raylet)", "worker died", "Ray cluster", "INFO", "WARNING"):
+        assert noise not in printed.out + printed.err
+
+
+def test_the_cli_prints_our_progress_and_where_rays_messages_are(tmp_path, local_ray, capfd):
+    result = CliRunner().invoke(app, ["sweep", "--trace", SMALL, "--backend", "ray", "--out", str(tmp_path / "s")])
+    printed = capfd.readouterr()
+    assert result.exit_code == 0, result.output
+    assert f"Ray's own messages: {tmp_path / 's' / 'ray.log'}" in result.output
+    assert "Ray" not in printed.out.replace("Ray's own messages", "") + printed.err
+
+
+def test_the_ray_backend_reports_a_cluster_it_cannot_reach_and_where_rays_log_is(tmp_path):
+    with pytest.raises(SweepError, match=r"could not connect to Ray at 127.0.0.1:1 in 3 s \(Ray's messages: .*ray.log"):
+        RayBackend("127.0.0.1:1", log=tmp_path / "ray.log", start_timeout=3)
 
 
 def test_a_sweep_runs_gavel_policies_on_a_heterogeneous_trace(tmp_path):

@@ -1,7 +1,8 @@
 """The report's plots, as PNG bytes of a fixed pixel size (matplotlib's Agg canvas: no display, no pyplot).
 
 Every function takes plain data (series name → arrays) and returns the PNG;
-:mod:`simcluster.experiments.report` gathers the data from run folders.
+:mod:`simcluster.experiments.report` gathers the data from run folders.  Where a series is
+several seeds of one configuration, bars carry min–max error bars and lines a min–max band.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ def _png(fig: Figure) -> bytes:
     return buffer.getvalue()
 
 
-def jct_cdf(series: Mapping[str, np.ndarray]) -> bytes:
+def jct_cdf(series: Mapping[str, np.ndarray], title: str = "JCT CDF per policy") -> bytes:
     """Empirical CDF of job completion times, one line per series, log-scaled time axis."""
     fig, ax = _figure()
     for name, jct in series.items():
@@ -40,37 +41,70 @@ def jct_cdf(series: Mapping[str, np.ndarray]) -> bytes:
     ax.set_xlabel("job completion time (s, log scale)")
     ax.set_ylabel("fraction of jobs")
     ax.set_ylim(0, 1.01)
-    ax.set_title("JCT CDF per policy")
+    ax.set_title(title)
     ax.grid(True, which="major", alpha=0.3)
     if series:
         ax.legend(loc="lower right", fontsize="small")
     return _png(fig)
 
 
-def queue_by_vc(values: Mapping[str, Mapping[str, float]], vcs: Sequence[str]) -> bytes:
-    """Average queueing delay per VC (groups), one bar per series within each group."""
+Spread = tuple[float, float, float]  # mean, min, max over seeds
+
+
+def _bar(ax: Axes, x: np.ndarray, spreads: Sequence[Spread], width: float, label: str | None = None,
+         horizontal: bool = False) -> None:
+    """Bars at the means, with min–max error bars where the seeds differ."""
+    mean = np.nan_to_num(np.array([s[0] for s in spreads], dtype=float))
+    low = np.nan_to_num(mean - np.array([s[1] for s in spreads], dtype=float)).clip(0)
+    high = np.nan_to_num(np.array([s[2] for s in spreads], dtype=float) - mean).clip(0)
+    errors = np.vstack([low, high]) if (low.any() or high.any()) else None
+    if horizontal:
+        ax.barh(x, mean, width, label=label, xerr=errors, capsize=3)
+    else:
+        ax.bar(x, mean, width, label=label, yerr=errors, capsize=3)
+
+
+def queue_by_vc(values: Mapping[str, Mapping[str, Spread]], vcs: Sequence[str]) -> bytes:
+    """Average queueing delay per VC (groups), one bar per series within each group (min–max error bars)."""
     fig, ax = _figure()
     n = max(len(values), 1)
     x = np.arange(len(vcs))
     width = 0.8 / n
     for i, (name, per_vc) in enumerate(values.items()):
-        ax.bar(x + (i - (n - 1) / 2) * width, [per_vc.get(vc, 0.0) for vc in vcs], width, label=name)
+        _bar(ax, x + (i - (n - 1) / 2) * width, [per_vc.get(vc, (0.0, 0.0, 0.0)) for vc in vcs], width, name)
     ax.set_xticks(x, list(vcs), rotation=45 if len(vcs) > 6 else 0, ha="right" if len(vcs) > 6 else "center",
                   fontsize="small")
     ax.set_ylabel("average queueing delay (s)")
-    ax.set_title("Queueing delay per VC per policy")
+    ax.set_title("Queueing delay per VC per configuration (mean over seeds, min–max bars)")
     ax.grid(True, axis="y", alpha=0.3)
     if values:
         ax.legend(fontsize="small")
     return _png(fig)
 
 
-def over_time(series: Mapping[str, tuple[np.ndarray, np.ndarray]], ylabel: str, title: str,
-              percent: bool = False) -> bytes:
-    """Lines of (days since the first submission, value) per series."""
+def figure_bars(values: Mapping[str, Spread], xlabel: str, title: str) -> bytes:
+    """One horizontal bar per series (its mean over seeds, min–max error bars), first series on top."""
     fig, ax = _figure()
-    for name, (days, value) in series.items():
-        ax.plot(days, value * 100 if percent else value, label=name, linewidth=1.2)
+    y = np.arange(len(values))[::-1]
+    _bar(ax, y, list(values.values()), 0.7, horizontal=True)
+    ax.set_yticks(y, list(values), fontsize="small")
+    ax.set_xlabel(xlabel)
+    ax.set_title(title)
+    ax.grid(True, axis="x", alpha=0.3)
+    return _png(fig)
+
+
+def over_time(series: Mapping[str, tuple[np.ndarray, np.ndarray] | tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                                         np.ndarray]],
+              ylabel: str, title: str, percent: bool = False) -> bytes:
+    """Lines of (days since the first submission, value) per series; (days, mean, min, max) adds a band."""
+    fig, ax = _figure()
+    scale = 100 if percent else 1
+    for name, line in series.items():
+        days, value = line[0], line[1]
+        (drawn,) = ax.plot(days, value * scale, label=name, linewidth=1.2)
+        if len(line) == 4 and np.any(line[3] > line[2]):
+            ax.fill_between(days, line[2] * scale, line[3] * scale, color=drawn.get_color(), alpha=0.2, linewidth=0)
     ax.set_xlabel("simulated time (days)")
     ax.set_ylabel(ylabel)
     ax.set_title(title)

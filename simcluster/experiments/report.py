@@ -1,13 +1,19 @@
 """Comparison reports over finished runs: a table (CSV, Markdown, Rich, HTML) and PNG plots.
 
 Inputs are run folders (with ``summary.json``) and sweep folders (with
-``runs.csv`` and ``runs/<run-id>/``).  The report folder is written like a run
-folder: everything appears together, or nothing does.
+``runs.csv`` and ``runs/<run-id>/``).  Runs are grouped into configurations —
+same trace and settings, any seed (:mod:`simcluster.experiments.aggregate`) —
+and every figure is the mean over seeds with its min–max.  The report folder is
+written like a run folder: everything appears together, or nothing does.
 
-- ``comparison.csv`` / ``comparison.md``: one row per run and VC plus an ``all`` row per run —
-  avg/p50/p99 JCT, avg/p99 queueing delay, makespan, GPU utilization.
-- ``jct_cdf.png``, ``queue_by_vc.png``, ``utilization.png``, ``pending.png``
-  (:data:`PLOTS`, each :data:`simcluster.experiments.plots.WIDTH` × ``HEIGHT`` pixels).
+- ``comparison.csv`` / ``comparison.md``: per configuration (``label``), a row per VC and an ``all``
+  row: jobs, avg/p50/p99 JCT, avg/p99 queueing delay, makespan, GPU utilization, preemptions,
+  shared GPU time, Jain's index over users and finish-time fairness ρ (mean, p99, share > 1) —
+  ``F``, ``F_min``, ``F_max`` — and, with a baseline, ``F_vs_baseline``; ``notes``.
+- ``runs.csv``: the same figures per run (no aggregation), with the run's label.
+- ``avg_jct.png``, ``jct_cdf.png``, ``queue_by_vc.png``, ``utilization.png``, ``pending.png``
+  (:data:`PLOTS`, each :data:`simcluster.experiments.plots.WIDTH` × ``HEIGHT`` pixels; bars with
+  min–max error bars and lines with a min–max band over seeds).
 - ``report.html``: the table and the plots in one self-contained page.
 """
 
@@ -25,12 +31,14 @@ import numpy as np
 import pandas as pd
 
 from simcluster.experiments import plots
+from simcluster.experiments.aggregate import FIGURES, Configuration, aggregate, configurations, trace_of
 from simcluster.results import write_folder
 
-TABLE_COLUMNS = ["run", "policy", "trace", "seed", "vc", "jobs", "avg_jct", "p50_jct", "p99_jct", "avg_queue",
-                 "p99_queue", "makespan", "gpu_utilization"]
-PLOTS = ("jct_cdf.png", "queue_by_vc.png", "utilization.png", "pending.png")
-MAX_LINES = 12  # more runs than this: runs of the same policy are pooled into one line
+RUN_COLUMNS = ["run", "label", "policy", "trace", "seed", "vc", *FIGURES]
+PLOTS = ("avg_jct.png", "jct_cdf.png", "queue_by_vc.png", "utilization.png", "pending.png")
+MAX_LINES = 12  # configurations drawn in the line plots (the first ones; the table has them all)
+MAX_BARS = 40
+MAX_CONSOLE_ROWS = 40  # more rows than this: the console shows the overall rows only
 TIME_BINS = 400
 
 
@@ -61,7 +69,8 @@ class RunRecord:
         raise ReportError(f"{self.folder}: no {name}.csv or {name}.parquet")
 
     def jobs(self) -> pd.DataFrame:
-        return self._table("jobs", ["vc", "jct", "queue", "submit_time"])
+        """vc, jct, queue, submit_time of the finished jobs."""
+        return self._table("jobs", ["vc", "jct", "queue", "submit_time"]).dropna(subset=["jct"])
 
     def timeline(self) -> pd.DataFrame:
         return self._table("timeline", ["time", "busy_gpus", "pending_jobs"])
@@ -101,128 +110,204 @@ def _record(label: str, folder: Path, source: str = "") -> RunRecord:
     return RunRecord(label, folder, summary)
 
 
-def comparison_table(records: Sequence[RunRecord]) -> pd.DataFrame:
+def runs_table(records: Sequence[RunRecord], groups: Sequence[Configuration]) -> pd.DataFrame:
+    """``runs.csv``: one row per run and VC plus an ``all`` row per run, with the run's configuration label."""
+    label = {id(r): g.label for g in groups for r in g.runs}
     rows = []
     for r in records:
         s = r.summary
-        base = {"run": r.label, "policy": r.policy, "trace": Path(str(s.get("trace", ""))).parent.name
-                or str(s.get("trace", "")), "seed": s.get("seed")}
+        base = {"run": r.label, "label": label[id(r)], "policy": r.policy, "trace": trace_of(s)[1],
+                "seed": s.get("seed")}
         for vc, figures in s["per_vc"].items():
-            rows.append({**base, "vc": vc, **{k: figures.get(k) for k in TABLE_COLUMNS[5:]}})
-        rows.append({**base, "vc": "all", **{k: s.get(k) for k in TABLE_COLUMNS[5:]}})
-    return pd.DataFrame(rows, columns=TABLE_COLUMNS)
+            rows.append({**base, "vc": vc, **{k: figures.get(k) for k in FIGURES}})
+        rows.append({**base, "vc": "all", **{k: s.get(k) for k in FIGURES}})
+    return pd.DataFrame(rows, columns=RUN_COLUMNS)
 
 
-def _formatted(table: pd.DataFrame) -> pd.DataFrame:
-    shown = table.astype(object).copy()
-    for col in ("avg_jct", "p50_jct", "p99_jct", "avg_queue", "p99_queue", "makespan"):
-        shown[col] = [f"{v:,.0f}" if pd.notna(v) else "" for v in table[col]]
-    shown["jobs"] = [f"{int(v):,}" if pd.notna(v) else "" for v in table["jobs"]]
-    shown["gpu_utilization"] = [f"{v:.1%}" if pd.notna(v) else "" for v in table["gpu_utilization"]]
-    return shown
+# --- formatting ----------------------------------------------------------------------------------------
+
+_HEADERS = {"label": "configuration", "avg_jct": "avg JCT", "p50_jct": "p50 JCT", "p99_jct": "p99 JCT",
+            "avg_queue": "avg queue", "p99_queue": "p99 queue", "gpu_utilization": "util",
+            "preemptions": "preempt", "shared_gpu_fraction": "shared", "jain_users": "Jain", "rho_mean": "ρ mean",
+            "rho_p99": "ρ p99", "rho_above_1": "ρ>1", "avg_jct_vs_baseline": "Δ avg JCT", "runs": "n"}
+_PERCENT = {"gpu_utilization", "shared_gpu_fraction", "rho_above_1"}
+_RATIO = {"jain_users", "rho_mean", "rho_p99"}
+
+
+def _value(name: str, value: Any) -> str:
+    if value is None or (isinstance(value, float) and not np.isfinite(value)):
+        return ""
+    if name.endswith("_vs_baseline"):
+        return f"{value:+.1%}"
+    if name in _PERCENT:
+        return f"{value:.1%}"
+    if name in _RATIO:
+        return f"{value:.3f}" if value < 10 else f"{value:,.1f}"
+    if name in ("jobs", "preemptions", "runs"):
+        return f"{value:,.0f}"
+    return f"{value:,.0f}"
+
+
+def _cell(row: Any, name: str, spread: str) -> str:
+    """A figure's mean, with its spread over seeds: 'range' → 'mean (min–max)', 'percent' → 'mean ±x%'."""
+    text = _value(name, row[name])
+    low, high = row.get(f"{name}_min"), row.get(f"{name}_max")
+    if not text or low is None or high is None or not np.isfinite(low) or high == low:
+        return text
+    if spread == "range":
+        return f"{text} ({_value(name, low)}–{_value(name, high)})"
+    mean = row[name]
+    return f"{text} ±{(high - low) / 2 / abs(mean):.0%}" if mean else text
+
+
+def shown_columns(table: pd.DataFrame) -> list[str]:
+    """The columns of the Markdown/HTML table, in order."""
+    columns = ["label", "trace", "seeds", "vc", *FIGURES]
+    if "baseline" in table.columns:
+        columns.insert(columns.index("avg_jct") + 1, "avg_jct_vs_baseline")
+        columns.insert(columns.index("makespan") + 1, "makespan_vs_baseline")
+    if table["trace"].nunique() == 1:
+        columns.remove("trace")
+    return [*columns, "notes"]
+
+
+def formatted(table: pd.DataFrame, columns: Sequence[str], spread: str = "range") -> pd.DataFrame:
+    shown = {}
+    for name in columns:
+        if name in ("label", "trace", "seeds", "vc", "notes", "baseline"):
+            shown[name] = table[name].astype(str).tolist()
+        else:
+            shown[name] = [_cell(row, name, spread) for row in table.to_dict("records")]
+    return pd.DataFrame(shown, columns=list(columns))
 
 
 def markdown(table: pd.DataFrame) -> str:
-    shown = _formatted(table)
-    right = {c for c in shown.columns if c not in ("run", "policy", "trace", "vc")}
-    lines = ["| " + " | ".join(shown.columns) + " |",
-             "| " + " | ".join("---:" if c in right else "---" for c in shown.columns) + " |"]
+    columns = shown_columns(table)
+    shown = formatted(table, columns)
+    left = {"label", "trace", "seeds", "vc", "notes"}
+    lines = ["| " + " | ".join(_HEADERS.get(c, c) for c in columns) + " |",
+             "| " + " | ".join("---" if c in left else "---:" for c in columns) + " |"]
     for row in shown.itertuples(index=False):
         lines.append("| " + " | ".join(str(v).replace("|", "\\|") for v in row) + " |")
     return "\n".join(lines) + "\n"
 
 
-_HEADERS = {"avg_jct": "avg JCT", "p50_jct": "p50 JCT", "p99_jct": "p99 JCT", "avg_queue": "avg queue",
-            "p99_queue": "p99 queue", "gpu_utilization": "util"}
+# the console table's columns, most wanted first; the configuration's label is always shown
+CONSOLE_COLUMNS = ["avg_jct", "avg_jct_vs_baseline", "p99_jct", "avg_queue", "gpu_utilization", "jain_users",
+                   "rho_above_1", "preemptions", "shared_gpu_fraction", "runs", "p50_jct", "p99_queue", "makespan",
+                   "rho_p99"]
 
 
-def rich_table(table: pd.DataFrame, max_rows: int = 200) -> Any:
+def rich_table(table: pd.DataFrame, width: int = 80) -> Any:
+    """The comparison for a terminal ``width`` columns wide: the configuration column whole, then as many
+    figure columns as fit, in the order of :data:`CONSOLE_COLUMNS` (all of them are in comparison.csv).
+
+    With several traces, each trace's rows come under a line naming it, and labels drop the trace.
+    """
     from rich.table import Table
 
-    shown = _formatted(table).drop(columns=["policy", "trace", "seed"])  # the run's name says them
-    names = list(dict.fromkeys(table["run"]))
-    shown["run"] = shown["run"].map(dict(zip(names, short_labels(names))))
-    if len(shown) > max_rows:  # many runs: the overall rows only (per-VC rows are in the CSV)
-        shown = shown[table["vc"] == "all"]
-    out = Table(title="Comparison (per VC and overall)", title_justify="left")
-    for col in shown.columns:
-        widest = max((len(str(v)) for v in shown[col]), default=4)
-        out.add_column(_HEADERS.get(col, col), justify="left" if col in ("run", "vc") else "right",
-                       overflow="fold" if col == "run" else "ellipsis", no_wrap=col != "run",
-                       min_width=min(widest, 18) if col in ("run", "vc") else None)
-    for row in shown.itertuples(index=False):
-        out.add_row(*map(str, row), style="bold" if row.vc == "all" else None)
+    per_vc = len(table) <= MAX_CONSOLE_ROWS and table["vc"].nunique() > 1
+    rows = table if per_vc else table[table["vc"] == "all"]
+    traces = list(dict.fromkeys(rows["trace"]))
+    if len(traces) > 1:
+        rows = pd.concat([rows[rows["trace"] == t] for t in traces])
+    labels = [str(label).removeprefix(f"{trace}: ") if len(traces) > 1 else str(label)
+              for label, trace in zip(rows["label"], rows["trace"])]
+    label_width = max(max(map(len, labels), default=5), len(_HEADERS["label"]), *(
+        len(t) for t in traces if len(traces) > 1))
+    longest_word = max((len(w) for label in labels for w in label.split()), default=5)
+    label_width = min(label_width, max(24, longest_word, width * 2 // 5))  # wraps between words, never inside
+    used = 1 + label_width + 3
+    columns = ["label"]
+    if per_vc:
+        columns.append("vc")
+        used += max(2, max(len(str(v)) for v in rows["vc"])) + 3
+    for name in CONSOLE_COLUMNS:
+        if name not in rows.columns or (name == "runs" and rows["runs"].max() <= 1):
+            continue
+        cells = [_cell(row, name, "percent") for row in rows.to_dict("records")]
+        if not any(cells):
+            continue
+        need = max(len(_HEADERS.get(name, name)), *map(len, cells)) + 3
+        if used + need <= width:
+            columns.append(name)
+            used += need
+    shown = formatted(rows, columns, spread="percent")
+    shown["label"] = labels
+    if per_vc:  # a configuration's label once, on its first row
+        shown.loc[shown["label"].eq(shown["label"].shift()) & rows["trace"].eq(rows["trace"].shift()).to_numpy(),
+                  "label"] = ""
+    title = ("Comparison: mean over seeds, ± half their range relative to the mean"
+             + (", per VC and overall" if per_vc else ""))
+    out = Table(title=title, title_justify="left")
+    for name in columns:
+        out.add_column(_HEADERS.get(name, name), justify="left" if name in ("label", "vc") else "right",
+                       overflow="fold", no_wrap=name != "label", min_width=label_width if name == "label" else None)
+    current = None
+    for row, trace, vc in zip(shown.itertuples(index=False), rows["trace"], rows["vc"]):
+        if len(traces) > 1 and trace != current:
+            current = trace
+            out.add_section()
+            out.add_row(f"[italic]{trace}[/]", *[""] * (len(columns) - 1))
+        out.add_row(*map(str, row), style="bold" if per_vc and vc == "all" else None)
     return out
 
 
 # --- plots ---------------------------------------------------------------------------------------------
 
-def _series(records: Sequence[RunRecord]) -> dict[str, list[RunRecord]]:
-    """Lines of the plots: one per policy when each policy has one run, one per run when there are few,
-    else the runs of a policy pooled."""
-    by_policy: dict[str, list[RunRecord]] = {}
-    for r in records:
-        by_policy.setdefault(r.policy, []).append(r)
-    if all(len(v) == 1 for v in by_policy.values()) or len(records) > MAX_LINES:
-        return by_policy
-    return dict(zip(short_labels([r.label for r in records]), ([r] for r in records)))
+def _spread(values: np.ndarray) -> plots.Spread:
+    finite = values[np.isfinite(values)]
+    if not len(finite):
+        return (np.nan, np.nan, np.nan)
+    return (float(finite.mean()), float(finite.min()), float(finite.max()))
 
 
-def short_labels(labels: Sequence[str]) -> list[str]:
-    """Drop the '-'-separated parts every label shares (the trace, a constant setting...).
+def render_plots(groups: Sequence[Configuration]) -> dict[str, bytes]:
+    """Every plot; one bar or line per configuration (lines: the first :data:`MAX_LINES`)."""
+    lines = list(groups[:MAX_LINES])
+    bars = list(groups[:MAX_BARS])
+    more = f" (first {MAX_LINES} of {len(groups)})" if len(groups) > MAX_LINES else ""
+    cdf = {g.label: np.concatenate([r.jobs()["jct"].to_numpy(float) for r in g.runs]) for g in lines}
+    vcs = list(dict.fromkeys(vc for g in bars for vc in g.vcs))
+    queue = {g.label: {vc: _spread(g.figure("avg_queue", vc)) for vc in g.vcs} for g in bars}
+    jct = {g.label: _spread(g.figure("avg_jct")) for g in bars}
 
-    >>> short_labels(["venus-fifo-seed1", "venus-sjf-seed1"])
-    ['fifo', 'sjf']
-    """
-    parts = [label.split("-") for label in labels]
-    if len(parts) < 2 or len({len(p) for p in parts}) != 1:
-        return list(labels)
-    keep = [i for i in range(len(parts[0])) if len({p[i] for p in parts}) > 1]
-    short = ["-".join(p[i] for i in keep) or label for p, label in zip(parts, labels)]
-    return short if len(set(short)) == len(short) else list(labels)
-
-
-def render_plots(records: Sequence[RunRecord]) -> dict[str, bytes]:
-    series = _series(records)
-    jobs = {r.label: r.jobs() for r in records}
-    cdf = {name: np.concatenate([jobs[r.label]["jct"].to_numpy(float) for r in runs]) for name, runs in series.items()}
-
-    vcs = list(dict.fromkeys(vc for r in records for vc in r.summary["per_vc"]))
-    queue = {}
-    for name, runs in series.items():
-        frame = pd.concat([jobs[r.label] for r in runs])
-        queue[name] = frame.groupby("vc")["queue"].mean().to_dict()
-
-    util: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    pending: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    for name, runs in series.items():
-        lines = []
-        for r in runs:
-            t = r.timeline()
-            start = float(jobs[r.label]["submit_time"].min()) if len(jobs[r.label]) else 0.0
-            lines.append((t["time"].to_numpy(float) - start, t["busy_gpus"].to_numpy(float) / max(1, r.summary.get(
+    util: dict[str, Any] = {}
+    pending: dict[str, Any] = {}
+    for g in lines:
+        series = []
+        for r in g.runs:
+            t, jobs = r.timeline(), r.jobs()
+            start = float(jobs["submit_time"].min()) if len(jobs) else 0.0
+            series.append((t["time"].to_numpy(float) - start, t["busy_gpus"].to_numpy(float) / max(1, r.summary.get(
                 "gpus", 1)), t["pending_jobs"].to_numpy(float)))
-        span = max((float(tt[-1]) for tt, _, _ in lines if len(tt)), default=1.0) or 1.0
+        span = max((float(tt[-1]) for tt, _, _ in series if len(tt)), default=1.0) or 1.0
         edges = np.linspace(0.0, span, TIME_BINS + 1)
         mids = (edges[:-1] + edges[1:]) / 2 / 86400
-        util[name] = (mids, np.mean([plots.binned_mean(tt, u, edges) for tt, u, _ in lines], axis=0))
-        pending[name] = (mids, np.mean([plots.binned_mean(tt, p, edges) for tt, _, p in lines], axis=0))
+        u = np.array([plots.binned_mean(tt, v, edges) for tt, v, _ in series])
+        p = np.array([plots.binned_mean(tt, v, edges) for tt, _, v in series])
+        util[g.label] = (mids, u.mean(axis=0), u.min(axis=0), u.max(axis=0))
+        pending[g.label] = (mids, p.mean(axis=0), p.min(axis=0), p.max(axis=0))
     return {
-        "jct_cdf.png": plots.jct_cdf(cdf),
+        "avg_jct.png": plots.figure_bars(jct, "average JCT (s): mean over seeds, min–max bars",
+                                         "Average JCT per configuration"),
+        "jct_cdf.png": plots.jct_cdf(cdf, title=f"JCT CDF per configuration (seeds pooled){more}"),
         "queue_by_vc.png": plots.queue_by_vc(queue, vcs),
-        "utilization.png": plots.over_time(util, "GPU utilization (%)", "GPU utilization over time", percent=True),
-        "pending.png": plots.over_time(pending, "pending jobs", "Pending jobs over time"),
+        "utilization.png": plots.over_time(util, "GPU utilization (%)", f"GPU utilization over time{more}",
+                                           percent=True),
+        "pending.png": plots.over_time(pending, "pending jobs", f"Pending jobs over time{more}"),
     }
 
 
 def html_page(table: pd.DataFrame, images: dict[str, bytes], sources: Sequence[str]) -> str:
-    shown = _formatted(table)
+    columns = shown_columns(table)
+    shown = formatted(table, columns)
     rows = "\n".join(
-        "<tr{}>{}</tr>".format(' class="all"' if row.vc == "all" else "",
+        "<tr{}>{}</tr>".format(' class="all"' if vc == "all" else "",
                                "".join(f"<td>{html.escape(str(v))}</td>" for v in row))
-        for row in shown.itertuples(index=False)
+        for row, vc in zip(shown.itertuples(index=False), table["vc"])
     )
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in shown.columns)
+    head = "".join(f"<th>{html.escape(_HEADERS.get(c, c))}</th>" for c in columns)
     figures = "\n".join(
         f'<figure><img alt="{name}" src="data:image/png;base64,{base64.b64encode(data).decode()}">'
         f"<figcaption>{name}</figcaption></figure>" for name, data in images.items()
@@ -233,12 +318,14 @@ def html_page(table: pd.DataFrame, images: dict[str, bytes], sources: Sequence[s
 body {{ font-family: system-ui, sans-serif; margin: 2em; }}
 table {{ border-collapse: collapse; font-size: 0.85em; }}
 td, th {{ border: 1px solid #ccc; padding: 0.2em 0.5em; text-align: right; }}
-td:nth-child(-n+5), th {{ text-align: left; }}
+td:nth-child(-n+3), td:last-child, th {{ text-align: left; }}
 tr.all {{ font-weight: bold; background: #f4f4f4; }}
 img {{ max-width: 100%; }}
 </style></head><body>
 <h1>Comparison</h1>
-<p>Sources: {html.escape(", ".join(sources))}. Times in seconds.</p>
+<p>Sources: {html.escape(", ".join(sources))}. Times in seconds; each figure is the mean over a configuration's
+seeds, with (min–max). Fairness: Jain's index over users of their mean 1/ρ; ρ = JCT ÷ JCT alone on a fair
+1/n share of the job's VC (simcluster.metrics.fairness).</p>
 <table><thead><tr>{head}</tr></thead><tbody>
 {rows}
 </tbody></table>
@@ -250,25 +337,39 @@ img {{ max-width: 100%; }}
 
 @dataclass
 class Report:
-    table: pd.DataFrame
+    table: pd.DataFrame  # comparison.csv
+    runs: pd.DataFrame  # runs.csv
     folder: Path
     files: list[str]
+    notes: list[str]
 
 
-def write_report(paths: Sequence[Path], out: Path, overwrite: bool = False) -> Report:
-    """Collect the runs under ``paths``, write the report folder ``out`` atomically, return the table.
+def write_report(paths: Sequence[Path], out: Path, overwrite: bool = False, baseline: str | None = None) -> Report:
+    """Collect the runs under ``paths``, write the report folder ``out`` atomically, return the tables.
 
     ``out`` is replaced only if it is a report folder simcluster wrote, or with ``overwrite``
-    (:func:`simcluster.results.check_output`); never a folder that holds one of ``paths``."""
+    (:func:`simcluster.results.check_output`); never a folder that holds one of ``paths``.
+    ``baseline``: a policy; each configuration's figures are also given relative to that policy's
+    configuration on the same trace (:func:`~simcluster.experiments.aggregate.baseline_of`).
+    """
     records = collect(paths)
-    table = comparison_table(records)
-    images = render_plots(records)
-    buffer = table.to_csv(index=False)
+    groups = configurations(records)
+    if baseline is not None and not any(g.policy == baseline for g in groups):
+        raise ReportError(f"--baseline {baseline}: no run of that policy among "
+                          f"{', '.join(sorted({g.policy for g in groups}))}")
+    table = aggregate(groups, baseline)
+    runs = runs_table(records, groups)
+    images = render_plots(groups)
     files: dict[str, bytes] = {
-        "comparison.csv": buffer.encode(),
+        "comparison.csv": table.to_csv(index=False).encode(),
         "comparison.md": markdown(table).encode(),
+        "runs.csv": runs.to_csv(index=False).encode(),
         **images,
         "report.html": html_page(table, images, [str(p) for p in paths]).encode(),
     }
     write_folder(Path(out), {}, files=files, kind="report", inputs=paths, overwrite=overwrite)
-    return Report(table, Path(out), list(files))
+    notes = [f"{row.label}: {row.notes}" for row in table.itertuples() if row.vc == "all" and row.notes]
+    if baseline is not None:
+        notes += [f"{row.label}: no {baseline} run on its trace to compare with" for row in table.itertuples()
+                  if row.vc == "all" and not row.baseline]
+    return Report(table, runs, Path(out), list(files), notes)

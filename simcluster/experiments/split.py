@@ -19,7 +19,8 @@ import pandas as pd
 
 from simcluster.api import RunResult, simulate
 from simcluster.config import SimConfig
-from simcluster.experiments.sweep import RunSpec, failed_row, load_trace_arg, ok_row
+from simcluster.experiments.sweep import RunSpec, failed_row, load_trace_arg, ok_row, with_identity
+from simcluster.metrics.fairness import RHO_FIGURES
 from simcluster.metrics.summary import summarize
 from simcluster.policies import POLICIES
 from simcluster.results import write_run
@@ -47,7 +48,7 @@ class Part:
 
 def execute_part(spec: RunSpec, vc: str) -> Part:
     t0 = time.perf_counter()
-    trace = load_trace_arg(spec.trace, spec.config.gpus_per_node)
+    trace = load_trace_arg(spec.trace, spec.config.gpus_per_node, spec.vc_config)
     mask = (trace.frame["vc"] == vc).to_numpy()
     sub = Trace(trace.source, trace.frame[mask], {vc: trace.vc_nodes[vc]}, trace.skipped, trace.load_cpu_seconds)
     result = simulate(sub, spec.config)
@@ -61,15 +62,15 @@ def splittable(config: SimConfig) -> bool:
         return False
     policy = POLICIES.get(config.policy)
     allowed = getattr(policy, "vc_independent", config.policy in VC_INDEPENDENT)
-    # random placement draws from one stream for all VCs; node failures are timed from the start of the
-    # simulation, which for a part is its own VC's first submission
-    return bool(allowed) and config.placement != "random" and config.node_mtbf == 0
+    # random placement draws from one stream for all VCs; node failures and the --until horizon are timed
+    # from the start of the simulation, which for a part is its own VC's first submission
+    return bool(allowed) and config.placement != "random" and config.node_mtbf == 0 and not config.until
 
 
 def vcs_of(spec: RunSpec) -> list[str]:
     from simcluster.hetero.run import wants_rounds
 
-    trace = load_trace_arg(spec.trace, spec.config.gpus_per_node)
+    trace = load_trace_arg(spec.trace, spec.config.gpus_per_node, spec.vc_config)
     return [] if wants_rounds(trace, spec.config) else list(trace.vc_nodes)
 
 
@@ -78,15 +79,16 @@ def merge_parts(spec: RunSpec, parts: Sequence[Part], out: Path) -> dict[str, An
     t0 = time.perf_counter()
     try:
         result = merge_results(spec, parts)
-        write_run(out / "runs" / spec.run_id, result.tables(), result.summary, spec.fmt)
+        summary = with_identity(spec, result.summary)
+        write_run(out / "runs" / spec.run_id, result.tables(), summary, spec.fmt)
     except Exception as exc:  # noqa: BLE001 — as in execute_run
         return failed_row(spec, exc, out, time.perf_counter() - t0)
     wall = sum(p.wall_seconds for p in parts) + time.perf_counter() - t0
-    return ok_row(spec, result.summary, wall)
+    return ok_row(spec, summary, wall)
 
 
 def merge_results(spec: RunSpec, parts: Sequence[Part]) -> RunResult:
-    trace = load_trace_arg(spec.trace, spec.config.gpus_per_node)
+    trace = load_trace_arg(spec.trace, spec.config.gpus_per_node, spec.vc_config)
     by_vc = {p.vc: p for p in parts}
     parts = [by_vc[vc] for vc in trace.vc_nodes]  # the whole run's VC order
     jobs = (pd.concat([p.jobs for p in parts], ignore_index=True).sort_values("_position", kind="stable")
@@ -123,7 +125,7 @@ def merge_results(spec: RunSpec, parts: Sequence[Part]) -> RunResult:
 
 _POLICY_REPORT_SKIP = {"seed", "gpus", "load_cpu_seconds", "jobs", "avg_jct", "avg_queue", "p50_jct", "p99_jct",
                        "p99_queue", "makespan", "gpu_utilization", "preemptions", "restarts",
-                       "shared_gpu_fraction", "avg_slowdown"}
+                       "shared_gpu_fraction", "avg_slowdown", "jain_users", *RHO_FIGURES}
 
 
 def merge_timelines(timelines: Sequence[pd.DataFrame]) -> pd.DataFrame:

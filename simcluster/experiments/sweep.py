@@ -2,11 +2,17 @@
 
 Each run writes the standard run folder (:func:`simcluster.results.write_run`) to
 ``OUT/runs/<run-id>/``, and the sweep keeps ``OUT/runs.csv`` (one row per run:
-its parameters, ``status`` ok/failed, ``error``, and the summary figures) up to
-date, written atomically.  A run whose folder holds ``summary.json`` is finished:
-running the same sweep again skips it (resume).  A failed run is recorded with
-its error (``runs.csv`` and ``OUT/failed/<run-id>.txt``) and never stops the
-others; an interrupted sweep leaves every finished run intact.
+its parameters, ``status`` ok/failed, ``error``, the summary figures and
+``notes``) up to date, written atomically.  A run is finished when its folder's
+``summary.json`` records the run's identity (:meth:`RunSpec.identity`: trace,
+VC config, every setting, table format): running the same sweep again skips it
+(resume), and one whose settings or format changed is run again.  A failed run
+is recorded with its error (``runs.csv`` and ``OUT/failed/<run-id>.txt``) and
+never stops the others; an interrupted sweep leaves every finished run intact.
+
+Every path a run reads (traces, VC config, estimates, colocation and throughput
+tables, a node list) is made absolute here, before it travels to a worker that
+may run in another directory or on another machine (:func:`absolute_paths`).
 
 A run whose policy keeps its state per VC may be split by VC
 (:mod:`simcluster.experiments.split`).
@@ -18,6 +24,7 @@ A run whose policy keeps its state per VC may be split by VC
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import math
@@ -28,7 +35,7 @@ import time
 import traceback
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,9 +56,14 @@ if TYPE_CHECKING:
     from simcluster.experiments.split import Part
 
 FIGURES = ("jobs", "avg_jct", "p50_jct", "p99_jct", "avg_queue", "p99_queue", "makespan", "gpu_utilization",
-           "preemptions", "restarts")
+           "preemptions", "restarts", "shared_gpu_fraction", "jain_users", "rho_mean", "rho_p99", "rho_above_1",
+           "unfinished_jobs")
 TIMING_COLUMNS = ("sim_cpu_seconds", "load_cpu_seconds", "wall_seconds")  # differ run to run; not results
 FIXED_SETTINGS = {"policy": "--policy", "seed": "--seed"}
+RUN_COLUMNS = ("run_id", "trace", "policy", "placement", "seed")  # a --set key of these names shares the column
+# settings whose value names a file or folder (besides these keywords), made absolute for the workers
+PATH_SETTINGS = {"estimates": (), "colocation": ("default", "lucid"), "throughputs": (), "throughput_history": (),
+                 "cluster": ()}
 SPLIT_MODES = ("auto", "always", "never")
 SYNTH_PREFIX = "synth:"
 
@@ -67,16 +79,25 @@ class RunSpec:
     """One run of a sweep: picklable, so it can travel to a worker process or a Ray task."""
 
     run_id: str
-    trace: str  # a path, or synth:jobs=…,nodes=…
+    trace: str  # an absolute path, or synth:jobs=…,nodes=…
     trace_name: str
     config: SimConfig
     params: tuple[tuple[str, str], ...] = ()  # the --set values, as given
     fmt: str = "csv"
+    vc_config: str | None = None  # absolute path of the VC config CSV, for a trace given as a CSV file
 
     def row(self) -> dict[str, Any]:
         """The run's parameters, the first columns of its runs.csv row."""
-        return {"run_id": self.run_id, "trace": self.trace_name, "policy": self.config.policy,
-                "placement": self.config.placement, "seed": self.config.seed, **dict(self.params)}
+        return {**dict(self.params), "run_id": self.run_id, "trace": self.trace_name, "policy": self.config.policy,
+                "placement": self.config.placement, "seed": self.config.seed}
+
+    def identity(self) -> str:
+        """A stable digest of everything that makes the run's results: trace, VC config, every setting,
+        table format.  Recorded in the run's summary.json (``sweep_run``); a finished run whose
+        identity differs (a changed preset, another --format) is run again."""
+        what = {"trace": self.trace, "vc_config": self.vc_config, "config": self.config.as_dict(),
+                "format": self.fmt}
+        return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def split_list(text: str, what: str) -> list[str]:
@@ -123,12 +144,20 @@ def parse_sets(items: Iterable[str]) -> dict[str, list[tuple[str, Any]]]:
 
 def build_grid(traces: Sequence[str], policies: Sequence[str], seeds: Sequence[int],
                sets: dict[str, list[tuple[str, Any]]] | None = None, fmt: str = "csv",
-               base: SimConfig | None = None) -> list[RunSpec]:
+               base: SimConfig | None = None, vc_config: str | Path | None = None) -> list[RunSpec]:
     """Every combination, in the order traces × policies × seeds × settings (as given), each built on
-    ``base`` (a preset's or config file's settings; default: the defaults)."""
+    ``base`` (a preset's or config file's settings; default: the defaults).  ``vc_config`` applies to
+    every trace that is not synthetic (needed for a trace given as a CSV file without a vc_config.csv
+    beside it).  Paths are made absolute (relative to the current directory)."""
     if fmt not in FORMATS:
         raise SweepError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     sets = sets or {}
+    vcs = None
+    if vc_config is not None:
+        vcs = str(Path(vc_config).expanduser().resolve())
+        if not Path(vcs).is_file():
+            raise SweepError(f"--vc-config {vc_config}: no such file")
+    traces = [t if t.startswith(SYNTH_PREFIX) else str(Path(t).expanduser().resolve()) for t in traces]
     names = _trace_names(traces)
     combos: list[list[tuple[str, str, Any]]] = [[]]
     for key, values in sets.items():
@@ -141,6 +170,7 @@ def build_grid(traces: Sequence[str], policies: Sequence[str], seeds: Sequence[i
                     try:
                         config = SimConfig.from_settings({"policy": policy, "seed": seed, **{k: v for k, _, v in combo}},
                                                          "--set", base=base)
+                        config = absolute_paths(config)
                         check_policy(config.policy)
                         PLACEMENTS.get(config.placement)
                         if config.estimator != "auto":  # auto: the policy picks its own
@@ -149,7 +179,8 @@ def build_grid(traces: Sequence[str], policies: Sequence[str], seeds: Sequence[i
                         raise SweepError(str(exc)) from None
                     suffix = "".join(f"-{k}={raw}" for k, raw, _ in combo)
                     run_id = _safe_id(f"{name}-{policy}-seed{seed}{suffix}")
-                    specs.append(RunSpec(run_id, trace, name, config, tuple((k, raw) for k, raw, _ in combo), fmt))
+                    specs.append(RunSpec(run_id, trace, name, config, tuple((k, raw) for k, raw, _ in combo), fmt,
+                                         None if trace.startswith(SYNTH_PREFIX) else vcs))
     seen: set[str] = set()
     for spec in specs:
         if spec.run_id in seen:
@@ -159,10 +190,38 @@ def build_grid(traces: Sequence[str], policies: Sequence[str], seeds: Sequence[i
 
 
 def _safe_id(text: str) -> str:
-    text = re.sub(r"[^A-Za-z0-9._=,+-]+", "_", text)
-    if len(text) > 150:
-        text = f"{text[:130]}-{abs(hash(text)) % 10**8:08d}"
-    return text
+    """A folder name: unsafe characters replaced; a long one cut, with a digest of the whole (the same
+    in every process and Python version: sweeps resume by it).
+
+    >>> _safe_id("venus-fifo-seed0-estimates=/a b/c.csv")
+    'venus-fifo-seed0-estimates=_a_b_c.csv'
+    >>> len(_safe_id("x" * 400)), _safe_id("x" * 400) == _safe_id("x" * 400)
+    (139, True)
+    """
+    safe = re.sub(r"[^A-Za-z0-9._=,+-]+", "_", text)
+    if len(safe) > 150:
+        safe = f"{safe[:130]}-{hashlib.sha256(text.encode()).hexdigest()[:8]}"
+    return safe
+
+
+def absolute_paths(config: SimConfig) -> SimConfig:
+    """``config`` with every path-valued setting (:data:`PATH_SETTINGS`) made absolute.
+
+    A value that names no existing file or folder is left as it is when it may be something else
+    (a colocation keyword, a cluster spec such as ``v100:4``); for the settings that only ever
+    name a file, a missing one is an error now rather than in every worker.
+    """
+    changes: dict[str, Any] = {}
+    for name, keywords in PATH_SETTINGS.items():
+        value = getattr(config, name)
+        if not value or value in keywords:
+            continue
+        path = Path(value).expanduser()
+        if path.exists():
+            changes[name] = str(path.resolve())
+        elif not keywords and name != "cluster":
+            raise SweepError(f"setting {name!r}: {value}: no such file or directory")
+    return replace(config, **changes) if changes else config
 
 
 def _trace_names(traces: Sequence[str]) -> list[str]:
@@ -187,20 +246,20 @@ def _trace_names(traces: Sequence[str]) -> list[str]:
 
 # --- traces, cached per worker process ---------------------------------------------------------------
 
-_TRACES: OrderedDict[tuple[str, int], Trace] = OrderedDict()
+_TRACES: OrderedDict[tuple[str, int, str | None], Trace] = OrderedDict()
 _TRACE_CACHE_SIZE = 4
 
 
-def load_trace_arg(trace: str, gpus_per_node: int = 8) -> Trace:
+def load_trace_arg(trace: str, gpus_per_node: int = 8, vc_config: str | None = None) -> Trace:
     """A trace argument: a folder/CSV path, or ``synth:jobs=…,nodes=…,vcs=…,seed=…`` (SynthSpec fields)."""
-    key = (trace, gpus_per_node)
+    key = (trace, gpus_per_node, vc_config)
     if key in _TRACES:
         _TRACES.move_to_end(key)
         return _TRACES[key]
     if trace.startswith(SYNTH_PREFIX):
         loaded = synthesize(_synth_spec(trace, gpus_per_node))
     else:
-        loaded = load_trace(Path(trace), gpus_per_node=gpus_per_node)
+        loaded = load_trace(Path(trace), vc_config and Path(vc_config), gpus_per_node=gpus_per_node)
     _TRACES[key] = loaded
     while len(_TRACES) > _TRACE_CACHE_SIZE:
         _TRACES.popitem(last=False)
@@ -229,12 +288,12 @@ def _synth_spec(trace: str, gpus_per_node: int) -> SynthSpec:
 
 def check_traces(specs: Sequence[RunSpec]) -> None:
     """Load every distinct trace once in this process, so bad input stops the sweep before it starts."""
-    for trace, gpn in dict.fromkeys((s.trace, s.config.gpus_per_node) for s in specs):
+    for trace, gpn, vcs in dict.fromkeys((s.trace, s.config.gpus_per_node, s.vc_config) for s in specs):
         try:
             if trace.startswith(SYNTH_PREFIX):
                 _synth_spec(trace, gpn)
             else:
-                load_trace_arg(trace, gpn)
+                load_trace_arg(trace, gpn, vcs)
         except TraceError as exc:
             raise SweepError(str(exc)) from None
 
@@ -245,18 +304,26 @@ def execute_run(spec: RunSpec, out: str) -> dict[str, Any]:
     """Simulate one run and write its folder under ``out/runs``; return its runs.csv row (never raises)."""
     t0 = time.perf_counter()
     try:
-        trace = load_trace_arg(spec.trace, spec.config.gpus_per_node)
+        trace = load_trace_arg(spec.trace, spec.config.gpus_per_node, spec.vc_config)
         result = simulate(trace, spec.config)
-        write_run(Path(out) / "runs" / spec.run_id, result.tables(), result.summary, spec.fmt)
+        summary = with_identity(spec, result.summary)
+        write_run(Path(out) / "runs" / spec.run_id, result.tables(), summary, spec.fmt)
     except Exception as exc:  # noqa: BLE001 — a failed run is recorded, never fatal to the sweep
         return failed_row(spec, exc, Path(out), time.perf_counter() - t0)
-    return ok_row(spec, result.summary, time.perf_counter() - t0)
+    return ok_row(spec, summary, time.perf_counter() - t0)
+
+
+def with_identity(spec: RunSpec, summary: dict[str, Any]) -> dict[str, Any]:
+    """The summary a sweep writes: the run's own, plus ``sweep_run``: its id, :meth:`RunSpec.identity`, and
+    the trace as the sweep named it (a synthetic trace's whole spec, which its summary's ``trace`` lacks)."""
+    return {**summary, "sweep_run": {"run_id": spec.run_id, "identity": spec.identity(), "trace": spec.trace,
+                                     "trace_name": spec.trace_name}}
 
 
 def ok_row(spec: RunSpec, summary: dict[str, Any], wall: float | None) -> dict[str, Any]:
     return {**spec.row(), "status": "ok", "error": "", **{k: summary.get(k) for k in FIGURES},
             "sim_cpu_seconds": summary.get("sim_cpu_seconds"), "load_cpu_seconds": summary.get("load_cpu_seconds"),
-            "wall_seconds": wall}
+            "wall_seconds": wall, "notes": ""}
 
 
 def failed_row(spec: RunSpec, exc: BaseException, out: Path, wall: float) -> dict[str, Any]:
@@ -267,18 +334,22 @@ def failed_row(spec: RunSpec, exc: BaseException, out: Path, wall: float) -> dic
     except OSError:
         pass
     return {**spec.row(), "status": "failed", "error": message, **{k: None for k in FIGURES},
-            "sim_cpu_seconds": None, "load_cpu_seconds": None, "wall_seconds": wall}
+            "sim_cpu_seconds": None, "load_cpu_seconds": None, "wall_seconds": wall, "notes": ""}
 
 
 def finished_row(spec: RunSpec, out: Path) -> dict[str, Any] | None:
-    """The row of a run finished by an earlier sweep (its folder has summary.json), else None."""
-    path = out / "runs" / spec.run_id / "summary.json"
-    if not path.is_file():
+    """The row of a run finished by an earlier sweep with this very identity, else None (run it)."""
+    folder = out / "runs" / spec.run_id
+    path = folder / "summary.json"
+    if not path.is_file() or not (folder / f"jobs.{spec.fmt}").is_file():
         return None
     try:
-        return ok_row(spec, json.loads(path.read_text()), None)
+        summary = json.loads(path.read_text())
     except (OSError, ValueError):
         return None  # unreadable: run it again
+    if not isinstance(summary, dict) or (summary.get("sweep_run") or {}).get("identity") != spec.identity():
+        return None  # another trace, settings or format than this sweep's (or from before identities)
+    return ok_row(spec, summary, None)
 
 
 # --- runs.csv ----------------------------------------------------------------------------------------
@@ -288,8 +359,8 @@ class RunsTable:
 
     def __init__(self, path: Path, param_keys: Sequence[str], every: float = 2.0) -> None:
         self.path, self.every = path, every
-        self.columns = ["run_id", "trace", "policy", "placement", "seed", *param_keys, "status", "error",
-                        *FIGURES, *TIMING_COLUMNS]
+        extra = [k for k in param_keys if k not in RUN_COLUMNS]  # --set placement=… fills the placement column
+        self.columns = [*RUN_COLUMNS, *extra, "status", "error", *FIGURES, *TIMING_COLUMNS, "notes"]
         self.rows: dict[str, dict[str, Any]] = {}
         self._written = 0.0
         self._dirty = False
@@ -300,8 +371,8 @@ class RunsTable:
         if time.monotonic() - self._written >= self.every:
             self.flush()
 
-    def flush(self) -> None:
-        if not self._dirty and self.path.exists():
+    def flush(self, force: bool = False) -> None:
+        if not (force or self._dirty) and self.path.exists():
             return
         frame = pd.DataFrame([self.rows[k] for k in sorted(self.rows)], columns=self.columns)
         buffer = io.StringIO()
@@ -313,8 +384,8 @@ class RunsTable:
 
 def read_runs(path: Path) -> pd.DataFrame:
     """``runs.csv`` as a frame (the error column as text)."""
-    return pd.read_csv(path, dtype={"error": str, "run_id": str, "trace": str}, keep_default_na=False,
-                       na_values=[""])
+    return pd.read_csv(path, dtype={"error": str, "run_id": str, "trace": str, "notes": str},
+                       keep_default_na=False, na_values=[""])
 
 
 # --- the sweep ---------------------------------------------------------------------------------------
@@ -335,6 +406,8 @@ class SweepOutcome:
     failed: int = 0
     wall_seconds: float = 0.0
     runs_csv: Path = field(default_factory=Path)
+    notes: list[str] = field(default_factory=list)  # --set keys not read, seeds that change nothing
+    backend_log: Path | None = None  # where the backend's own messages went (Ray's)
 
 
 @dataclass
@@ -348,8 +421,9 @@ def run_sweep(specs: Sequence[RunSpec], out: Path, *, backend: str = "local", wo
               ray_address: str | None = None, split_vcs: str = "auto",
               listener: SweepListener | None = None) -> SweepOutcome:
     """Run every spec not finished yet; keep ``out/runs.csv`` current.  Ctrl-C (KeyboardInterrupt) stops
-    dispatching, records what finished and re-raises."""
+    dispatching, records what finished and re-raises.  With Ray, Ray's own messages go to ``out/ray.log``."""
     from simcluster.experiments.backends import make_backend
+    from simcluster.experiments.notes import annotate, ignored_setting_notes, seed_notes
     from simcluster.experiments.split import Part, execute_part, merge_parts, splittable, vcs_of
 
     if split_vcs not in SPLIT_MODES:
@@ -369,13 +443,23 @@ def run_sweep(specs: Sequence[RunSpec], out: Path, *, backend: str = "local", wo
         else:
             table.rows[spec.run_id] = row
     outcome = SweepOutcome([], skipped=len(specs) - len(todo), runs_csv=table.path)
+    setting_notes = ignored_setting_notes(specs)
     t0 = time.perf_counter()
-    if not todo:
-        table.flush()
+
+    def finish() -> SweepOutcome:
+        notes = setting_notes + seed_notes(specs, table.rows)
+        annotate(table.rows, notes)
+        table.flush(force=True)
+        outcome.notes = [n.text for n in notes]
         outcome.rows = [table.rows[k] for k in sorted(table.rows)]
         return outcome
 
-    runner = make_backend(backend, workers=workers, ray_address=ray_address)
+    if not todo:
+        return finish()
+
+    if backend == "ray":
+        outcome.backend_log = out / "ray.log"
+    runner = make_backend(backend, workers=workers, ray_address=ray_address, log=outcome.backend_log)
     split = split_vcs == "always" or (split_vcs == "auto" and len(todo) < runner.slots)
     # tasks: (function, args, the run it belongs to)
     queue: list[tuple[Callable[..., Any], tuple[Any, ...], _Pending]] = []
@@ -386,7 +470,7 @@ def run_sweep(specs: Sequence[RunSpec], out: Path, *, backend: str = "local", wo
             pending.waiting = len(vcs)
             queue.extend((execute_part, (spec, vc), pending) for vc in vcs)
         else:
-            queue.append((execute_run, (spec, str(out)), pending))
+            queue.append((execute_run, (spec, str(out.resolve())), pending))  # workers may run elsewhere
     queue.reverse()  # pop() from the end takes them in grid order
     listener.sweep_started(len(specs), outcome.skipped, runner.slots, backend)
     in_flight: dict[Any, _Pending] = {}
@@ -432,8 +516,7 @@ def run_sweep(specs: Sequence[RunSpec], out: Path, *, backend: str = "local", wo
         runner.close(cancel=bool(queue or in_flight))
         table.flush()
         outcome.wall_seconds = time.perf_counter() - t0
-    outcome.rows = [table.rows[k] for k in sorted(table.rows)]
-    return outcome
+    return finish()
 
 
 def cpu_count() -> int:

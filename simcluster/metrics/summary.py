@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from simcluster.job import Job
+from simcluster.job import Job, JobState
+from simcluster.metrics.fairness import fairness_figures
 
 JOB_COLUMNS = [
     "job_id", "vc", "user", "gpu_num", "submit_time", "start_time", "end_time", "duration", "queue", "jct",
@@ -16,9 +17,29 @@ JOB_COLUMNS = [
 ]
 
 
-def jobs_frame(jobs: Iterable[Job]) -> pd.DataFrame:
-    """One row per finished job, in trace order (times in seconds)."""
+def jobs_frame(jobs: Iterable[Job], now: float | None = None,
+               left_at: Mapping[Job, float] | None = None) -> pd.DataFrame:
+    """One row per job, in trace order (times in seconds).
+
+    Jobs not finished (a run stopped at a horizon, or a job abandoned) have no end time and no JCT;
+    their queueing and busy time count up to ``now`` (the run's end), or for a job in ``left_at``
+    (taken out of the run) up to when it left.
+    """
     rows = sorted(jobs, key=lambda j: j.index)
+    left_at = left_at or {}
+
+    def until(j: Job) -> float:
+        return left_at.get(j, now if now is not None else j.pending_since)
+
+    def queue(j: Job) -> float:  # a waiting job's current wait counts too
+        return j.queue_time + (until(j) - j.pending_since if j.state is JobState.PENDING else 0.0)
+
+    def busy(j: Job) -> float:  # and a running job's current run
+        return j.busy_time + (until(j) - j.run_started_at if j.state is JobState.RUNNING else 0.0)
+
+    def maybe(value: float | None) -> float:
+        return np.nan if value is None else value
+
     frame = pd.DataFrame(
         {
             "job_id": [j.job_id for j in rows],
@@ -26,13 +47,13 @@ def jobs_frame(jobs: Iterable[Job]) -> pd.DataFrame:
             "user": [j.user for j in rows],
             "gpu_num": np.fromiter((j.gpu_num for j in rows), np.int64, len(rows)),
             "submit_time": np.fromiter((j.submit_time for j in rows), np.int64, len(rows)),
-            "start_time": np.fromiter((j.start_time for j in rows), float, len(rows)),
-            "end_time": np.fromiter((j.end_time for j in rows), float, len(rows)),
+            "start_time": np.fromiter((maybe(j.start_time) for j in rows), float, len(rows)),
+            "end_time": np.fromiter((maybe(j.end_time) for j in rows), float, len(rows)),
             "duration": np.fromiter((j.duration for j in rows), np.int64, len(rows)),
-            "queue": np.fromiter((j.queue_time for j in rows), float, len(rows)),
+            "queue": np.fromiter((queue(j) for j in rows), float, len(rows)),
             "preemptions": np.fromiter((j.preemptions for j in rows), np.int64, len(rows)),
             "restarts": np.fromiter((j.restarts for j in rows), np.int64, len(rows)),
-            "busy_time": np.fromiter((j.busy_time for j in rows), float, len(rows)),
+            "busy_time": np.fromiter((busy(j) for j in rows), float, len(rows)),
             "overhead": np.fromiter((j.overhead_total for j in rows), float, len(rows)),
             "lost_work": np.fromiter((j.lost_work for j in rows), float, len(rows)),
             "shared_seconds": np.fromiter((j.shared_seconds for j in rows), float, len(rows)),
@@ -43,24 +64,32 @@ def jobs_frame(jobs: Iterable[Job]) -> pd.DataFrame:
     working = frame["busy_time"] - frame["overhead"]
     work = frame["duration"] + frame["lost_work"]
     frame["mean_speed"] = np.where(working > 0, work / working.where(working > 0, 1.0), 1.0)
+    frame.loc[frame["end_time"].isna(), "mean_speed"] = np.nan  # its work is not done: no speed to tell
     return frame[JOB_COLUMNS]
 
 
-def figures(frame: pd.DataFrame, gpus: int, sharing: tuple[float, float] = (0.0, 0.0)) -> dict[str, float]:
-    """avg/p50/p99 JCT, avg/p99 queue, makespan, GPU utilization and sharing of a set of jobs.
+def figures(frame: pd.DataFrame, gpus: int, sharing: tuple[float, float] = (0.0, 0.0),
+            run_end: float | None = None) -> dict[str, Any]:
+    """avg/p50/p99 JCT, avg/p99 queue, makespan, GPU utilization, sharing and fairness of a set of jobs.
 
     ``sharing``: (GPU-seconds of shared GPUs, job-seconds beyond the first job of a GPU) as the
     cluster counted them, so that a GPU holding two jobs counts once in the utilization.
+    JCT, queueing and fairness figures are over finished jobs; when some did not finish, the
+    makespan runs to ``run_end`` (the run's end) and the utilization counts their GPU time too.
     """
-    if frame.empty:
+    done = frame[frame["end_time"].notna()]
+    if done.empty:
         return {k: 0.0 for k in ("avg_jct", "avg_queue", "p50_jct", "p99_jct", "p99_queue", "makespan",
-                                 "gpu_utilization")} | {"jobs": 0}
-    jct, queue = frame["jct"].to_numpy(), frame["queue"].to_numpy()
-    makespan = float(frame["end_time"].max() - frame["submit_time"].min())
+                                 "gpu_utilization")} | {"jobs": 0} | fairness_figures(done)
+    jct, queue = done["jct"].to_numpy(), done["queue"].to_numpy()
+    last = float(done["end_time"].max())
+    if run_end is not None and len(done) < len(frame):
+        last = max(last, run_end)
+    makespan = last - float(frame["submit_time"].min())
     shared, extra = sharing
     busy = float((frame["busy_time"] * frame["gpu_num"]).sum()) - extra
     return {
-        "jobs": len(frame),
+        "jobs": len(done),
         "avg_jct": float(jct.mean()),
         "avg_queue": float(queue.mean()),
         "p50_jct": float(np.percentile(jct, 50)),
@@ -71,23 +100,25 @@ def figures(frame: pd.DataFrame, gpus: int, sharing: tuple[float, float] = (0.0,
         "preemptions": int(frame["preemptions"].sum()),
         "restarts": int(frame["restarts"].sum()),
         "shared_gpu_fraction": shared / busy if busy > 0 else 0.0,
-        "avg_slowdown": float((1.0 / frame["mean_speed"]).mean()),
+        "avg_slowdown": float((1.0 / done["mean_speed"]).mean()),
+        **fairness_figures(done),
     }
 
 
 def summarize(frame: pd.DataFrame, vc_gpus: Mapping[str, int],
               vc_sharing: Mapping[str, tuple[float, float]] | None = None, partition_gpus: int = 0,
-              **header: Any) -> dict[str, Any]:
+              run_end: float | None = None, **header: Any) -> dict[str, Any]:
     """The run's ``summary.json``: ``header`` (policy, placement, timings...), overall and per-VC figures.
 
     ``partition_gpus``: GPUs of a policy's own partitions (lucid's profiler), counted in the
-    overall utilization but not in any VC's.
+    overall utilization but not in any VC's.  ``run_end``: when the run stopped, if some jobs did not finish.
     """
     summary: dict[str, Any] = dict(header)
     vc_sharing = vc_sharing or {}
     total = (sum(s for s, _ in vc_sharing.values()), sum(e for _, e in vc_sharing.values()))
-    summary.update(figures(frame, sum(vc_gpus.values()) + partition_gpus, total))
+    summary.update(figures(frame, sum(vc_gpus.values()) + partition_gpus, total, run_end))
     summary["per_vc"] = {
-        vc: figures(frame[frame["vc"] == vc], gpus, vc_sharing.get(vc, (0.0, 0.0))) for vc, gpus in vc_gpus.items()
+        vc: figures(frame[frame["vc"] == vc], gpus, vc_sharing.get(vc, (0.0, 0.0)), run_end)
+        for vc, gpus in vc_gpus.items()
     }
     return summary

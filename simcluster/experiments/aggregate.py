@@ -1,0 +1,192 @@
+"""Runs grouped into *configurations* (same trace, same settings, any seed) and their figures aggregated.
+
+A report never pools runs that differ in anything but the seed: a configuration is the trace
+(its path, or a synthetic trace's whole spec), the cluster (GPUs per VC) and every setting of
+``summary.json``'s ``config`` but ``seed`` (and the provenance fields ``preset``/``config_file``).
+Its **label** is the policy plus the settings whose values differ between configurations and that
+the policy reads, e.g. ``tiresias quantum=300``; when that is not enough to tell two
+configurations apart, every differing setting, then the trace, is added.
+
+Each figure of a configuration is the mean over its seeds, with the minimum and maximum
+(``F``, ``F_min``, ``F_max`` in ``comparison.csv``), per VC and overall.  With a baseline policy,
+``F_vs_baseline`` = mean ÷ the baseline's mean − 1 for the time figures and utilization, where the
+baseline is the run of that policy on the same trace and cluster that shares the most settings.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from simcluster.config import PROVENANCE, SimConfig, config_fields
+from simcluster.scope import settings_read
+
+FIGURES = ["jobs", "avg_jct", "p50_jct", "p99_jct", "avg_queue", "p99_queue", "makespan", "gpu_utilization",
+           "preemptions", "shared_gpu_fraction", "jain_users", "rho_mean", "rho_p99", "rho_above_1"]
+VERSUS = ["avg_jct", "p50_jct", "p99_jct", "avg_queue", "makespan", "gpu_utilization"]  # compared with a baseline
+LOG_NAMES = ("cluster_full_log.csv", "cluster_log.csv")
+_IGNORED = {"seed"} | {name for name, f in config_fields().items() if f.metadata["panel"] == PROVENANCE}
+
+
+@dataclass
+class Configuration:
+    """Runs of one trace and one set of settings, over seeds."""
+
+    key: str
+    trace: str  # what identifies the trace (absolute path or synthetic spec)
+    trace_name: str
+    settings: dict[str, Any]  # every setting but the seed
+    runs: list[Any] = field(default_factory=list)  # RunRecord
+    label: str = ""
+
+    @property
+    def policy(self) -> str:
+        return str(self.settings.get("policy", "?"))
+
+    @property
+    def seeds(self) -> list[Any]:
+        return sorted({r.summary.get("seed") for r in self.runs}, key=str)
+
+    def figure(self, name: str, vc: str = "all") -> np.ndarray:
+        """The figure of each run (NaN where a run lacks it)."""
+        values = []
+        for r in self.runs:
+            source = r.summary if vc == "all" else r.summary.get("per_vc", {}).get(vc, {})
+            value = source.get(name)
+            values.append(np.nan if value is None else float(value))
+        return np.asarray(values, dtype=float)
+
+    @property
+    def vcs(self) -> list[str]:
+        return list(dict.fromkeys(vc for r in self.runs for vc in r.summary.get("per_vc", {})))
+
+
+def trace_of(summary: dict[str, Any]) -> tuple[str, str]:
+    """(identity, short name) of a run's trace: the sweep's own record if any, else the summary's source."""
+    sweep = summary.get("sweep_run") or {}
+    if sweep.get("trace"):
+        return str(sweep["trace"]), str(sweep.get("trace_name") or sweep["trace"])
+    source = str(summary.get("trace", ""))
+    path = Path(source)
+    name = path.parent.name if path.name in LOG_NAMES else (path.stem if path.suffix else path.name)
+    return source, name or source
+
+
+def configurations(records: Sequence[Any]) -> list[Configuration]:
+    """The records grouped by configuration (in order of first appearance), labelled uniquely."""
+    groups: dict[str, Configuration] = {}
+    for r in records:
+        settings = {k: v for k, v in (r.summary.get("config") or {"policy": r.summary.get("policy"),
+                                                                   "placement": r.summary.get("placement")}).items()
+                    if k not in _IGNORED}
+        settings["policy"] = r.summary.get("policy", settings.get("policy"))
+        trace, name = trace_of(r.summary)
+        vcs = sorted(r.summary.get("per_vc", {}))
+        key = json.dumps([trace, r.summary.get("gpus"), vcs, settings], sort_keys=True, default=str)
+        if key not in groups:
+            groups[key] = Configuration(key, trace, name, settings)
+        groups[key].runs.append(r)
+    found = list(groups.values())
+    _label(found)
+    return found
+
+
+def _label(groups: list[Configuration]) -> None:
+    keys = sorted({k for g in groups for k in g.settings if k != "policy"
+                   and len({_text(h.settings.get(k)) for h in groups}) > 1})
+
+    def read_by(g: Configuration) -> frozenset[str]:
+        try:
+            return settings_read(SimConfig(**{k: v for k, v in g.settings.items() if k in config_fields()}),
+                                 rounds=g.settings.get("placement") == "rounds")
+        except (TypeError, ValueError):
+            return frozenset(g.settings)
+
+    for g in groups:
+        g.label = _labelled(g, [k for k in keys if k in read_by(g)])
+    clash = _clashing(groups)
+    for g in clash:
+        g.label = _labelled(g, keys)
+    if len({g.trace for g in groups}) > 1:
+        for g in groups:
+            g.label = f"{g.trace_name}: {g.label}"
+    for g in _clashing(groups):  # two traces of one name: the rest of the identity
+        g.label = f"{g.label} [{g.trace}]"
+    counts: dict[str, int] = {}
+    for g in _clashing(groups):  # still equal (runs differing in nothing we record): number them
+        counts[g.label] = counts.get(g.label, 0) + 1
+        g.label = f"{g.label} #{counts[g.label]}"
+
+
+def _clashing(groups: list[Configuration]) -> list[Configuration]:
+    labels = [g.label for g in groups]
+    return [g for g in groups if labels.count(g.label) > 1]
+
+
+def _labelled(g: Configuration, keys: Sequence[str]) -> str:
+    return " ".join([g.policy, *(f"{k}={_text(g.settings.get(k))}" for k in keys)])
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return "/".join(_text(v) for v in value)
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def baseline_of(g: Configuration, groups: Sequence[Configuration], policy: str) -> Configuration | None:
+    """The configuration of ``policy`` on ``g``'s trace and cluster sharing the most settings with ``g``."""
+    candidates = [h for h in groups if h.policy == policy and h.trace == g.trace and sorted(h.vcs) == sorted(g.vcs)]
+    if not candidates:
+        return None
+    return max(candidates, key=lambda h: sum(h.settings.get(k) == v for k, v in g.settings.items()))
+
+
+def aggregate(groups: Sequence[Configuration], baseline: str | None = None) -> pd.DataFrame:
+    """``comparison.csv``: per configuration, its VCs and ``all``: mean/min/max of each figure over seeds."""
+    rows = []
+    for g in groups:
+        base = baseline_of(g, groups, baseline) if baseline else None
+        for vc in [*g.vcs, "all"]:
+            row: dict[str, Any] = {"label": g.label, "trace": g.trace_name, "policy": g.policy,
+                                   "seeds": ";".join(map(str, g.seeds)), "runs": len(g.runs), "vc": vc}
+            for name in FIGURES:
+                values = g.figure(name, vc)
+                finite = values[np.isfinite(values)]
+                row[name] = float(finite.mean()) if len(finite) else np.nan
+                row[f"{name}_min"] = float(finite.min()) if len(finite) else np.nan
+                row[f"{name}_max"] = float(finite.max()) if len(finite) else np.nan
+            if baseline:
+                row["baseline"] = base.label if base is not None else ""
+                for name in VERSUS:
+                    mine, theirs = row[name], _mean(base.figure(name, vc)) if base is not None else np.nan
+                    row[f"{name}_vs_baseline"] = mine / theirs - 1 if np.isfinite(theirs) and theirs else np.nan
+            row["notes"] = notes_of(g) if vc == "all" else ""
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _mean(values: np.ndarray) -> float:
+    finite = values[np.isfinite(values)]
+    return float(finite.mean()) if len(finite) else np.nan
+
+
+def notes_of(g: Configuration) -> str:
+    """What a reader must know about a configuration's figures."""
+    notes = []
+    if len(g.seeds) > 1 and all(
+            np.ptp(v[np.isfinite(v)]) == 0 for v in (g.figure(n) for n in FIGURES) if np.isfinite(v).any()):
+        notes.append(f"identical for seeds {', '.join(map(str, g.seeds))}")
+    unfinished = [int(r.summary.get("unfinished_jobs") or 0) for r in g.runs]
+    if any(unfinished):
+        notes.append(f"{max(unfinished):,} job(s) unfinished (run stopped early; figures over finished jobs)")
+    if all("rho_mean" not in r.summary for r in g.runs):
+        notes.append("no fairness figures (round-based run)")
+    return "; ".join(notes)

@@ -1,0 +1,158 @@
+"""Fairness: finish-time fairness ρ per job, Jain's index over users, and the per-user table.
+
+**Finish-time fairness** (Themis, Mahajan et al., NSDI'20; the objective of Gavel's
+``finish_time_fairness`` policies, Narayanan et al., OSDI'20) compares a job's completion time
+with the one it would have had alone on a fair share of the cluster:
+
+    ρ_j = JCT_j / T_alone_j,   T_alone_j = d_j · max(1, g_j · n_j / G)
+
+- ``G`` is the GPU count of the job's VC (a job can only ever use its VC's GPUs, so the VC is
+  "the cluster" it shares);
+- ``n_j`` is the number of that VC's jobs in the system (waiting or running, the job itself
+  included) averaged over the job's life, from its submission to its end — Themis' N, the number
+  of jobs contending, which changes while the job lives;
+- alone on ``G / n_j`` GPUs the job runs at full speed if it fits (``g_j ≤ G / n_j``: it takes its
+  exclusive duration ``d_j``, at least 1 s), else time-sliced at the fraction ``G / (n_j g_j)``.
+
+ρ ≤ 1: the job finished no later than on its fair share (Themis' sharing incentive); ρ > 1: it
+would have done better alone on 1/n of its VC.
+
+**Jain's fairness index** (Jain, Chiu and Hawe, "A quantitative measure of fairness and
+discrimination for resource allocation in shared computer systems", DEC-TR-301, 1984):
+
+    J(x_1…x_n) = (Σ x_i)² / (n · Σ x_i²)
+
+1 when every x_i is equal, 1/n when one user gets everything.  Jain et al. apply it to each
+user's *normalised* allocation, x_i = what the user got ÷ its fair allocation; here the user's
+normalised service is ``x_u = mean over u's finished jobs of 1/ρ_j`` (each job's progress rate
+relative to running alone on its fair share).  ``jain_users`` is J over the users of the whole
+run (``summary.json``) and of each VC (``per_vc``).
+
+>>> jain_index([1.0, 1.0, 1.0, 1.0])
+1.0
+>>> jain_index([1.0, 0.0, 0.0, 0.0])
+0.25
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+RHO_FIGURES = ("rho_mean", "rho_p50", "rho_p99", "rho_max", "rho_above_1")
+USER_COLUMNS = ["user", "vcs", "jobs", "unfinished", "avg_jct", "p50_jct", "avg_queue", "avg_slowdown", "mean_rho",
+                "gpu_seconds", "gpu_share"]
+
+
+def jain_index(values: Sequence[float] | np.ndarray) -> float | None:
+    """Jain's index of ``values`` (non-negative); None when there are none (or all are 0)."""
+    x = np.asarray(values, dtype=float)
+    x = x[np.isfinite(x)]
+    square_sum = float((x * x).sum())
+    if not len(x) or square_sum == 0:
+        return None
+    return float(x.sum() ** 2 / (len(x) * square_sum))
+
+
+def contention(submit: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """n_j: the time-averaged number of jobs in the system over each job's life [submit_j, end_j].
+
+    ``end`` may hold NaN for jobs that never finished (in the system until the run's end).  A job
+    whose life has no length gets the count at its instant.
+
+    >>> contention(np.array([0.0, 0.0, 10.0]), np.array([10.0, 20.0, 20.0])).tolist()
+    [2.0, 2.0, 2.0]
+    """
+    submit, end = np.asarray(submit, dtype=float), np.asarray(end, dtype=float)
+    done = np.isfinite(end)
+    times = np.concatenate([submit, end[done]])
+    deltas = np.concatenate([np.ones(len(submit)), -np.ones(int(done.sum()))])
+    order = np.argsort(times, kind="stable")
+    t, count = times[order], np.cumsum(deltas[order])
+    area = np.concatenate([[0.0], np.cumsum(count[:-1] * np.diff(t))])
+
+    def integral(at: np.ndarray) -> np.ndarray:
+        k = np.searchsorted(t, at, side="right") - 1
+        return area[k] + count[k] * (at - t[k])
+
+    n = np.full(len(submit), np.nan)
+    length = end - submit
+    long = done & (length > 0)
+    n[long] = (integral(end[long]) - integral(submit[long])) / length[long]
+    instant = done & (length <= 0)
+    n[instant] = count[np.searchsorted(t, submit[instant], side="right") - 1]
+    return n
+
+
+def finish_time_fairness(jobs: pd.DataFrame, vc_gpus: Mapping[str, int]) -> np.ndarray:
+    """ρ of each job of ``jobs`` (a jobs table), NaN for jobs not finished or of a VC not in ``vc_gpus``."""
+    rho = np.full(len(jobs), np.nan)
+    if not len(jobs):
+        return rho
+    vcs = jobs["vc"].to_numpy()
+    for vc, gpus in vc_gpus.items():
+        mine = np.flatnonzero(vcs == vc)
+        if not len(mine) or gpus <= 0:
+            continue
+        part = jobs.iloc[mine]
+        n = contention(part["submit_time"].to_numpy(float), part["end_time"].to_numpy(float))
+        alone = np.maximum(part["duration"].to_numpy(float), 1.0) * np.maximum(
+            1.0, part["gpu_num"].to_numpy(float) * n / gpus)
+        rho[mine] = part["jct"].to_numpy(float) / alone
+    return rho
+
+
+def fairness_figures(jobs: pd.DataFrame) -> dict[str, Any]:
+    """``jain_users`` and the distribution of ρ (mean, p50, p99, max, share of jobs with ρ > 1) over the
+    finished jobs of ``jobs``; empty when the table has no ``rho`` column (e.g. round-based runs)."""
+    if "rho" not in jobs.columns:
+        return {}
+    rho = jobs["rho"].to_numpy(float)
+    finished = np.isfinite(rho)
+    if not finished.any():
+        return {"jain_users": None, **{k: None for k in RHO_FIGURES}}
+    r = rho[finished]
+    service = pd.Series(1.0 / np.maximum(r, 1e-12)).groupby(jobs["user"].to_numpy()[finished]).mean()
+    return {
+        "jain_users": jain_index(service.to_numpy()),
+        "rho_mean": float(r.mean()),
+        "rho_p50": float(np.percentile(r, 50)),
+        "rho_p99": float(np.percentile(r, 99)),
+        "rho_max": float(r.max()),
+        "rho_above_1": float((r > 1.0).mean()),
+    }
+
+
+def users_table(jobs: pd.DataFrame) -> pd.DataFrame:
+    """``users.csv``: per user, its VCs, jobs (finished, and unfinished when a run stopped early), average
+    and median JCT, average queueing delay, average slowdown (JCT ÷ duration), mean ρ, GPU-seconds held
+    and their share of all jobs' GPU-seconds.  Figures over finished jobs; users sorted by name."""
+    if not len(jobs):
+        return pd.DataFrame(columns=USER_COLUMNS)
+    frame = jobs.assign(
+        _done=jobs["end_time"].notna(),
+        _slowdown=jobs["jct"] / np.maximum(jobs["duration"].astype(float), 1.0),
+        _gpu_seconds=jobs["busy_time"] * jobs["gpu_num"],
+    )
+    if "rho" not in frame.columns:
+        frame["rho"] = np.nan
+    done = frame[frame["_done"]]
+    users = frame["user"].astype(str)
+    total = float(frame["_gpu_seconds"].sum())
+    table = pd.DataFrame({
+        "vcs": frame.groupby(users)["vc"].agg(lambda v: ";".join(sorted(set(map(str, v))))),
+        "jobs": frame.groupby(users)["_done"].sum().astype(np.int64),
+        "unfinished": (~frame["_done"]).groupby(users).sum().astype(np.int64),
+        "avg_jct": done.groupby(done["user"].astype(str))["jct"].mean(),
+        "p50_jct": done.groupby(done["user"].astype(str))["jct"].median(),
+        "avg_queue": done.groupby(done["user"].astype(str))["queue"].mean(),
+        "avg_slowdown": done.groupby(done["user"].astype(str))["_slowdown"].mean(),
+        "mean_rho": done.groupby(done["user"].astype(str))["rho"].mean(),
+        "gpu_seconds": frame.groupby(users)["_gpu_seconds"].sum(),
+    })
+    table["gpu_share"] = table["gpu_seconds"] / total if total > 0 else 0.0
+    table.index.name = "user"
+    return table.reset_index()[USER_COLUMNS]
