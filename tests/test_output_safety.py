@@ -73,7 +73,7 @@ def test_overwrite_replaces_a_foreign_folder_when_asked(tmp_path):
     (folder / "stale.csv").write_text("x")
     result = run("--out", str(folder), "--overwrite")
     assert result.exit_code == 0, result.output
-    assert sorted(p.name for p in folder.iterdir()) == [".simcluster.json", "jobs.csv", "summary.json", "timeline.csv"]
+    assert sorted(p.name for p in folder.iterdir()) == [".simcluster.json", "jobs.csv", "summary.json", "timeline.csv", "users.csv"]
 
 
 def test_the_current_directory_is_refused_before_any_work(tmp_path, monkeypatch, no_simulation):
