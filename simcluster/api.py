@@ -65,7 +65,10 @@ def simulate(trace: Trace, config: SimConfig | None = None, observers: Iterable[
     vc_sharing = {name: vc.sharing_seconds(end) for name, vc in sim.cluster.vcs.items()}
     sharing = {}
     if sim.colocation is not None:
-        sharing = {"colocation": sim.colocation.source, "colocation_fallbacks": sim.colocation.fallback_counts()}
+        sharing = {"colocation": sim.colocation.source,
+                   "colocation_provenance": getattr(sim.colocation, "provenance", None)
+                   or {"kind": "tables", "description": sim.colocation.source},
+                   "colocation_fallbacks": sim.colocation.fallback_counts()}
     summary = summarize(
         frame, vc_gpus, vc_sharing, partition_gpus,
         policy=config.policy, placement=config.placement, trace=trace.source, seed=config.seed,
