@@ -245,7 +245,7 @@ def _rounded(calibration: Calibration) -> Calibration:
 def deployed(calibration: Calibration) -> ColocationModel:
     """The model exactly as a simulation gets it from these parameters."""
     single, pair = calibrated_tables(calibration)
-    return ColocationModel(single, pair, source="calibration", validate=False)
+    return ColocationModel(single, pair, source="calibration", validate=False, per_gpu=True)
 
 
 def predictions(model: Any, rows: PairRows) -> np.ndarray:

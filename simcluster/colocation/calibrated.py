@@ -311,9 +311,10 @@ def calibrated_model(folder: str | os.PathLike[str] | None = None) -> Colocation
         "fitted_to": calibration.fitted_to.get("data", []),
         "fit": calibration.fit,
     }
-    # generated here from checked parameters: the tables are valid by construction (and tested)
+    # generated here from checked parameters: the tables are valid by construction (and tested); the
+    # rule has no GPU count (a job on n GPUs meets its partner on each GPU as a one-GPU job would)
     return ColocationModel(single, pair, source=f"calibrated model ({_display(directory)})",
-                           provenance=provenance, validate=False)
+                           provenance=provenance, validate=False, per_gpu=True)
 
 
 def _display(path: Path) -> str:

@@ -194,9 +194,10 @@ class ColocationModel:
     e.g. subsets of one in a leave-one-out loop).  ``source`` says where they came from, for run
     outputs, and ``provenance`` what kind of evidence they are (``kind``: measured, calibrated,
     analytic, public or tables; ``description``: one line for people; anything else that helps);
-    ``floor`` and ``ceiling`` bound every speed returned.  Answers are cached per key, so repeated
-    lookups cost a dictionary access; :meth:`fallback_counts` counts every call by the step that
-    answered it.
+    ``floor`` and ``ceiling`` bound every speed returned.  ``per_gpu=True`` says the tables describe
+    one GPU whatever a job's GPU count (a model whose rule has no GPU count, as the calibrated one):
+    every lookup is then made for one GPU.  Answers are cached per key, so repeated lookups cost a
+    dictionary access; :meth:`fallback_counts` counts every call by the step that answered it.
     """
 
     def __init__(
@@ -209,6 +210,7 @@ class ColocationModel:
         floor: float = FLOOR,
         ceiling: float = CEILING,
         validate: bool = True,
+        per_gpu: bool = False,
     ) -> None:
         if not 0.0 < floor <= ceiling:
             raise ValueError(f"need 0 < floor <= ceiling, got floor={floor}, ceiling={ceiling}")
@@ -216,6 +218,7 @@ class ColocationModel:
         self.provenance: dict[str, Any] = dict(provenance) if provenance else {"kind": "tables", "description": source}
         self.floor = float(floor)
         self.ceiling = float(ceiling)
+        self.per_gpu = per_gpu
         if validate:
             single = validate_single_table(single, f"single table of {source}")
             pair = validate_pair_table(pair, f"pair table of {source}")
@@ -345,7 +348,7 @@ class ColocationModel:
         """
         hit = self._by_workload.get((a, a_gpus, b, b_gpus))
         if hit is None:
-            ka, kb = _job_key(a, a_gpus), _job_key(b, b_gpus)
+            ka, kb = self._key(a, a_gpus), self._key(b, b_gpus)
             swapped = kb < ka
             key = (kb, ka) if swapped else (ka, kb)
             cached = self._pair_cache.get(key)
@@ -359,6 +362,10 @@ class ColocationModel:
             self._by_workload[(b, b_gpus, a, a_gpus)] = (backward, step)
         self._pair_counts[hit[1]] += 1
         return hit[0]
+
+    def _key(self, w: Workload, gpus: int) -> _JobKey:
+        key = _job_key(w, gpus)  # checks the GPU count even where it is then ignored
+        return (*key[:4], 1) if self.per_gpu else key
 
     def slowdowns(self, a: Workload, a_gpus: int, b: Workload, b_gpus: int) -> tuple[float, float]:
         """Slowdown factors ``xi = 1 / speed`` of a and b when sharing (>= 1 with the default ceiling)."""
@@ -398,15 +405,15 @@ class ColocationModel:
     # ----------------------------------------------------------------- single jobs
     def memory_mib(self, w: Workload, gpus: int) -> float:
         """GPU memory (MiB, per GPU) of ``w`` running alone on ``gpus`` GPUs; never fails."""
-        return self._single_value("memory", _job_key(w, gpus))
+        return self._single_value("memory", self._key(w, gpus))
 
     def solo_util(self, w: Workload, gpus: int) -> float:
         """Mean GPU utilization (%) of ``w`` running alone on ``gpus`` GPUs; never fails."""
-        return self._single_value("util", _job_key(w, gpus))
+        return self._single_value("util", self._key(w, gpus))
 
     def solo_mem_util(self, w: Workload, gpus: int) -> float:
         """Mean GPU memory(-bandwidth) utilization (%) of ``w`` running alone on ``gpus`` GPUs; never fails."""
-        return self._single_value("mem_util", _job_key(w, gpus))
+        return self._single_value("mem_util", self._key(w, gpus))
 
     def _single_value(self, quantity: str, key: _JobKey) -> float:
         cached = self._single_cache.get((quantity, key))

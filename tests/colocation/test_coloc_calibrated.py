@@ -99,6 +99,15 @@ def test_a_busy_pair_is_slowed_more_than_a_light_one() -> None:
     assert busy < 0.75 and light > 0.95
 
 
+def test_a_job_on_many_gpus_meets_its_partner_as_a_one_gpu_job_would() -> None:
+    fresh = calibrated_model()
+    r18, lstm = Workload("ResNet18", "CIFAR-10", 64, 0), Workload("LSTM", "Wikitext2", 128, 1)
+    assert fresh.pair_speeds(r18, 8, lstm, 2) == fresh.pair_speeds(r18, 1, lstm, 1)
+    assert fresh.memory_mib(r18, 8) == fresh.memory_mib(r18, 1)  # memory per GPU
+    assert fresh.fallback_counts() == {"exact": 2, "interpolated": 0, "model_pair": 0, "model_average": 0,
+                                       "default": 0}
+
+
 def test_its_provenance_names_the_public_data_and_its_error() -> None:
     provenance = model().provenance
     assert provenance["kind"] == "calibrated"
