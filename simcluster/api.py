@@ -115,7 +115,10 @@ def simulate(trace: Trace, config: SimConfig | None = None, observers: Iterable[
     vc_sharing = {name: vc.sharing_seconds(end) for name, vc in sim.cluster.vcs.items()}
     sharing = {}
     if sim.colocation is not None:
-        sharing = {"colocation": sim.colocation.source, "colocation_fallbacks": sim.colocation.fallback_counts()}
+        sharing = {"colocation": sim.colocation.source,
+                   "colocation_provenance": getattr(sim.colocation, "provenance", None)
+                   or {"kind": "tables", "description": sim.colocation.source},
+                   "colocation_fallbacks": sim.colocation.fallback_counts()}
         warnings += colocation_warnings(config.colocation, sim.colocation.fallback_counts())
     stopped: dict[str, Any] = {}
     if left or config.until:

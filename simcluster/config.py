@@ -96,8 +96,10 @@ class SimConfig:
 
     # GPU sharing
     colocation: str = setting(
-        "default", "Colocation tables: 'default' (ours: measured if committed, else analytic), 'lucid' (the public "
-        "RTX 3090 table from the shared data), or a folder with single.csv and pair.csv.", SHARING,
+        "default", "Colocation model: 'default' (a table measured on a GPU if one is committed under traces/profiles, "
+        "else 'calibrated': fitted to Lucid's public RTX 3090 measurements), 'analytic' (unfitted), 'lucid' (the "
+        "public RTX 3090 table from the shared data), or a folder with single.csv and pair.csv (or parameters.json).",
+        SHARING,
     )
     gpu_memory: float = setting(24576.0, "MiB of memory per GPU; jobs share a GPU only while their memory fits.",
                                 SHARING, above=0)

@@ -21,12 +21,16 @@ SUSPECT_SPEED = 1.05  # a pair "faster shared than alone" by more than measureme
 
 
 def fallbacks_warning(counts: dict[str, int], limit: float = DEFAULT_SHARE_LIMIT) -> str | None:
-    """A warning when more than ``limit`` of the pair lookups fell back to the neutral default."""
-    total, default = sum(counts.values()), counts.get("default", 0)
-    if not total or default / total <= limit:
+    """A warning when more than ``limit`` of the pair lookups were guesses: answered by a workload's average
+    slowdown over other partners (``model_average``) or by the neutral default, not by measurements of the
+    pair or an interpolation between them."""
+    total = sum(counts.values())
+    guessed = counts.get("model_average", 0) + counts.get("default", 0)
+    if not total or guessed / total <= limit:
         return None
-    return (f"{default:,} of {total:,} colocation lookups ({default / total:.0%}) fell back to the neutral default "
-            "speed: the tables do not know these jobs' workloads, so their slowdowns are guesses")
+    return (f"{guessed:,} of {total:,} colocation lookups ({guessed / total:.0%}) fell back to a workload's "
+            f"average slowdown ({counts.get('model_average', 0):,}) or the neutral default "
+            f"({counts.get('default', 0):,}): the tables never measured these pairs, so their slowdowns are guesses")
 
 
 def table_warnings(spec: str) -> list[str]:

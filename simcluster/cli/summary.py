@@ -32,7 +32,8 @@ def print_summary(summary: dict[str, Any], target: Path, shown: Collection[str] 
     out.print(table)
     if "colocation" in summary:
         out.print(f"GPU sharing: {summary['shared_gpu_fraction']:.1%} of busy GPU-time shared, average slowdown "
-                  f"{summary['avg_slowdown']:.3f}; colocation: {summary['colocation']}", highlight=False)
+                  f"{summary['avg_slowdown']:.3f}", highlight=False)
+        out.print(colocation_line(summary), highlight=False)
     quality = summary.get("estimate_quality")
     if quality and quality.get("jobs"):
         out.print(f"{summary['estimator']} estimates: MAE {quality['mae']:,.0f} s, median relative error "
@@ -58,3 +59,12 @@ def print_summary(summary: dict[str, Any], target: Path, shown: Collection[str] 
 def print_warnings(warnings: Iterable[str], console: Console) -> None:
     for warning in warnings:
         console.print(Text.assemble(("warning: ", "bold yellow"), warning))
+
+
+def colocation_line(summary: dict[str, Any]) -> str:
+    """Which colocation model the run used and what evidence it rests on; how to choose another."""
+    provenance = summary.get("colocation_provenance") or {}
+    text = f"colocation model: {provenance.get('description') or summary['colocation']}"
+    if provenance.get("kind") in ("calibrated", "analytic"):
+        text += " (--colocation lucid|FOLDER to use measured tables; lucid-profile measures your GPU)"
+    return text

@@ -37,9 +37,11 @@ allocator slack.  BERT at batch 64/128 in fp32 comes out above 24 GiB: a simulat
 will not place it, as it would run out of memory.
 
 The committed tables ``traces/profiles/analytic/single.csv`` and ``pair.csv`` are written by
-:func:`write_analytic_tables` (``python -m simcluster.colocation.analytic``); :func:`default_model`
-prefers a measured table under ``traces/profiles/<gpu>/`` whose ``metadata.json`` says
-``"measured": true``.
+:func:`write_analytic_tables` (``python -m simcluster.colocation.analytic``).  They are no longer the
+default: fitted to public measurements, this model's successor (:mod:`simcluster.colocation.calibrated`)
+predicts measured pair speeds far better.  :func:`default_model` takes, in this order, a table measured
+on a GPU under ``traces/profiles/<gpu>/`` (its ``metadata.json`` says ``"measured": true``), the
+calibrated model (``traces/profiles/calibrated/parameters.json``), and only then these tables.
 
 >>> analytic_pair_speeds(30.0, 40.0)          # both fit: interference only
 (0.96, 0.97)
@@ -85,12 +87,20 @@ __all__ = [
     "analytic_pair_table",
     "default_model",
     "estimate_single_table",
+    "measured_metadata",
+    "measured_model",
     "write_analytic_tables",
 ]
 
 PROFILES_DIR = REPO_ROOT / "traces" / "profiles"
 ANALYTIC_DIR_NAME = "analytic"
+CALIBRATED_DIR_NAME = "calibrated"
 ANALYTIC_SOURCE = "analytic model (not measured)"
+ANALYTIC_PROVENANCE = {
+    "kind": "analytic",
+    "description": "analytic model from our own assumptions, neither measured nor fitted to measurements "
+                   "(its pair speeds are far from measured ones: see traces/profiles/calibrated/README.md)",
+}
 KAPPA = 0.1
 """Speed lost to interference against a partner that keeps the GPU fully busy."""
 BATCH_SIZES = (32, 64, 128)
@@ -233,9 +243,12 @@ def _sum_percent(x: float, y: float) -> float:
 # ----------------------------------------------------------------------------- files and models
 _README = """# Analytic colocation tables (not measured)
 
-`single.csv` and `pair.csv` here are **estimates, not measurements**. They are what the simulator uses
-for colocation until a table measured on a GPU with `lucid-profile` is committed under
-`traces/profiles/<gpu>/` with `"measured": true` in its `metadata.json`.
+`single.csv` and `pair.csv` here are **estimates, not measurements**, and no longer the default: against
+the pair speeds Lucid's authors measured on an RTX 3090 they are worse than predicting the mean speed for
+every pair (see `../calibrated/README.md`). The default is the calibrated model (`../calibrated/`) until a
+table measured on a GPU with `lucid-profile` is committed under `traces/profiles/<gpu>/` with
+`"measured": true` in its `metadata.json`; these tables answer only if the calibrated parameters are
+missing, or when asked for by name (`--colocation analytic`, for comparison).
 
 - `single.csv`: the 14 workloads x batch sizes 32/64/128 x AMP off/on on one GPU, from our own
   assumptions about each workload's step time and memory (general knowledge of the networks, no
@@ -268,10 +281,12 @@ def analytic_model(directory: str | os.PathLike[str] | None = None) -> Colocatio
     single_path, pair_path = _find_table(folder, "single"), _find_table(folder, "pair")
     if single_path is not None and pair_path is not None:
         return ColocationModel(
-            read_single_table(single_path), read_pair_table(pair_path), source=ANALYTIC_SOURCE
+            read_single_table(single_path), read_pair_table(pair_path), source=ANALYTIC_SOURCE,
+            provenance=ANALYTIC_PROVENANCE,
         )
     single = estimate_single_table()
-    return ColocationModel(single, analytic_pair_table(single), source=ANALYTIC_SOURCE)
+    return ColocationModel(single, analytic_pair_table(single), source=ANALYTIC_SOURCE,
+                           provenance=ANALYTIC_PROVENANCE)
 
 
 def _find_table(folder: Path, stem: str) -> Path | None:
@@ -282,7 +297,7 @@ def _find_table(folder: Path, stem: str) -> Path | None:
     return None
 
 
-def _measured_metadata(folder: Path) -> dict[str, Any] | None:
+def measured_metadata(folder: Path) -> dict[str, Any] | None:
     """The folder's metadata.json if it says ``"measured": true``; None otherwise (or unreadable)."""
     path = folder / "metadata.json"
     if not path.is_file():
@@ -297,38 +312,51 @@ def _measured_metadata(folder: Path) -> dict[str, Any] | None:
 def default_model(
     profiles_dir: str | os.PathLike[str] | None = None, gpu: str | None = None
 ) -> ColocationModel:
-    """The colocation model a simulation uses: measured tables if committed, else the analytic one.
+    """The colocation model a simulation uses: measured tables if committed, else the calibrated model.
 
-    Looks in ``traces/profiles/`` (or ``profiles_dir``) for a folder -- ``gpu`` if given, else the
-    first in name order -- holding ``metadata.json`` with ``"measured": true`` and a ``single`` and a
-    ``pair`` table (``.csv`` or ``.parquet``).  A measured folder with a missing or broken table, or
-    a ``gpu`` that names no measured folder, is an error (TableError), not a silent fallback.  ``source`` says which tables answered.
+    In ``traces/profiles/`` (or ``profiles_dir``), in this order of preference:
+
+    1. a folder -- ``gpu`` if given, else the first in name order -- holding ``metadata.json`` with
+       ``"measured": true`` (our profiler ran on a GPU) and a ``single`` and a ``pair`` table
+       (``.csv`` or ``.parquet``);
+    2. ``calibrated/parameters.json``: the model fitted to public measurements;
+    3. the analytic tables (``analytic/``, or computed in memory).
+
+    A measured folder with a missing or broken table, a ``gpu`` that names no measured folder, or a
+    broken ``parameters.json`` is an error (TableError), not a silent fallback.  ``source`` and
+    ``provenance`` say which answered.
     """
+    from simcluster.colocation.calibrated import PARAMETERS_FILE, calibrated_model  # it builds on this module
+
     root = Path(profiles_dir) if profiles_dir is not None else PROFILES_DIR
     if gpu is not None:
         candidates = [root / gpu]
     else:
         candidates = sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
     for folder in candidates:
-        if folder.name == ANALYTIC_DIR_NAME:
+        if folder.name in (ANALYTIC_DIR_NAME, CALIBRATED_DIR_NAME):
             continue
-        metadata = _measured_metadata(folder)
+        metadata = measured_metadata(folder)
         if metadata is None:
             if gpu is not None:
                 raise TableError(f'{folder}: no metadata.json saying "measured": true')
             continue
-        single_path, pair_path = _find_table(folder, "single"), _find_table(folder, "pair")
-        if single_path is None or pair_path is None:
-            raise TableError(
-                f"{folder}: metadata.json says measured, but single and pair tables are not both there"
-            )
-        device = metadata.get("device_name") or folder.name
-        return ColocationModel(
-            read_single_table(single_path),
-            read_pair_table(pair_path),
-            source=f"measured on {device} ({folder})",
-        )
+        return measured_model(folder, metadata)
+    if (root / CALIBRATED_DIR_NAME / PARAMETERS_FILE).is_file():
+        return calibrated_model(root / CALIBRATED_DIR_NAME)
     return analytic_model(root / ANALYTIC_DIR_NAME)
+
+
+def measured_model(folder: Path, metadata: dict[str, Any]) -> ColocationModel:
+    """The tables our profiler measured in ``folder`` (``metadata``: its metadata.json)."""
+    single_path, pair_path = _find_table(folder, "single"), _find_table(folder, "pair")
+    if single_path is None or pair_path is None:
+        raise TableError(f"{folder}: metadata.json says measured, but single and pair tables are not both there")
+    device = metadata.get("device_name") or folder.name
+    provenance = {"kind": "measured", "description": f"measured by our profiler on {device}",
+                  "device": device, "tables": str(folder)}
+    return ColocationModel(read_single_table(single_path), read_pair_table(pair_path),  # both checked on reading
+                           source=f"measured on {device} ({folder})", provenance=provenance, validate=False)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from simcluster.job import Workload
 from simcluster.traces.errors import TraceError
+
+NAMES = ("default", "calibrated", "analytic", "lucid")
+"""The models ``--colocation`` takes by name; anything else is a folder."""
 
 
 class ColocationModel(Protocol):
     """Slowdowns and memory of jobs sharing GPUs; every lookup answers (no KeyError, no NaN)."""
 
     source: str
+    provenance: dict[str, Any]  # kind (measured/calibrated/analytic/public/tables), description, ...
 
     def pair_speeds(self, a: Workload, a_gpus: int, b: Workload, b_gpus: int) -> tuple[float, float]:
         """Normalized speeds (shared / alone) of a and b while they share GPUs."""
@@ -28,21 +32,50 @@ class ColocationModel(Protocol):
 
 
 def load_colocation_model(spec: str) -> ColocationModel:
-    """'default' (our committed tables), 'lucid' (the public RTX 3090 table) or a folder of tables."""
-    from simcluster.colocation import analytic, importers, model, schema  # pandas-heavy: only when sharing
+    """A model by name or folder.
+
+    * ``default``: a table our profiler measured on a GPU (``traces/profiles/<gpu>/``, metadata.json
+      ``"measured": true``) if one is committed, else the calibrated model;
+    * ``calibrated``: the model fitted to public measurements (``traces/profiles/calibrated/``);
+    * ``analytic``: the unfitted analytic model (for comparison);
+    * ``lucid``: the public RTX 3090 table from the shared data;
+    * a folder with ``single.csv`` and ``pair.csv`` (or ``.parquet``), or with a calibration's
+      ``parameters.json`` (``python -m simcluster.colocation.calibrate --out FOLDER``).
+    """
+    from simcluster.colocation import (  # pandas-heavy: only when sharing
+        analytic,
+        calibrated,
+        importers,
+        model,
+        schema,
+    )
 
     if spec == "default":
         return analytic.default_model()
+    if spec == "calibrated":
+        return calibrated.calibrated_model()
+    if spec == "analytic":
+        return analytic.analytic_model()
     if spec == "lucid":
         single, pair = importers.import_lucid()
-        return model.ColocationModel(single, pair, source=f"Lucid RTX 3090 table ({importers.lucid_dir()})")
+        folder = importers.lucid_dir()
+        provenance = {"kind": "public", "description": "Lucid's public measurements on an RTX 3090 (ASPLOS'23 "
+                      "artifact), interpolated where a pair was not measured", "tables": str(folder)}
+        return model.ColocationModel(single, pair, source=f"Lucid RTX 3090 table ({folder})", provenance=provenance)
     folder = Path(spec)
+    if (folder / calibrated.PARAMETERS_FILE).is_file():
+        return calibrated.calibrated_model(folder)
     single_path, pair_path = (
         next((p for p in (folder / f"{name}.csv", folder / f"{name}.parquet") if p.is_file()), None)
         for name in ("single", "pair")
     )
     if single_path is None or pair_path is None:
-        raise TraceError(folder, "colocation tables not found: give 'default', 'lucid' or a folder "
-                                 "with single.csv and pair.csv (or .parquet)")
+        raise TraceError(folder, f"colocation tables not found: give {', '.join(repr(n) for n in NAMES)} or a "
+                                 "folder with single.csv and pair.csv (or .parquet), or with parameters.json")
+    metadata = analytic.measured_metadata(folder)
+    if metadata is not None:
+        return analytic.measured_model(folder, metadata)
     single, pair = schema.read_single_table(single_path), schema.read_pair_table(pair_path)
-    return model.ColocationModel(single, pair, source=f"tables in {folder}", validate=False)
+    provenance = {"kind": "tables", "description": f"tables in {folder} (not marked as measured on a GPU)",
+                  "tables": str(folder)}
+    return model.ColocationModel(single, pair, source=f"tables in {folder}", provenance=provenance, validate=False)

@@ -165,9 +165,13 @@ def _features(a: _JobKey, b: _JobKey) -> tuple[float, ...]:
     return (_LOG2[a[2]], _LOG2[b[2]], _LOG2[a[4]], _LOG2[b[4]], float(a[3]), float(b[3]))
 
 
-def _loess(group: _Group, query: np.ndarray) -> np.ndarray:
-    """Locally weighted ridge regression of both residuals at ``query`` (clamped to the measured box)."""
-    q = np.clip(query, group.low, group.high)
+def _clamped(group: _Group, features: tuple[float, ...]) -> tuple[float, ...]:
+    """The query moved onto the bounding box of the group's measured points."""
+    return tuple(min(max(x, lo), hi) for x, lo, hi in zip(features, group.low.tolist(), group.high.tolist()))
+
+
+def _loess(group: _Group, q: np.ndarray) -> np.ndarray:
+    """Locally weighted ridge regression of both residuals at ``q`` (a query already clamped to the box)."""
     offsets = group.points - q
     distance2 = np.einsum("ij,ij->i", offsets, offsets)
     weights = np.exp(-0.5 * distance2 / BANDWIDTH**2)
@@ -188,9 +192,12 @@ class ColocationModel:
     ``single`` and ``pair`` are tables in the schema's format (checked here; rows whose status is
     not ``ok`` are ignored; ``validate=False`` skips the check for tables that already passed it,
     e.g. subsets of one in a leave-one-out loop).  ``source`` says where they came from, for run
-    outputs; ``floor`` and ``ceiling`` bound every speed returned.  Answers are
-    cached per key, so repeated lookups cost a dictionary access; :meth:`fallback_counts` counts
-    every call by the step that answered it.
+    outputs, and ``provenance`` what kind of evidence they are (``kind``: measured, calibrated,
+    analytic, public or tables; ``description``: one line for people; anything else that helps);
+    ``floor`` and ``ceiling`` bound every speed returned.  ``per_gpu=True`` says the tables describe
+    one GPU whatever a job's GPU count (a model whose rule has no GPU count, as the calibrated one):
+    every lookup is then made for one GPU.  Answers are cached per key, so repeated lookups cost a
+    dictionary access; :meth:`fallback_counts` counts every call by the step that answered it.
     """
 
     def __init__(
@@ -199,15 +206,19 @@ class ColocationModel:
         pair: pd.DataFrame,
         *,
         source: str = "in-memory tables",
+        provenance: dict[str, Any] | None = None,
         floor: float = FLOOR,
         ceiling: float = CEILING,
         validate: bool = True,
+        per_gpu: bool = False,
     ) -> None:
         if not 0.0 < floor <= ceiling:
             raise ValueError(f"need 0 < floor <= ceiling, got floor={floor}, ceiling={ceiling}")
         self.source = source
+        self.provenance: dict[str, Any] = dict(provenance) if provenance else {"kind": "tables", "description": source}
         self.floor = float(floor)
         self.ceiling = float(ceiling)
+        self.per_gpu = per_gpu
         if validate:
             single = validate_single_table(single, f"single table of {source}")
             pair = validate_pair_table(pair, f"pair table of {source}")
@@ -216,10 +227,15 @@ class ColocationModel:
         self._index_pairs(self.pair)
         self._index_single(self.single)
         self._pair_cache: dict[tuple[_JobKey, _JobKey], tuple[tuple[float, float], str]] = {}
+        # the same answers keyed by what the simulator passes (interned Workloads and GPU counts), both
+        # orientations: a hit skips building and checking the keys, which dominated sharing runs
+        self._by_workload: dict[tuple[Workload, int, Workload, int], tuple[tuple[float, float], str]] = {}
         self._single_cache: dict[tuple[str, _JobKey], tuple[float, str]] = {}
         self._counts: dict[str, dict[str, int]] = {
             kind: dict.fromkeys(FALLBACK_STEPS, 0) for kind in ("pair", "memory", "util", "mem_util")
         }
+        self._pair_counts = self._counts["pair"]
+        self._loess_cache: dict[tuple[str, str, str, str, tuple[float, ...]], tuple[float, ...]] = {}
 
     # ----------------------------------------------------------------- indexes
     def _index_pairs(self, pair: pd.DataFrame) -> None:
@@ -330,17 +346,26 @@ class ColocationModel:
         Symmetric: ``pair_speeds(b, nb, a, na)`` is the same answer swapped.  Raises ValueError
         only for a non-positive batch size or GPU count (a caller's bug, not missing data).
         """
-        ka, kb = _job_key(a, a_gpus), _job_key(b, b_gpus)
-        swapped = kb < ka
-        key = (kb, ka) if swapped else (ka, kb)
-        cached = self._pair_cache.get(key)
-        if cached is None:
-            raw, step = self._pair_lookup(*key)
-            clamped = (self._clamp(raw[0]), self._clamp(raw[1]))
-            cached = self._pair_cache[key] = (clamped, step)
-        speeds, step = cached
-        self._counts["pair"][step] += 1
-        return (speeds[1], speeds[0]) if swapped else speeds
+        hit = self._by_workload.get((a, a_gpus, b, b_gpus))
+        if hit is None:
+            ka, kb = self._key(a, a_gpus), self._key(b, b_gpus)
+            swapped = kb < ka
+            key = (kb, ka) if swapped else (ka, kb)
+            cached = self._pair_cache.get(key)
+            if cached is None:
+                raw, step = self._pair_lookup(*key)
+                clamped = (self._clamp(raw[0]), self._clamp(raw[1]))
+                cached = self._pair_cache[key] = (clamped, step)
+            (s1, s2), step = cached
+            forward, backward = ((s2, s1), (s1, s2)) if swapped else ((s1, s2), (s2, s1))
+            hit = self._by_workload[(a, a_gpus, b, b_gpus)] = (forward, step)
+            self._by_workload[(b, b_gpus, a, a_gpus)] = (backward, step)
+        self._pair_counts[hit[1]] += 1
+        return hit[0]
+
+    def _key(self, w: Workload, gpus: int) -> _JobKey:
+        key = _job_key(w, gpus)  # checks the GPU count even where it is then ignored
+        return (*key[:4], 1) if self.per_gpu else key
 
     def slowdowns(self, a: Workload, a_gpus: int, b: Workload, b_gpus: int) -> tuple[float, float]:
         """Slowdown factors ``xi = 1 / speed`` of a and b when sharing (>= 1 with the default ceiling)."""
@@ -359,7 +384,12 @@ class ColocationModel:
         prior = (self._prior(a, b), self._prior(b, a))
         group = self._groups.get((a[0], a[1], b[0], b[1]))
         if group is not None and (a[3], b[3]) in group.amps:
-            r1, r2 = _loess(group, np.array(_features(a, b)))
+            # many queries clamp to one point (every GPU count beyond the measured ones): fit each once
+            at = (a[0], a[1], b[0], b[1], _clamped(group, _features(a, b)))
+            fitted = self._loess_cache.get(at)
+            if fitted is None:
+                fitted = self._loess_cache[at] = tuple(float(r) for r in _loess(group, np.array(at[4])))
+            r1, r2 = fitted
             if a == b:  # identical jobs: identical speeds
                 r1 = r2 = (r1 + r2) / 2
             return (prior[0] + float(r1), prior[1] + float(r2)), "interpolated"
@@ -375,15 +405,15 @@ class ColocationModel:
     # ----------------------------------------------------------------- single jobs
     def memory_mib(self, w: Workload, gpus: int) -> float:
         """GPU memory (MiB, per GPU) of ``w`` running alone on ``gpus`` GPUs; never fails."""
-        return self._single_value("memory", _job_key(w, gpus))
+        return self._single_value("memory", self._key(w, gpus))
 
     def solo_util(self, w: Workload, gpus: int) -> float:
         """Mean GPU utilization (%) of ``w`` running alone on ``gpus`` GPUs; never fails."""
-        return self._single_value("util", _job_key(w, gpus))
+        return self._single_value("util", self._key(w, gpus))
 
     def solo_mem_util(self, w: Workload, gpus: int) -> float:
         """Mean GPU memory(-bandwidth) utilization (%) of ``w`` running alone on ``gpus`` GPUs; never fails."""
-        return self._single_value("mem_util", _job_key(w, gpus))
+        return self._single_value("mem_util", self._key(w, gpus))
 
     def _single_value(self, quantity: str, key: _JobKey) -> float:
         cached = self._single_cache.get((quantity, key))

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simcluster.colocation.analytic import analytic_model
+from simcluster.colocation.calibrated import calibrated_model
 from simcluster.colocation.model import FLOOR, ColocationModel
 from simcluster.job import Workload
 
@@ -44,6 +45,11 @@ def default_analytic() -> ColocationModel:
     return analytic_model()
 
 
+@cache
+def calibrated() -> ColocationModel:
+    return calibrated_model()
+
+
 jobs = st.tuples(
     st.sampled_from(KINDS),
     st.one_of(st.sampled_from([16, 32, 64, 128, 256]), st.integers(min_value=1, max_value=1 << 20)),
@@ -53,9 +59,9 @@ jobs = st.tuples(
 
 
 @settings(max_examples=300, deadline=None)
-@given(a=jobs, b=jobs, which=st.sampled_from(["mixed", "analytic"]))
+@given(a=jobs, b=jobs, which=st.sampled_from(["mixed", "analytic", "calibrated"]))
 def test_pair_speeds_finite_bounded_symmetric(a: tuple, b: tuple, which: str) -> None:
-    model = mixed_model() if which == "mixed" else default_analytic()
+    model = {"mixed": mixed_model, "analytic": default_analytic, "calibrated": calibrated}[which]()
     (kind_a, bs_a, amp_a, gpus_a), (kind_b, bs_b, amp_b, gpus_b) = a, b
     wa, wb = Workload(*kind_a, bs_a, amp_a), Workload(*kind_b, bs_b, amp_b)
     s1, s2 = model.pair_speeds(wa, gpus_a, wb, gpus_b)
