@@ -6,6 +6,7 @@ import gc
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -42,6 +43,7 @@ def simulate(trace: Trace, config: SimConfig | None = None, observers: Iterable[
 
     if wants_rounds(trace, config):
         return RunResult(*simulate_hetero(trace, config, observers))
+    config = files_beside_trace(config, trace)
     throughput_log = getattr(trace, "throughput_log", None)
     if config.throughput_history is None and throughput_log:  # the cluster's own log, for lucid's forecast
         config = replace(config, throughput_history=throughput_log)
@@ -74,6 +76,21 @@ def simulate(trace: Trace, config: SimConfig | None = None, observers: Iterable[
         skipped_rows=dict(trace.skipped), config=config.as_dict(), **sim.policy.report(), **sharing,
     )
     return RunResult(frame, series, summary)
+
+
+SIDE_FILES = ("estimates", "tie_order", "sharing_labels")  # settings naming a file that may sit beside the trace
+
+
+def files_beside_trace(config: SimConfig, trace: Trace) -> SimConfig:
+    """``config`` with each relative side-file path that is not found from here but is beside the trace
+    made to point there (so a preset can name ``reference_estimates/…`` of the trace it reproduces)."""
+    folder = Path(trace.source).parent
+    changes = {}
+    for name in SIDE_FILES:
+        value = getattr(config, name)
+        if value and not Path(value).is_absolute() and not Path(value).exists() and (folder / value).is_file():
+            changes[name] = str(folder / value)
+    return replace(config, **changes) if changes else config
 
 
 class _quiet_gc:
