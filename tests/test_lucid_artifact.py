@@ -197,3 +197,12 @@ def test_the_qssf_artifact_preset_gives_the_artifacts_run_sh_figure(venus_sept):
     result = simulate(load_trace(venus_sept / "cluster_full_log.csv"), resolve_config(preset="qssf-artifact"))
     # our run of the artifact: 15,479.3 s; the difference is the order of same-second jobs (see --tie-order)
     assert result.summary["avg_jct"] == pytest.approx(15548.9, abs=0.1)
+
+
+def test_the_lucid_artifact_preset_lands_within_five_percent_of_the_artifact(venus_sept):
+    from simcluster.presets import resolve_config
+    from simcluster.traces import load_trace
+
+    result = simulate(load_trace(venus_sept / "cluster_full_log.csv"), resolve_config(preset="lucid-artifact"))
+    assert result.summary["avg_jct"] == pytest.approx(12885.9, rel=0.05)  # our run of the artifact: 12,885.9 s
+    assert result.summary["gpus"] == 1080  # the profiler's two nodes came out of vc8Gr and vcefl
