@@ -90,6 +90,7 @@ def simulate(trace: Trace, config: SimConfig | None = None, observers: Iterable[
         result = RunResult(*simulate_hetero(trace, config, observers))
         result.summary["warnings"] = warnings
         return result
+    config = files_beside_trace(config, trace)
     throughput_log = getattr(trace, "throughput_log", None)
     if config.throughput_history is None and throughput_log:  # the cluster's own log, for lucid's forecast
         config = replace(config, throughput_history=throughput_log)
@@ -144,6 +145,21 @@ def colocation_warnings(spec: str, fallbacks: dict[str, int]) -> list[str]:
     if (line := fallbacks_warning(fallbacks)) is not None:
         found.append(line)
     return found
+
+
+SIDE_FILES = ("estimates", "tie_order", "sharing_labels")  # settings naming a file that may sit beside the trace
+
+
+def files_beside_trace(config: SimConfig, trace: Trace) -> SimConfig:
+    """``config`` with each relative side-file path that is not found from here but is beside the trace
+    made to point there (so a preset can name ``reference_estimates/…`` of the trace it reproduces)."""
+    folder = Path(trace.source).parent
+    changes = {}
+    for name in SIDE_FILES:
+        value = getattr(config, name)
+        if value and not Path(value).is_absolute() and not Path(value).exists() and (folder / value).is_file():
+            changes[name] = str(folder / value)
+    return replace(config, **changes) if changes else config
 
 
 class _quiet_gc:

@@ -101,6 +101,18 @@ class NoProgressError(ValueError):
     settings are: the command line reports it with exit code 2, a sweep records the run as failed."""
 
 
+def without_borrowed(vc_nodes: dict[str, int], borrowed: dict[str, int], policy: str) -> dict[str, int]:
+    """The VCs' node counts once a policy's partitions took ``borrowed`` nodes out of them."""
+    left = dict(vc_nodes)
+    for vc, n in borrowed.items():
+        if vc not in left:
+            raise ValueError(f"{policy} takes nodes from VC {vc!r}, which the trace does not have")
+        if n > left[vc]:
+            raise ValueError(f"{policy} takes {n} nodes from VC {vc!r}, which has {left[vc]}")
+        left[vc] -= n
+    return left
+
+
 class _VcContext:
     """What a policy may do to one VC at one instant."""
 
@@ -166,6 +178,7 @@ class Simulation:
         partitions = self.policy.partitions()
         if clash := set(partitions) & set(vc_nodes):
             raise ValueError(f"the trace has a VC named like {config.policy}'s own partition: {sorted(clash)}")
+        vc_nodes = without_borrowed(vc_nodes, self.policy.borrowed_nodes(), config.policy)
         self.cluster = Cluster({**vc_nodes, **partitions}, config.gpus_per_node)
         self.placement = make_placement(config.placement, random.Random(config.seed))
         for vc in self.cluster.vcs.values():

@@ -111,16 +111,19 @@ class ThroughputForecaster:
 
     ``history``: a series to train on once, up to ``train_until`` (a bin); without one, the series
     is the trace's own and the model retrains every ``retrain_bins`` once two days are known.
+    The level is either a fixed rate, ``min_rate`` submissions per bin (load is high above it), or,
+    without one, the ``quantile`` of the hourly submissions trained on (high at or above it).
     """
 
     def __init__(self, series: SubmissionSeries, train_until: int | None = None, quantile: float = 0.5,
-                 retrain_bins: int = DAY, seed: int = 0) -> None:
+                 retrain_bins: int = DAY, seed: int = 0, min_rate: float | None = None) -> None:
         self.series, self.quantile, self.seed = series, quantile, seed
+        self.min_rate = min_rate
         self.live = train_until is None
         self.retrain_bins = retrain_bins
         self.model: Any = None
         self._predict: AdditivePredictor | None = None
-        self.threshold = 0.0
+        self.threshold = 0.0 if min_rate is None else min_rate * HOUR
         self.trainings = self.trained_on = 0
         self._next_training: int | None = None
         self.forecasts: dict[int, float] = {}
@@ -133,7 +136,8 @@ class ThroughputForecaster:
             return
         self.model = fit_throughput_model(rows, targets, self.seed)
         self._predict = AdditivePredictor(self.model)
-        self.threshold = float(np.quantile(targets, self.quantile))
+        if self.min_rate is None:
+            self.threshold = float(np.quantile(targets, self.quantile))
         self.trainings += 1
         self.trained_on = len(rows)
 
@@ -152,7 +156,7 @@ class ThroughputForecaster:
         features = self.series.features(b)
         if self._predict is None:  # persistence: the last hour again
             value = 0.0 if math.isnan(features[LAST_HOUR]) else features[LAST_HOUR]
-            if self.live:
+            if self.live and self.min_rate is None:
                 known = self.series.counts[: b - self.series.first]
                 hours = [sum(known[i:i + HOUR]) for i in range(0, len(known) - HOUR + 1, HOUR)]
                 self.threshold = float(np.quantile(hours, self.quantile)) if hours else 0.0
@@ -162,8 +166,11 @@ class ThroughputForecaster:
         return value
 
     def high(self, now: float) -> bool:
-        """Is the load forecast for the next hour at or above the threshold?"""
-        return self.forecast(now) >= self.threshold
+        """Is the load forecast for the next hour high (above the fixed rate, or at or above the quantile)?"""
+        return self._is_high(self.forecast(now))
+
+    def _is_high(self, forecast: float) -> bool:
+        return forecast > self.threshold if self.min_rate is not None else forecast >= self.threshold
 
     def report(self) -> dict[str, Any]:
         """MAE of the forecasts made in the run, against what was then submitted."""
@@ -175,5 +182,5 @@ class ThroughputForecaster:
             f, t = np.array(pairs).T
             report["mae"] = float(np.abs(f - t).mean())
             report["mean_submissions_per_hour"] = float(t.mean())
-            report["high_fraction"] = float(np.mean([v >= self.threshold for v in self.forecasts.values()]))
+            report["high_fraction"] = float(np.mean([self._is_high(v) for v in self.forecasts.values()]))
         return report

@@ -61,7 +61,11 @@ class Policy:
         self.config = config or SimConfig()
 
     def partitions(self) -> dict[str, int]:
-        """Partitions of the policy's own (name → nodes) beside the trace's VCs, e.g. lucid's profiler."""
+        """Partitions of the policy's own (name → nodes), e.g. lucid's profiler."""
+        return {}
+
+    def borrowed_nodes(self) -> dict[str, int]:
+        """Nodes the policy's partitions take out of the trace's VCs (VC → nodes); the others come beside them."""
         return {}
 
     def pending_key(self, job: Job) -> Any:

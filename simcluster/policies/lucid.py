@@ -3,47 +3,88 @@
 The policy's parts, each with the paper section it follows and the switch that turns it off:
 
 1. **Non-intrusive job profiler** (§4.1; ``--profiler-nodes 0``).  A new job first runs on a
-   small profiling partition of its own (``profiler_nodes`` nodes beside the VCs), least-GPU-first,
-   for at most ``profile_seconds``; a job asking for more than ``profiler_factor`` × the partition's
-   GPUs skips it.  A job that finishes inside that window never reaches its VC; the others move on
-   to their VC's queue with the progress they made (no checkpoint overhead is charged: the
-   partition exists to take that first step).  Profiling is what makes a job's profile
-   (utilization, memory, AMP, batch size, model) known; a job that skipped it never pairs.
-   The artifact's Venus setting is 2 nodes taken out of two VCs, 200 s, and jobs of at most
-   8 GPUs (its "scale × factor" = 2 × 4); ours keeps the partition beside the VCs, so that every
-   policy sees the same VCs, and profiles ≤ 8-GPU jobs by default (0.5 × 16 GPUs) for 300 s.
+   small profiling partition of its own (``profiler_nodes`` nodes beside the VCs, or taken out of
+   the VCs named by ``profiler_from_vcs``), least-GPU-first, for at most ``profile_seconds``; a job
+   asking for more than ``profiler_factor`` × the partition's GPUs skips it, and so does a job that
+   finds more than ``profiler_queue_limit`` jobs already waiting for the partition (profiling must
+   not hold jobs back: with 2 nodes and no limit, jobs of at most 200 s on venus_sept waited 105 s
+   on average and 57 min at the 99th percentile to be profiled; with the limit 37 s and 12 min; the
+   artifact borrows a third node instead, and its short jobs waited 33 s on average).  A
+   job that finishes inside that window never reaches its VC; the others move on to their VC's
+   queue with the progress they made (no checkpoint overhead is charged: the partition exists to
+   take that first step).  Profiling is what makes a job's profile (utilization, memory, AMP,
+   batch size, model) known; a job that skipped it never pairs.  The window is the authors'
+   Venus setting, 200 s.
 2. **Packing Analyze Model** (§4.2): :class:`~simcluster.models.packing.PackingModel`, an EBM
-   classifier trained on the colocation tables, maps the profile to a sharing score 0/1/2.
+   classifier trained on the colocation tables, maps the profile to a sharing score 0/1/2
+   (``--sharing-labels FILE``: scores looked up in a labels file instead).
 3. **Workload Estimate Model** (§4.3; ``--estimator``, default ``ebm``): the job's estimated
    duration × its GPUs is its priority; a VC's queue is ordered by priority (ties: GPU count,
-   trace order) and jobs start in that order until one cannot.
+   trace order).
 4. **Throughput Predict Model** (§4.4; ``--lucid-sharing always|never`` turns the forecast off):
    :class:`~simcluster.models.throughput.ThroughputForecaster` forecasts next hour's GPU-job
-   submissions; *prescient adaptive sharing* pairs jobs only while the forecast is at least the
-   ``share_load_quantile`` of the hourly submissions it was trained on.
+   submissions; *prescient adaptive sharing* pairs jobs only while the forecast is high: above
+   ``share_min_rate`` (2) submissions per 10 minutes (``share_rule = "rate"``, the artifact's rule),
+   or at least the ``share_load_quantile`` of the hourly submissions trained on (``"quantile"``).
 5. **Affine-pair colocation** (§4.5): while sharing is on, a waiting job of at most one node's
    GPUs first looks for a running exclusive job of the same GPU count whose GPUs it can take
    over as a pair: their memory fits ``gpu_memory``, their scores sum to at most
    ``max_score_sum`` and its priority is at most ``pair_priority_ratio`` × the partner's.  It
-   takes the best such partner (lowest score sum, then trace order) on exactly the partner's
-   GPUs; otherwise it is placed exclusively (the ``--placement``, consolidate by default).
-   Both then run at the colocation table's pair speeds.  Lucid never preempts.
+   takes the best such partner (lowest score sum, then trace order; ``pair_choice = "first"``:
+   the earliest started) on exactly the partner's GPUs; otherwise it is placed exclusively (the
+   ``--placement``, consolidate by default).  Both then run at the colocation table's pair
+   speeds.  While sharing is on every waiting job that can start, paired or alone, starts
+   (backfilling, ``--no-backfill-while-sharing`` to stop at the first that cannot); while it is
+   off, starts stop at the first job that cannot.  Lucid never preempts.
+
+**Against the artifact** (S-Lab-System-Group/Lucid, ``simulation/``).  What it does that is
+Lucid's *design*, and so our default too: backfilling while sharing (packing exists to use
+GPUs that strict priority order leaves idle; the artifact stops at the first job that cannot
+start only while colocation is off), and the PAS rule with its threshold (colocation off only
+while at most two GPU jobs per 10 minutes are forecast: PAS avoids interference when the
+cluster is quiet, and an absolute level says "quiet", where our former median rule turned
+sharing off 42 % of the time by construction).  On venus_sept with ``--colocation lucid``,
+without backfilling lucid's avg JCT is 2.8 % higher, with the median rule 2.0 %.  What is an
+*accident of its code*, kept as an option for the ``lucid-artifact`` preset but not our default:
+
+- its profiler is a separate first pass over the trace: jobs of at most 8 GPUs that run at most
+  200 s (by their true duration) finish there; every other job enters its VC at submission, as
+  if never profiled, while also holding profiler GPUs for 200 s (``profiler_mode = "short-only"``;
+  we do not hold GPUs for those, so profiling queues are a little shorter than the artifact's);
+- the profiler's two nodes come out of vc8Gr and vcefl (``profiler_from_vcs``: VC names are the
+  trace's, so ours sit beside the VCs by default), and it borrows a third from vcYVn while more
+  than 10 jobs wait (not modelled; ``profiler_queue_limit = 0`` for no limit at all);
+- scores are the authors' labels (``sharing_labels``), priorities its offline EBM estimates with
+  negatives set to 1000 s (``--estimator file --negative-estimates 1000``), the partner the
+  first eligible one in start order (``pair_choice = "first"``; about 2 % worse than the best);
+- its pair speeds are the table's exact values, above 1.0 included, and 1.0 for any pair with
+  NeuMF, ResNet50, BERT or Transformer (ours come from the colocation model, capped at 1.0);
+  it ends every job one second late and checks the forecast every 100 s.
+
+We keep our own models (in-simulation EBM estimator, packing model and forecaster) by default:
+they learn only from what a scheduler would know when it decides.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import Any
 
 from simcluster.cluster import VirtualCluster
 from simcluster.config import SimConfig
 from simcluster.estimators import EstimateQuality, make_estimator
+from simcluster.estimators.from_file import TieOrder
 from simcluster.job import UNKNOWN_WORKLOAD as UNKNOWN
 from simcluster.job import Job
 from simcluster.policies.base import POLICIES, Policy, SchedulingContext
 
 PROFILER = "profiler"
 SHARING_MODES = ("adaptive", "always", "never")
+
+
+def profiler_vcs(config: SimConfig) -> list[str]:
+    """The VCs named by ``--profiler-from-vcs``, one per node they give."""
+    return [name.strip() for name in (config.profiler_from_vcs or "").split(",") if name.strip()]
 
 
 def check_lucid_config(config: SimConfig) -> None:
@@ -57,11 +98,15 @@ def check_lucid_config(config: SimConfig) -> None:
         raise ValueError(f"--packing-thresholds must be 0 < low <= high, got {config.packing_thresholds}")
     if config.profiler_nodes < 0 or config.profile_seconds <= 0 or config.profiler_factor <= 0:
         raise ValueError("--profiler-nodes must be >= 0, --profile-seconds and --profiler-factor > 0")
+    vcs = profiler_vcs(config)
+    if vcs and len(vcs) != config.profiler_nodes:
+        raise ValueError(f"--profiler-from-vcs names {len(vcs)} VCs, one per node, but --profiler-nodes is "
+                         f"{config.profiler_nodes}")
 
 
 @POLICIES.register("lucid")
 class Lucid(Policy):
-    """Lucid (ASPLOS'23): brief profiling, EBM duration estimates as priority, affine pairs while load is high."""
+    """Lucid (ASPLOS'23): brief profiling, duration estimates as priority, affine pairs while load is high."""
 
     shares_gpus = True
 
@@ -71,17 +116,26 @@ class Lucid(Policy):
         check_lucid_config(c)
         self.estimator = make_estimator(c, default="ebm")
         self.quality = EstimateQuality()
+        self.ties = TieOrder(c.tie_order)
         self._priority: dict[Job, float] = {}
         # a job bigger than the whole partition could never be profiled: factors above 1 count as 1
         self._profile_limit = min(c.profiler_factor, 1.0) * c.profiler_nodes * c.gpus_per_node
         self._scores: dict[Job, int | None] = {}
-        self.packing: Any = None  # built from the colocation tables at the first pairing attempt
+        self._profiler_waiting = 0  # jobs queued for the profiling partition, not yet started there
+        self.packing: Any = None  # the scores' source: a labels file, or the packing model built at first use
+        if c.sharing_labels:
+            from simcluster.models.labels import LabelledScores
+
+            self.packing = LabelledScores(c.sharing_labels)
         self.forecaster: Any = None  # built at the first submission (it needs to know when the trace starts)
         self.counts: defaultdict[str, int] = defaultdict(int)
 
     # --- the profiling partition ------------------------------------------------
     def partitions(self) -> dict[str, int]:
         return {PROFILER: self.config.profiler_nodes} if self.config.profiler_nodes else {}
+
+    def borrowed_nodes(self) -> dict[str, int]:
+        return dict(Counter(profiler_vcs(self.config)))
 
     def on_submit(self, job: Job, now: float) -> None:
         if self.forecaster is None and self.config.lucid_sharing == "adaptive":
@@ -91,17 +145,25 @@ class Lucid(Policy):
         estimate = self.estimator.estimate(job, now)
         self.quality.record(estimate, job)
         self._priority[job] = estimate * job.gpu_num
-        if self.config.profiler_nodes:
-            if job.gpu_num <= self._profile_limit:
-                job.queue_vc = PROFILER
-            else:
-                self._scores[job] = None  # never profiled: its profile is unknown, so it never pairs
-                self.counts["skipped_profiling"] += 1
+        if not self.config.profiler_nodes:
+            return
+        limit = self.config.profiler_queue_limit
+        if job.gpu_num > self._profile_limit:
+            self._scores[job] = None  # never profiled: its profile is unknown, so it never pairs
+            self.counts["skipped_profiling"] += 1
+        elif limit and self._profiler_waiting > limit:
+            self._scores[job] = None
+            self.counts["profiler_busy"] += 1
+        elif self.config.profiler_mode == "move" or job.duration <= self.config.profile_seconds:
+            job.queue_vc = PROFILER
+            self._profiler_waiting += 1
+        else:
+            self.counts["profiled_beside"] += 1  # short-only: profiled in a pass of its own, at no cost to it
 
     def pending_key(self, job: Job) -> tuple[float, ...]:
         if job.queue_vc == PROFILER:
-            return (job.gpu_num,)  # least-GPU-first, then trace order
-        return (self._priority[job], job.gpu_num)
+            return (job.gpu_num, self.ties.rank(job))  # least-GPU-first, then trace order
+        return (self._priority[job], job.gpu_num, self.ties.rank(job))
 
     def schedule(self, vc: VirtualCluster, ctx: SchedulingContext) -> None:
         if vc.name == PROFILER:
@@ -115,36 +177,48 @@ class Lucid(Policy):
             ctx.move(job, job.vc)  # profiled: on to its own VC, with the progress it made
             self.counts["profiled"] += 1
         while (waiting := vc.pending.first()) is not None and ctx.try_start(waiting):
+            self._profiler_waiting -= 1
             ctx.wake_at(now + window)
 
     # --- a VC: priority order, affine pairs while load is high ---------------------
     def _run_vc(self, vc: VirtualCluster, ctx: SchedulingContext) -> None:
         share = self._sharing_on(ctx.now)
+        backfill = share and self.config.backfill_while_sharing
         partners: dict[int, list[Job]] | None = None  # running exclusive jobs by GPU count, built when needed
+        no_room: set[int] = set()  # GPU counts that found no idle GPUs in this pass (starts only take GPUs)
         for job in list(vc.pending):
-            if share and job.gpu_num <= vc.gpus_per_node and self._score(job, ctx) is not None:
+            size = job.gpu_num
+            if share and size <= vc.gpus_per_node:
                 if partners is None:
                     partners = defaultdict(list)
                     for running in vc.running:
                         if not running.sharing:
                             partners[running.gpu_num].append(running)
-                partner = self._partner(job, partners[job.gpu_num], ctx)
+                candidates = partners[size]
+                partner = self._partner(job, candidates, ctx) if candidates else None
                 if partner is not None:
-                    partners[job.gpu_num].remove(partner)
+                    candidates.remove(partner)
                     ctx.start_on(job, [(node, list(ids)) for node, ids in partner.allocation])
                     self.counts["paired"] += 1
                     continue
-            if not ctx.try_start(job):
+            if size in no_room:
+                continue
+            if ctx.try_start(job):
+                if partners is not None:
+                    partners[size].append(job)
+            elif backfill:
+                no_room.add(size)
+            else:
                 return
-            if partners is not None:
-                partners[job.gpu_num].append(job)
 
     def _partner(self, job: Job, candidates: list[Job], ctx: SchedulingContext) -> Job | None:
-        score, priority = self._score(job, ctx), self._priority[job]
-        assert score is not None
-        config = self.config
+        score = self._score(job, ctx)
+        if score is None:
+            return None
+        config, priority = self.config, self._priority[job]
+        first = config.pair_choice == "first"
         best: tuple[tuple[int, int], Job] | None = None
-        for other in candidates:
+        for other in candidates:  # in start order
             if job.memory + other.memory > config.gpu_memory:
                 continue
             other_score = self._score(other, ctx)
@@ -152,6 +226,8 @@ class Lucid(Policy):
                 continue
             if priority > config.pair_priority_ratio * self._priority[other]:
                 continue
+            if first:
+                return other
             key = (score + other_score, other.index)
             if best is None or key < best[0]:
                 best = (key, other)
@@ -186,11 +262,12 @@ class Lucid(Policy):
         from simcluster.traces.venus import DEFAULT_EPOCH
 
         c = self.config
+        rule = {"quantile": c.share_load_quantile, "seed": c.seed,
+                "min_rate": c.share_min_rate if c.share_rule == "rate" else None}
         if c.throughput_history:
             first, counts = read_throughput_log(c.throughput_history, DEFAULT_EPOCH)
-            return ThroughputForecaster(SubmissionSeries(first, counts), train_until=int(now // BIN),
-                                        quantile=c.share_load_quantile, seed=c.seed)
-        return ThroughputForecaster(SubmissionSeries(int(now // BIN)), quantile=c.share_load_quantile, seed=c.seed)
+            return ThroughputForecaster(SubmissionSeries(first, counts), train_until=int(now // BIN), **rule)
+        return ThroughputForecaster(SubmissionSeries(int(now // BIN)), **rule)
 
     def on_finish(self, job: Job, now: float) -> None:
         self.estimator.observe(job, now)
@@ -205,12 +282,15 @@ class Lucid(Policy):
         def top_terms(model: Any) -> list[str]:
             return [] if model is None else term_importances(model)["term"].head(3).tolist()
 
-        lucid: dict[str, Any] = {"sharing": self.config.lucid_sharing, **self.counts}
+        c = self.config
+        lucid: dict[str, Any] = {"sharing": c.lucid_sharing, **self.counts}
+        if c.lucid_sharing == "adaptive":
+            lucid["share_rule"] = c.share_rule
         model = getattr(self.estimator, "model", None)
         lucid["workload"] = {"estimator": self.estimator.name, "trainings": getattr(self.estimator, "trainings", 0),
                              "top_terms": top_terms(model)}
         if self.packing is not None:
-            lucid["packing"] = {**self.packing.evaluate_for(self.config.colocation),
+            lucid["packing"] = {**self.packing.evaluate_for(c.colocation),
                                 "top_terms": top_terms(self.packing.model)}
         if self.forecaster is not None:
             lucid["throughput"] = {**self.forecaster.report(), "top_terms": top_terms(self.forecaster.model)}
