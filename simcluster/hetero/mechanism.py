@@ -24,6 +24,8 @@ PAIR_SHARES = ("partner", "drop")
 
 @dataclass(frozen=True)
 class Mechanism:
+    """The round mechanism's settings; the defaults are ours, ``presets/gavel.toml`` Gavel's."""
+
     round_seconds: float = 360.0
     realloc_interval: float = 0.0  # least seconds between allocation resets
     midround_release: bool = True  # GPUs freed (and arrivals) are used at once, not at the next round

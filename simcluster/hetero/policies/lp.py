@@ -49,23 +49,40 @@ def solve_lp(cost: np.ndarray, constraints: list[LinearConstraint], bounds: Boun
     >>> (solve_lp(np.array([-1.0, -2.0]), [a], Bounds(np.zeros(2), np.ones(2))) + 0.0).tolist()
     [0.0, 1.0]
     """
-    matrix = sp.vstack([sp.csr_array(c.A) for c in constraints]).tocsc()
+    if len(constraints) == 1 and sp.issparse(constraints[0].A):
+        matrix = sp.csc_array(constraints[0].A)
+    else:
+        matrix = sp.vstack([sp.csr_array(c.A) for c in constraints]).tocsc()
     lower = np.concatenate([np.broadcast_to(c.lb, (c.A.shape[0],)) for c in constraints])
     upper = np.concatenate([np.broadcast_to(c.ub, (c.A.shape[0],)) for c in constraints])
+    return run_highs(cost, (matrix.indptr, matrix.indices, matrix.data), lower, upper, bounds.lb, bounds.ub, central)
+
+
+_SOLVER: list[highspy.Highs] = []  # one HiGHS instance per process, reused: building one costs ~0.5 ms
+
+
+def run_highs(cost: np.ndarray, columns: tuple[np.ndarray, np.ndarray, np.ndarray], row_lower: np.ndarray,
+              row_upper: np.ndarray, col_lower: np.ndarray, col_upper: np.ndarray,
+              central: bool = False) -> np.ndarray | None:
+    """:func:`solve_lp` on a matrix given column-wise, as (start, row index, value) arrays; HiGHS'
+    infinity is IEEE inf.  Each call passes a new model, so nothing carries over between calls."""
+    n = len(cost)
     lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = len(cost), matrix.shape[0]
+    lp.num_col_, lp.num_row_ = n, len(row_lower)
     lp.col_cost_ = np.asarray(cost, float)
-    lp.col_lower_ = np.broadcast_to(np.asarray(bounds.lb, float), len(cost))  # HiGHS' infinity is IEEE inf
-    lp.col_upper_ = np.broadcast_to(np.asarray(bounds.ub, float), len(cost))
-    lp.row_lower_, lp.row_upper_ = lower, upper
+    lp.col_lower_ = np.broadcast_to(np.asarray(col_lower, float), n)
+    lp.col_upper_ = np.broadcast_to(np.asarray(col_upper, float), n)
+    lp.row_lower_, lp.row_upper_ = row_lower, row_upper
     lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = matrix.indptr, matrix.indices, matrix.data
-    solver = highspy.Highs()
-    solver.setOptionValue("output_flag", False)
-    solver.setOptionValue("presolve", "off")
-    if central:
-        solver.setOptionValue("solver", "ipm")
-        solver.setOptionValue("run_crossover", "off")
+    lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = columns
+    if not _SOLVER:
+        solver = highspy.Highs()
+        solver.setOptionValue("output_flag", False)
+        solver.setOptionValue("presolve", "off")
+        _SOLVER.append(solver)
+    solver = _SOLVER[0]
+    solver.setOptionValue("solver", "ipm" if central else "choose")
+    solver.setOptionValue("run_crossover", "off" if central else "on")
     solver.passModel(lp)
     solver.run()
     if solver.getModelStatus() != highspy.HighsModelStatus.kOptimal:
@@ -237,19 +254,19 @@ def _max_min_classes(inp: AllocationInput, coef: np.ndarray, central: bool = Fal
         one_hot = np.zeros((k, m))
         one_hot[np.arange(k), best] = 1.0
         return Allocation(one_hot[inverse], np.zeros((len(inp.pairs), m))), float(kc.max(axis=1).min())
+    # Column-wise: x[c, j] has 1 in its class row c, n_c·s_c in capacity row k + j and −coef in its
+    # fairness row k + m + c (rows in increasing order); t has 1 in every fairness row.
     N = k * m
-    var = np.arange(N)
     cls = np.repeat(np.arange(k), m)
     typ = np.tile(np.arange(m), k)
     cat = np.concatenate
-    rows = cat((cls, k + typ, k + m + cls, k + m + np.arange(k)))
-    cols = cat((var, var, var, np.full(k, N)))
-    data = cat((np.ones(N), np.repeat(counts * scale, m), -kc.ravel(), np.ones(k)))
-    A = sp.csc_array((data, (rows, cols)), shape=(2 * k + m, N + 1))
+    index = cat((np.column_stack((cls, k + typ, k + m + cls)).ravel(), k + m + np.arange(k)))
+    value = cat((np.column_stack((np.ones(N), np.repeat(counts * scale, m), -kc.ravel())).ravel(), np.ones(k)))
+    start = cat((np.arange(0, 3 * N + 1, 3), [3 * N + k]))
     upper = cat((np.ones(k), inp.capacity, np.zeros(k)))
     cost = cat((-tie_break(central) * (kc * counts[:, None]).ravel() / max(inp.n, 1), [-1.0]))
-    bounds = Bounds(np.zeros(N + 1), cat(((kc.ravel() > 0).astype(float), [np.inf])))
-    solution = solve_lp(cost, [LinearConstraint(A, -np.inf, upper)], bounds, central)
+    solution = run_highs(cost, (start, index, value), np.full(2 * k + m, -np.inf), upper, np.zeros(N + 1),
+                         cat(((kc.ravel() > 0).astype(float), [np.inf])), central)
     if solution is None:
         raise LPFailed("max-min fairness LP found no solution")
     x = np.clip(solution, 0.0, 1.0)

@@ -84,7 +84,8 @@ def makespan_allocation(policy: HeteroPolicy, inp: AllocationInput, pairs: np.nd
 class MinTotalDuration(HeteroPolicy):
     """Makespan, agnostic: minimise when the last active job finishes, GPU types taken as equal.
 
-    Every GPU type is taken as equally fast for a job (its mean throughput).  One LP in z = 1/makespan (``min_makespan``)."""
+    Every GPU type is taken as equally fast for a job (its mean throughput; Gavel takes its V100
+    throughput).  One LP in z = 1/makespan (``min_makespan``) or Gavel's bisection."""
 
     aware = False
 
@@ -96,7 +97,8 @@ class MinTotalDuration(HeteroPolicy):
 class MinTotalDurationPerf(HeteroPolicy):
     """Makespan, aware: minimise when the last active job finishes, with true per-type throughputs.
 
-    minimise T s.t. Σ_j T[i,j] x[i,j] · T ≥ R_i for every job, as one LP in z = 1/T (Gavel bisects on T)."""
+    minimise T s.t. Σ_j T[i,j] x[i,j] · T ≥ R_i for every job, as one LP in z = 1/T, or by Gavel's
+    bisection on T (``--makespan-search bisection``, :func:`bisect_makespan`)."""
 
     def allocate(self, inp: AllocationInput) -> Allocation:
         return makespan_allocation(self, inp, None)
