@@ -133,6 +133,41 @@ class SimConfig:
         True, "A job finishing mid-round frees its GPUs at once for waiting jobs, and arrivals take idle GPUs at "
         "once (--no-midround-release: as Gavel, they wait for the next round).", HETERO,
     )
+    new_jobs_wait: bool = setting(
+        False, "Jobs that arrive between reallocations get no GPUs until the next one (Gavel's simulator); by "
+        "default they take the GPUs the allocation leaves idle.", HETERO,
+    )
+    reset_rule: str = setting(
+        "interval", "When reallocations may happen: 'interval' (at least --realloc-interval apart) or 'gavel' "
+        "(Gavel's simulator: a reset at time 0 does not start the interval; when no job runs, time jumps to the "
+        "next arrival, and a reset is forced once none remain).", HETERO, choices=("interval", "gavel"),
+    )
+    pair_share_on_finish: str = setting(
+        "partner", "When one job of a pair finishes before the next reallocation, the pair's share of the GPUs goes "
+        "to its partner ('partner') or lapses ('drop', Gavel's simulator: the partner keeps only its own share).",
+        HETERO, choices=("partner", "drop"),
+    )
+    type_order: str = setting(
+        "aware", "Order in which each round fills the GPU types: 'aware' (heterogeneity-agnostic policies in a "
+        "seeded random order, the others fastest first) or 'gavel' (Gavel's simulator decides by the policy's "
+        "name, so gandiva, a packing policy, is filled fastest first too).", HETERO, choices=("aware", "gavel"),
+    )
+    lp_solution: str = setting(
+        "vertex", "Which of equally good LP solutions a policy takes: 'vertex' (HiGHS simplex, ties broken towards "
+        "more total normalised throughput) or 'central' (an interior point of the optimal set, no tie-break, as "
+        "Gavel's ECOS returns).", HETERO, choices=("vertex", "central"),
+    )
+    makespan_search: str = setting(
+        "exact", "min_total_duration: 'exact' (one LP in 1/makespan) or 'bisection' (Gavel: bisection on the "
+        "makespan over feasibility problems, stopping within 5 %; the allocation is a central feasible point).",
+        HETERO, choices=("exact", "bisection"),
+    )
+    gandiva_pairing: str = setting(
+        "helpful", "gandiva: 'helpful' (random pairs of jobs that can share, kept only when sharing helps) or 'gavel' "
+        "(Gavel's simulator: random pairs of equal scale factor, untested, split at a later reallocation when the "
+        "sum over GPU types of paired ÷ solo throughput is below 1 — pairs that cannot share at all sit idle until "
+        "then).", HETERO, choices=("helpful", "gavel"),
+    )
 
     # lucid
     profiler_nodes: int = setting(2, "Nodes in the profiling partition (beside the VCs); 0 = no profiling.",

@@ -2,30 +2,41 @@
 
 Every ``round_seconds`` (360 s) the scheduler hands out GPUs:
 
-1. If the set of active jobs changed since the last allocation (and at least ``realloc_interval``
-   seconds passed since the last one; 0 by default, Gavel's simulator uses 1920), the policy computes
-   a new allocation X (time fraction per job — or pair — per GPU type) and the time each job has
-   received is reset (Gavel's ``_reset_time_run_so_far``: every entry restarts at half a round).
+1. If the set of active jobs changed since the last allocation (and the reset rule allows it: at
+   least ``realloc_interval`` seconds since the last one; 0 by default, Gavel's simulator uses
+   1920), the policy computes a new allocation X (time fraction per job — or pair — per GPU type)
+   and the time each job has received is reset (Gavel's ``_reset_time_run_so_far``: every entry
+   restarts at half a round).
 2. Priorities: for each GPU type, entry (job or pair) priority = X[entry, type] ÷ time it received on
    that type since the reset, ties broken by accumulated deficit (time it should have had minus time
    it got) and by X.  GPU types are visited fastest first for heterogeneity-aware policies, in a
-   seeded random order for agnostic ones (as Gavel does); within a type entries take GPUs in
-   priority order while they fit; a job appears once per round.  Entries with zero throughput never
-   run; FIFO policies never run jobs their allocation leaves out.
+   seeded random order for agnostic ones (as Gavel does; ``Mechanism.fills_fastest_first``); within
+   a type entries take GPUs in priority order while they fit; a job appears once per round.  Entries
+   with zero throughput never run; FIFO policies never run jobs their allocation leaves out.
 3. Placement: an entry that holds GPUs of the same type keeps them (lease extension: it simply runs
    on); others take free GPUs, multi-GPU entries first, consolidated on the nodes with most free GPUs.
    Jobs that held GPUs and got none this round are preempted (counted); checkpoint costs are not
    modelled (Gavel's simulator does not either).
 
 Between boundaries nothing ticks: the process sleeps until the earliest completion, arrival or round
-end.  **Mid-round release (a deliberate difference from Gavel):** a job that finishes mid-round
-frees its GPUs at once, and waiting jobs take them for the rest of the round (jobs with an
-allocation by priority, then new jobs in arrival order; FIFO policies strictly in arrival order); an
-arriving job likewise takes idle GPUs at once.  Gavel leaves such GPUs idle until the round ends.
-When one job of a pair finishes, its partner runs on alone at its solo throughput.
-``midround_release=False`` (``--no-midround-release``) restores Gavel's behaviour: freed GPUs and
-arrivals wait for the next round, and a round ends early once every job in it has finished.  A multi-GPU job
-holds GPUs of one type, so it advances at that type's throughput for its scale factor.
+end.  When one job of a pair finishes, its partner runs on alone at its solo throughput, and the
+pair leaves the allocation.
+
+Where we differ from Gavel's simulator by default, :class:`~simcluster.hetero.mechanism.Mechanism`
+holds the switch (the ``gavel`` preset sets Gavel's):
+
+* **mid-round release** (``midround_release``): a job that finishes mid-round frees its GPUs at
+  once, and waiting jobs take them for the rest of the round (jobs with an allocation by priority,
+  then new jobs in arrival order; FIFO policies strictly in arrival order); an arriving job likewise
+  takes idle GPUs at once.  Gavel leaves such GPUs idle until the round ends, and a round ends early
+  once every job in it has finished;
+* **new jobs** (``new_jobs_wait``): by default a job that arrived after the last reset may use GPUs
+  the allocation leaves idle; Gavel's simulator runs only jobs of the last allocation;
+* **reset clock** (``reset_rule="gavel"``): see ``Mechanism.gavel_clock``;
+* **a finished job's pairs** (``pair_share_on_finish``): the partner keeps the pair's share as its
+  own until the next reset; in Gavel's simulator the share lapses.
+
+A multi-GPU job holds GPUs of one type, so it advances at that type's throughput for its scale factor.
 """
 
 from __future__ import annotations
@@ -40,6 +51,7 @@ import numpy as np
 import simpy
 
 from simcluster.hetero.cluster import HeteroCluster
+from simcluster.hetero.mechanism import Mechanism
 from simcluster.hetero.policies.base import AllocationInput, HeteroPolicy
 from simcluster.hetero.throughputs import ThroughputTable
 from simcluster.hetero.trace import HeteroJob, HeteroState
@@ -61,12 +73,12 @@ class Run:
 
 class RoundEngine:
     def __init__(self, jobs: list[HeteroJob], cluster: HeteroCluster, table: ThroughputTable,
-                 policy: HeteroPolicy, *, round_seconds: float = 360.0, realloc_interval: float = 0.0,
-                 seed: int = 0, observers: Iterable[Any] = (), audit: list | None = None,
-                 midround_release: bool = True) -> None:
+                 policy: HeteroPolicy, mechanism: Mechanism | None = None, *, seed: int = 0,
+                 observers: Iterable[Any] = (), audit: list | None = None) -> None:
         self.jobs, self.cluster, self.table, self.policy = jobs, cluster, table, policy
-        self.R, self.realloc_interval = float(round_seconds), float(realloc_interval)
-        self.midround = midround_release
+        self.mechanism = mechanism = mechanism or Mechanism()
+        self.R = float(mechanism.round_seconds)
+        self.midround = mechanism.midround_release
         self.m = len(cluster.types)
         self.cap = np.asarray(cluster.counts, dtype=float)
         self.used = [np.zeros(c, dtype=np.int64) for c in cluster.counts]  # thousandths of each GPU in use
@@ -84,6 +96,7 @@ class RoundEngine:
         self.fast_order = sorted(range(self.m), key=lambda j: -float(
             speed[table.gpu_types.index(cluster.types[j])] if cluster.types[j] in table.gpu_types else 0.0))
         self.type_order = list(self.fast_order)
+        self.fastest_first = mechanism.fills_fastest_first(policy)
         self.fractional = any(job.milli < 1000 for job in jobs)
         for job in jobs:
             job.type_seconds = np.zeros(self.m)
@@ -194,12 +207,31 @@ class RoundEngine:
             self.dirty = done = True
             others = [k for k in run.key if k != idx]
             self._stop(run)
+            self._retire_pairs(idx)
             if others:  # the partner runs on alone, on the same GPUs, at its solo throughput
                 other = others[0]
                 self._start((other,), run.gtype, run.gpus, now)
             for hook in self._hooks["on_finish"]:
                 hook(job, now)
         return done
+
+    def _retire_pairs(self, idx: int) -> None:
+        """A finished job's pairs leave the allocation (until the next reset the engine would otherwise
+        restart the finished job with its partner).  The partner keeps the pair's share as its own,
+        with the time the pair received and its deficit, so that it goes on getting that GPU time —
+        unless ``pair_share_on_finish="drop"`` (Gavel's simulator), when the share lapses."""
+        keep = self.mechanism.pair_share_on_finish == "partner"
+        for key in [key for key in self.alloc if idx in key]:
+            share = self.alloc.pop(key)
+            got = self.received.pop(key, None)
+            deficit = self.deficit.pop(key, None)
+            other = key[1] if key[0] == idx else key[0]
+            if keep and other in self.active and self.in_alloc[other]:
+                self.X[other] += share
+                if got is not None:
+                    self.G[other] += got - self.R / 2
+                if deficit is not None:
+                    self.Dm[other] += deficit
 
     # ------------------------------------------------------------------ runs
     def _advance(self, run: Run, now: float) -> None:
@@ -239,6 +271,8 @@ class RoundEngine:
         return cached  # type: ignore[return-value]
 
     def _start(self, key: Key, gtype: int, gpus: tuple[int, ...], now: float) -> None:
+        if any(self.jobs[idx].state is HeteroState.FINISHED for idx in key):
+            raise RuntimeError(f"round engine: would restart a finished job in {key} at t={now:.1f}")
         self.token += 1
         run = Run(key, gtype, gpus, self._rates(key, gtype), now, self.token)
         self.runs[key] = run
@@ -389,12 +423,29 @@ class RoundEngine:
         self.rounds += 1
         for run in list(self.runs.values()):
             self._advance(run, now)
-        if self.dirty and (self.last_reset is None or now - self.last_reset >= self.realloc_interval - EPS):
+        if self.dirty and self.mechanism.may_reset(now, self.last_reset):
             self._reallocate(now)
-        order = self.fast_order if self.policy.aware else [int(j) for j in self.rng.permutation(self.m)]
+        order = self.fast_order if self.fastest_first else [int(j) for j in self.rng.permutation(self.m)]
         self.type_order = order
-        # every candidate entry (each active job alone, and the pairs the allocation uses) as arrays
+        plan = self._plan(order)
+        jump = False  # Gavel's clock: a round in which nothing runs does not tick; time jumps to the next arrival
+        if self.mechanism.gavel_clock and not plan and self.active:
+            if self.next_arrival < len(self.jobs):
+                jump = True
+            elif self.dirty:  # nothing runs and nothing will arrive: reset whatever the interval
+                self._reallocate(now)
+                plan = self._plan(order)
+        self._apply(plan, now)
+        self.round_end = math.inf if jump else now + self.R
+        if self.audit is not None:
+            self._record(now)
+
+    def _plan(self, order: list[int]) -> list[tuple[Key, int]]:
+        """Which entries (jobs alone, pairs) run this round on which GPU type: per type in ``order``,
+        entries by priority while they fit, each job once."""
         idxs = np.fromiter(self.active, dtype=np.int64, count=len(self.active))
+        if self.mechanism.new_jobs_wait:
+            idxs = idxs[self.in_alloc[idxs]]  # jobs that arrived after the reset wait for the next one
         keys: list[Key] = [(int(i),) for i in idxs]
         A, got, D = self.X[idxs], self.G[idxs], self.Dm[idxs]
         runnable, need = self.runs_on[idxs], self.share[idxs]
@@ -408,7 +459,7 @@ class RoundEngine:
             runnable = np.vstack([runnable, [self._pair(*k).min(axis=1) > 0 for k in pair_keys]])  # type: ignore[union-attr]
             need = np.concatenate([need, [self.share[k[0]] for k in pair_keys]])
         P = np.where((A > 0) & runnable, A / got, 0.0)
-        pair_rows = len(self.active)
+        pair_rows = len(idxs)
         taken: set[int] = set()
         plan: list[tuple[Key, int]] = []
         fifo = self.policy.fifo
@@ -429,10 +480,7 @@ class RoundEngine:
                 left -= need[r]
                 taken.update(key)
                 plan.append((key, j))
-        self._apply(plan, now)
-        self.round_end = now + self.R
-        if self.audit is not None:
-            self._record(now)
+        return plan
 
     def _apply(self, plan: list[tuple[Key, int]], now: float) -> None:
         planned = dict(plan)
@@ -465,7 +513,9 @@ class RoundEngine:
         fractional = self.fractional
         if not fractional and max(self.idle) == 0:
             return
-        waiting = [job for idx, job in self.active.items() if idx not in self.run_of]
+        wait_for_reset = self.mechanism.new_jobs_wait
+        waiting = [job for idx, job in self.active.items()
+                   if idx not in self.run_of and not (wait_for_reset and not self.in_alloc[idx])]
         if not waiting:
             return
         order = self.type_order

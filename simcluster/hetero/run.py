@@ -12,7 +12,8 @@ import pandas as pd
 from simcluster.config import SimConfig
 from simcluster.hetero.cluster import HeteroCluster, parse_cluster
 from simcluster.hetero.engine import RoundEngine
-from simcluster.hetero.policies import HETERO_POLICIES
+from simcluster.hetero.mechanism import Mechanism
+from simcluster.hetero.policies import HETERO_POLICIES, PolicyOptions
 from simcluster.hetero.throughputs import ThroughputTable, job_key, load_throughputs
 from simcluster.hetero.trace import FRAME_COLUMNS, VC, HeteroJob, HeteroTrace
 from simcluster.metrics import ClusterTimeline
@@ -102,11 +103,10 @@ def simulate_hetero(trace: Any, config: SimConfig, observers: Iterable[Any] = ()
     cpu0 = time.process_time()  # reading the throughput table counts as loading, not simulating
     load_cpu = trace.load_cpu_seconds + cpu0 - load0
     jobs = make_jobs(trace, table, cluster)
-    policy = HETERO_POLICIES.get(config.policy)(seed=config.seed)
+    policy = HETERO_POLICIES.get(config.policy)(seed=config.seed, options=PolicyOptions.from_config(config))
     timeline = ClusterTimeline()
-    engine = RoundEngine(jobs, cluster, table, policy, round_seconds=config.round_seconds,
-                         realloc_interval=config.realloc_interval, seed=config.seed,
-                         observers=[timeline, *observers], audit=audit, midround_release=config.midround_release)
+    engine = RoundEngine(jobs, cluster, table, policy, Mechanism.from_config(config), seed=config.seed,
+                         observers=[timeline, *observers], audit=audit)
     engine.run()
     sim_cpu = time.process_time() - cpu0
 

@@ -2,21 +2,42 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from simcluster.config import SimConfig
+from simcluster.hetero.cluster import parse_cluster
+from simcluster.hetero.engine import RoundEngine
+from simcluster.hetero.mechanism import Mechanism
 from simcluster.hetero.policies import HETERO_POLICIES
-from simcluster.hetero.run import simulate_hetero
+from simcluster.hetero.run import make_jobs, simulate_hetero
+from simcluster.metrics.observer import Observer
+from simcluster.presets import resolve_config
 from tests.hetero.conftest import make_trace, small_table
 
 TABLE = small_table()
 
 
-def run(rows, policy="fifo_perf", cluster="fast:1,slow:1", audit=None, weights=None, **config):
-    return simulate_hetero(make_trace(rows, weights), SimConfig(policy=policy, cluster=cluster, **config),
-                           audit=audit, table=TABLE)
+def run(rows, policy="fifo_perf", cluster="fast:1,slow:1", audit=None, weights=None, observers=(), preset=None,
+        **config):
+    settings = resolve_config(preset=preset, overrides={"policy": policy, "cluster": cluster, **config})
+    return simulate_hetero(make_trace(rows, weights), settings, observers=observers, audit=audit, table=TABLE)
+
+
+class Lifecycle(Observer):
+    """Counts every start and finish, and fails on a finished job that runs again."""
+
+    def __init__(self) -> None:
+        self.finished: Counter[int] = Counter()
+
+    def on_start(self, job, now):
+        assert job.index not in self.finished, f"{job.job_id} started after it finished"
+
+    def on_finish(self, job, now):
+        self.finished[job.index] += 1
 
 
 jobs_strategy = st.lists(
@@ -25,19 +46,22 @@ jobs_strategy = st.lists(
     min_size=1, max_size=10)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(rows=jobs_strategy, policy=st.sampled_from(HETERO_POLICIES.names()),
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=jobs_strategy, policy=st.sampled_from(HETERO_POLICIES.names()), preset=st.sampled_from([None, "gavel"]),
        counts=st.tuples(st.integers(2, 4), st.integers(2, 4)), round_seconds=st.sampled_from([60.0, 360.0]))
-def test_capacity_is_never_exceeded_every_job_finishes_once_and_steps_are_conserved(rows, policy, counts, round_seconds):
+def test_every_policy_in_both_modes_keeps_capacity_finishes_each_job_once_and_conserves_steps(
+        rows, policy, preset, counts, round_seconds):
     audit: list = []
-    frame, timeline, summary = run(rows, policy, f"fast:{counts[0]},slow:{counts[1]}", audit,
-                                   round_seconds=round_seconds)
+    lifecycle = Lifecycle()
+    frame, timeline, summary = run(rows, policy, f"fast:{counts[0]},slow:{counts[1]}", audit, observers=[lifecycle],
+                                   preset=preset, round_seconds=round_seconds)
     for _, busy, milli, fullest in audit:
         assert busy[0] <= counts[0] and busy[1] <= counts[1]
         assert max(fullest) <= 1000
         assert milli[0] <= 1000 * counts[0] and milli[1] <= 1000 * counts[1]
     assert (timeline["busy_gpus"] <= sum(counts)).all()
     assert len(frame) == len(rows) and frame["job_id"].is_unique and summary["unfinished"] == 0
+    assert sorted(lifecycle.finished.values()) == [1] * len(rows)
     assert (frame["end_time"] >= frame["submit_time"]).all()
     assert np.allclose(frame["steps_done"], frame["total_steps"], rtol=1e-9, atol=1e-6)
 
@@ -102,3 +126,90 @@ def test_multi_gpu_jobs_of_equal_scale_share_their_gpus():
                             cluster="fast:2")
     assert (frame["shared_seconds"] > 0).all()
     assert summary["unfinished"] == 0
+
+
+DEFERRED = {"realloc_interval": 1920.0, "midround_release": False}
+
+
+def start_of(frame, job):
+    return frame.set_index("job_id").loc[job, "start_time"]
+
+
+def test_a_new_job_waits_for_the_next_reset_only_when_asked():
+    # A holds the fast GPU from t=0; B arrives at 10 while the slow GPU is idle; no reset before t=1920
+    rows = [("A", 1, 40000, 0.0), ("C", 1, 100, 10.0)]
+    ours, _, _ = run(rows, "max_min_fairness_perf", **DEFERRED)
+    waits, _, _ = run(rows, "max_min_fairness_perf", new_jobs_wait=True, **DEFERRED)
+    assert start_of(ours, "j1") == 360.0  # the next round, on the idle GPU
+    assert start_of(waits, "j1") == 2160.0  # the first round after 1920 s
+
+
+def test_gavels_reset_clock_does_not_count_from_a_reset_at_time_zero():
+    rows = [("A", 1, 40000, 0.0), ("C", 1, 100, 10.0)]
+    frame, _, _ = run(rows, "max_min_fairness_perf", new_jobs_wait=True, reset_rule="gavel", **DEFERRED)
+    assert start_of(frame, "j1") == 360.0
+
+
+def test_with_gavels_clock_an_idle_cluster_waits_for_the_next_arrival_then_resets():
+    # A (500 → 600 s) starts the interval at 500; B arrives at 1000 outside the allocation
+    rows = [("C", 1, 100, 500.0), ("C", 1, 100, 1000.0), ("C", 1, 100, 3000.0)]
+    gavel, _, _ = run(rows, "max_min_fairness_perf", new_jobs_wait=True, reset_rule="gavel", **DEFERRED)
+    ticking, _, _ = run(rows, "max_min_fairness_perf", new_jobs_wait=True, **DEFERRED)
+    assert start_of(gavel, "j1") == 3000.0  # time jumps to the next arrival, which may reset (≥ 1920 s)
+    assert start_of(ticking, "j1") == 2440.0  # rounds tick from 1000 s; the first one past 2420 s resets
+    # with no arrival left, Gavel's clock forces the reset at once
+    last, _, _ = run(rows[:2], "max_min_fairness_perf", new_jobs_wait=True, reset_rule="gavel", **DEFERRED)
+    assert start_of(last, "j1") == 1000.0
+
+
+def test_gavel_fills_the_fastest_type_first_for_gandiva_too():
+    gavel = Mechanism(type_order="gavel")
+    ours = Mechanism()
+    for name, aware in [("gandiva", False), ("max_min_fairness", False), ("fifo", False),
+                        ("max_min_fairness_perf", True), ("fifo_packed", True)]:
+        policy = HETERO_POLICIES.get(name)()
+        assert ours.fills_fastest_first(policy) is aware, name
+        assert gavel.fills_fastest_first(policy) is (aware or name == "gandiva"), name
+
+
+def test_the_partner_of_a_finished_pair_keeps_the_pair_share_until_the_next_reset():
+    # white box: after a reset that gave the pair (A, C) 60 % of the fast GPU and C alone 10 %, A finishes
+    # 200 s later: the pair leaves the allocation, C's share, time received and deficit take in the pair's
+    trace = make_trace([("A", 1, 350, 0.0), ("C", 1, 5000, 0.0)])
+    cluster = parse_cluster("fast:1,slow:1")
+    jobs = make_jobs(trace, TABLE, cluster)
+    engine = RoundEngine(jobs, cluster, TABLE, HETERO_POLICIES.get("max_min_fairness_packed")())
+    engine.active = {0: jobs[0], 1: jobs[1]}
+    engine.in_alloc[:] = True
+    engine.X[1] = [0.1, 0.0]
+    engine.alloc = {(0, 1): np.array([0.6, 0.0])}
+    engine.received = {(0, 1): np.array([180.0 + 150.0, 180.0])}  # R/2 + 150 s shared on fast
+    engine.deficit = {(0, 1): np.array([20.0, 0.0])}
+    del engine.active[0]
+    engine._retire_pairs(0)
+    assert engine.alloc == {} and engine.received == {} and engine.deficit == {}
+    assert engine.X[1].tolist() == pytest.approx([0.7, 0.0])
+    assert engine.G[1].tolist() == pytest.approx([180.0 + 150.0, 180.0])
+    assert engine.Dm[1].tolist() == pytest.approx([20.0, 0.0])
+
+
+def test_with_gavels_rule_a_finished_jobs_pair_share_lapses():
+    trace = make_trace([("A", 1, 350, 0.0), ("C", 1, 5000, 0.0)])
+    cluster = parse_cluster("fast:1,slow:1")
+    jobs = make_jobs(trace, TABLE, cluster)
+    engine = RoundEngine(jobs, cluster, TABLE, HETERO_POLICIES.get("max_min_fairness_packed")(),
+                         Mechanism(pair_share_on_finish="drop"))
+    engine.active = {1: jobs[1]}
+    engine.in_alloc[:] = True
+    engine.X[1] = [0.1, 0.0]
+    engine.alloc = {(0, 1): np.array([0.6, 0.0])}
+    engine._retire_pairs(0)
+    assert engine.alloc == {} and engine.X[1].tolist() == pytest.approx([0.1, 0.0])
+
+
+def test_gavel_preset_runs_a_packed_policy_whose_pairs_outlive_a_partner():
+    # the crash of issue 15: with deferred reallocation a finished job's pair used to be restarted
+    rows = [("A", 1, 350, 0.0), ("C", 1, 5000, 0.0), ("B", 1, 20000, 0.0), ("B", 1, 900, 400.0)]
+    for policy in ("max_min_fairness_packed", "gandiva", "fifo_packed"):
+        frame, _, summary = run(rows, policy, cluster="fast:1", preset="gavel")
+        assert len(frame) == 4 and summary["unfinished"] == 0, policy

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from simcluster.hetero.policies import HETERO_POLICIES, AllocationInput
+from simcluster.hetero.policies import HETERO_POLICIES, AllocationInput, PolicyOptions
 from simcluster.hetero.policies.finish_time_fairness import finish_time_fair
-from simcluster.hetero.policies.lp import agnostic_throughput, fair_time_shares, isolated_allocation, max_min
-from simcluster.hetero.policies.min_total_duration import min_makespan
+from simcluster.hetero.policies.lp import isolated_allocation, max_min, proportional_throughput
+from simcluster.hetero.policies.min_total_duration import bisect_makespan, min_makespan
 
 
 def inp(T, capacity, *, scale=None, weight=None, remaining=None, age=None, pairs=None, pair_tput=None):
@@ -28,18 +28,29 @@ def test_weights_split_one_gpu_in_proportion():
     assert a.single.ravel() == pytest.approx([0.25, 0.75], abs=1e-6)
 
 
-def test_a_two_gpu_job_gets_half_the_time_of_a_one_gpu_job():
-    assert fair_time_shares(np.array([1.0, 2.0]), np.ones(2), 3.0) == pytest.approx([1.0, 1.0])
-    # two GPUs: equal GPU-time s·τ = 1 each → the 2-GPU job gets half the time
-    assert fair_time_shares(np.array([1.0, 2.0]), np.ones(2), 2.0) == pytest.approx([1.0, 0.5])
+def test_a_four_gpu_job_gets_the_gpu_time_of_a_one_gpu_job_whatever_the_policy_form():
+    # 8 equal GPUs, a 1-GPU and a 4-GPU job, both twice as fast on "fast": equal GPU time (s × time) in
+    # both forms — the 1-GPU job all of its time, the 4-GPU job a quarter (4 × 1/4 = 1 × 1), well under
+    # load: 3 + 1 jobs wanting 7 GPUs on 4 fast + 4 slow ones.
+    T = [[2.0, 1.0]] * 3 + [[2.0, 1.0]]
+    problem = inp(T, [2, 2], scale=[1, 1, 1, 4])
+    for name in ("max_min_fairness", "max_min_fairness_perf"):
+        a = HETERO_POLICIES.get(name)().allocate(problem)
+        gpu_time = a.single.sum(axis=1) * problem.scale
+        assert gpu_time == pytest.approx([gpu_time[0]] * 4, rel=1e-6), name
+
+
+def test_the_normaliser_is_the_proportional_share_whatever_the_scale_factor():
+    problem = inp([[4.0, 1.0], [4.0, 1.0]], [1, 3], scale=[1, 4])
+    assert proportional_throughput(problem).tolist() == [1.75, 1.75]
 
 
 def test_aware_max_min_puts_each_job_where_it_is_comparatively_fast():
-    # fast and slow GPU, one each.  A: 3 vs 1 it/s, B: 1 vs 2.  Agnostic share = half of each type:
+    # fast and slow GPU, one each.  A: 3 vs 1 it/s, B: 1 vs 2.  Proportional share = half of each type:
     # X_A = 2, X_B = 1.5.  A alone on fast: 3/2 = 1.5; B alone on slow: 2/1.5 = 4/3; B can never beat
     # 4/3 (its time is at most 1 and slow is its best normalised type) → t* = 4/3, A keeps fast.
     problem = inp([[3.0, 1.0], [1.0, 2.0]], [1, 1])
-    coef = problem.throughput / agnostic_throughput(problem)[:, None]
+    coef = problem.throughput / proportional_throughput(problem)[:, None]
     allocation, t = max_min(problem, coef)
     assert t == pytest.approx(4 / 3, rel=1e-6)
     assert allocation.single == pytest.approx(np.array([[1.0, 0.0], [0.0, 1.0]]), abs=1e-6)
@@ -96,8 +107,10 @@ def test_finish_time_fairness_on_complementary_jobs():
 def test_isolated_gives_each_job_an_equal_slice():
     x = isolated_allocation(inp([[1.0, 1.0]] * 4, [2, 2]))
     assert x == pytest.approx(np.full((4, 2), 0.5))
+    # a job whose slices add up to more than all of its time is capped at it; the others keep theirs
+    # (Gavel's IsolatedPolicy): the 2-GPU job keeps half of each type, 1 GPU of each
     x = isolated_allocation(inp([[1.0, 1.0]] * 2, [2, 2], scale=[1, 2]))
-    assert x[0] == pytest.approx([0.5, 0.5]) and x[1] == pytest.approx([0.25, 0.25])
+    assert x[0] == pytest.approx([0.5, 0.5]) and x[1] == pytest.approx([0.5, 0.5])
 
 
 def test_fifo_perf_takes_the_fastest_type_with_room_in_arrival_order():
@@ -130,3 +143,44 @@ def test_finish_time_fairness_gives_the_heavier_job_the_earlier_finish():
     allocation, _, _ = finish_time_fair(problem, None)
     assert allocation.single[1, 0] > allocation.single[0, 0]
     assert allocation.single.sum() == pytest.approx(1.0, abs=1e-6)
+
+
+CENTRAL = PolicyOptions(lp_solution="central")
+
+
+def test_a_central_solution_splits_a_tie_where_a_vertex_takes_a_side():
+    # two identical jobs, one GPU: every split maximises total throughput; a vertex gives it all to one job,
+    # the interior point (Gavel's ECOS) halves it
+    problem = inp([[1.0], [1.0]], [1])
+    vertex = HETERO_POLICIES.get("max_sum_throughput_perf")().allocate(problem)
+    central = HETERO_POLICIES.get("max_sum_throughput_perf")(options=CENTRAL).allocate(problem)
+    assert sorted(vertex.single.ravel()) == pytest.approx([0.0, 1.0], abs=1e-6)
+    assert central.single.ravel() == pytest.approx([0.5, 0.5], abs=1e-4)
+
+
+def test_max_sum_throughput_sums_raw_iterations_per_second():
+    # one GPU; A runs 10 it/s, B 1 it/s: the paper's objective gives the GPU to A (a sum of speed-ups would tie)
+    a = HETERO_POLICIES.get("max_sum_throughput_perf")().allocate(inp([[10.0], [1.0]], [1]))
+    assert a.single.ravel() == pytest.approx([1.0, 0.0], abs=1e-6)
+
+
+def test_central_max_min_keeps_the_least_and_spreads_the_rest():
+    problem = inp([[3.0, 1.0], [1.0, 2.0]], [1, 1])
+    vertex = HETERO_POLICIES.get("max_min_fairness_perf")().allocate(problem)
+    central = HETERO_POLICIES.get("max_min_fairness_perf")(options=CENTRAL).allocate(problem)
+    norm = problem.throughput / proportional_throughput(problem)[:, None]
+    assert (norm * central.single).sum(axis=1).min() == pytest.approx((norm * vertex.single).sum(axis=1).min(),
+                                                                       rel=1e-5)
+
+
+def test_gavels_bisection_finds_the_makespan_within_five_percent_and_favours_no_job():
+    # 100 and 300 iterations at 1 it/s on one GPU: least makespan 400 s
+    problem = inp([[1.0], [1.0]], [1], remaining=[100, 300])
+    allocation, makespan, solves = bisect_makespan(problem, None, central=True)
+    assert 400.0 <= makespan <= 400.0 * 1.05 and solves > 5
+    # both jobs finish before the makespan found: the slack is shared, not given to one job as a vertex would
+    slack = allocation.single.ravel() * makespan - np.array([100, 300])
+    assert (slack > 1e-3).all()
+    policy = HETERO_POLICIES.get("min_total_duration_perf")(options=PolicyOptions(makespan_search="bisection"))
+    policy.allocate(problem)
+    assert policy.solves == solves

@@ -9,6 +9,12 @@ from simcluster.hetero.policies import (  # noqa: F401  (registers)
     max_sum_throughput,
     min_total_duration,
 )
-from simcluster.hetero.policies.base import HETERO_POLICIES, Allocation, AllocationInput, HeteroPolicy
+from simcluster.hetero.policies.base import (
+    HETERO_POLICIES,
+    Allocation,
+    AllocationInput,
+    HeteroPolicy,
+    PolicyOptions,
+)
 
-__all__ = ["HETERO_POLICIES", "Allocation", "AllocationInput", "HeteroPolicy"]
+__all__ = ["HETERO_POLICIES", "Allocation", "AllocationInput", "HeteroPolicy", "PolicyOptions"]

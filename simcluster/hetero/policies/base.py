@@ -9,6 +9,7 @@ round.  Policies are registered by name in :data:`HETERO_POLICIES` (Gavel's name
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -39,6 +40,24 @@ class AllocationInput:
         return len(self.capacity)
 
 
+@dataclass(frozen=True)
+class PolicyOptions:
+    """Choices a policy makes where the paper leaves room (``--lp-solution``, ``--makespan-search``,
+    ``--gandiva-pairing``); Gavel's simulator's are ``central``, ``bisection`` and ``gavel``."""
+
+    lp_solution: str = "vertex"  # "vertex": simplex + tie-break; "central": interior point, no tie-break
+    makespan_search: str = "exact"  # "exact": one LP in 1/makespan; "bisection": Gavel's 5 % bisection
+    gandiva_pairing: str = "helpful"  # "helpful": only pairs that help; "gavel": Gavel's random pairs
+
+    @classmethod
+    def from_config(cls, config: Any) -> PolicyOptions:
+        return cls(config.lp_solution, config.makespan_search, config.gandiva_pairing)
+
+    @property
+    def central(self) -> bool:
+        return self.lp_solution == "central"
+
+
 @dataclass
 class Allocation:
     single: np.ndarray  # (n, m) time fractions
@@ -57,8 +76,9 @@ class HeteroPolicy:
     packing: bool = False  # needs candidate pairs of jobs sharing GPUs
     fifo: bool = False  # never give GPUs to jobs the allocation leaves out (Gavel's FIFO rule)
 
-    def __init__(self, seed: int = 0) -> None:
+    def __init__(self, seed: int = 0, options: PolicyOptions | None = None) -> None:
         self.seed = seed
+        self.options = options or PolicyOptions()
         self.solves = 0  # linear programs solved
 
     def allocate(self, inp: AllocationInput) -> Allocation:  # pragma: no cover - interface

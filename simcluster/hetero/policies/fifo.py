@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from simcluster.hetero.policies.base import HETERO_POLICIES, Allocation, AllocationInput, HeteroPolicy
+from simcluster.hetero.policies.base import (
+    HETERO_POLICIES,
+    Allocation,
+    AllocationInput,
+    HeteroPolicy,
+    PolicyOptions,
+)
 
 PACKING_THRESHOLD = 1.5  # fifo_packed pairs a waiting job only if Σ paired/solo throughput exceeds this
 
@@ -37,8 +43,8 @@ class Fifo(HeteroPolicy):
     aware = False
     fifo = True
 
-    def __init__(self, seed: int = 0) -> None:
-        super().__init__(seed)
+    def __init__(self, seed: int = 0, options: PolicyOptions | None = None) -> None:
+        super().__init__(seed, options)
         self.rng = np.random.default_rng(seed)
         self.placed: dict[int, int] = {}  # job index -> GPU type
 

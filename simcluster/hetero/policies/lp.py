@@ -25,33 +25,64 @@ from scipy.optimize import Bounds, LinearConstraint
 from simcluster.hetero.policies.base import Allocation, AllocationInput
 
 TIE_BREAK = 1e-3  # weight of the secondary objective (mean effective throughput) next to the main one
+DUST = 1e-7  # interior-point solutions hold tiny positive values where a vertex would hold 0
+
+
+def tie_break(central: bool) -> float:
+    """Weight of the tie-break objective: none when the solver is to return a central solution."""
+    return 0.0 if central else TIE_BREAK
 
 
 class LPFailed(RuntimeError):
     pass
 
 
-def solve_lp(cost: np.ndarray, constraints: list[LinearConstraint], bounds: Bounds) -> np.ndarray | None:
+def solve_lp(cost: np.ndarray, constraints: list[LinearConstraint], bounds: Bounds,
+             central: bool = False) -> np.ndarray | None:
     """Minimise ``cost @ x`` subject to ``constraints`` and ``bounds``; None unless HiGHS finds the optimum.
+
+    ``central``: HiGHS' interior-point method without crossover, which ends inside the set of optimal
+    solutions rather than at one of its vertices — what an interior-point solver such as Gavel's ECOS
+    returns when several allocations are equally good (with a zero cost: a point inside the feasible set).
 
     >>> a = LinearConstraint(np.array([[1.0, 1.0]]), -np.inf, 1.0)
     >>> (solve_lp(np.array([-1.0, -2.0]), [a], Bounds(np.zeros(2), np.ones(2))) + 0.0).tolist()
     [0.0, 1.0]
     """
-    matrix = sp.vstack([sp.csr_array(c.A) for c in constraints]).tocsc()
+    if len(constraints) == 1 and sp.issparse(constraints[0].A):
+        matrix = sp.csc_array(constraints[0].A)
+    else:
+        matrix = sp.vstack([sp.csr_array(c.A) for c in constraints]).tocsc()
     lower = np.concatenate([np.broadcast_to(c.lb, (c.A.shape[0],)) for c in constraints])
     upper = np.concatenate([np.broadcast_to(c.ub, (c.A.shape[0],)) for c in constraints])
+    return run_highs(cost, (matrix.indptr, matrix.indices, matrix.data), lower, upper, bounds.lb, bounds.ub, central)
+
+
+_SOLVER: list[highspy.Highs] = []  # one HiGHS instance per process, reused: building one costs ~0.5 ms
+
+
+def run_highs(cost: np.ndarray, columns: tuple[np.ndarray, np.ndarray, np.ndarray], row_lower: np.ndarray,
+              row_upper: np.ndarray, col_lower: np.ndarray, col_upper: np.ndarray,
+              central: bool = False) -> np.ndarray | None:
+    """:func:`solve_lp` on a matrix given column-wise, as (start, row index, value) arrays; HiGHS'
+    infinity is IEEE inf.  Each call passes a new model, so nothing carries over between calls."""
+    n = len(cost)
     lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = len(cost), matrix.shape[0]
+    lp.num_col_, lp.num_row_ = n, len(row_lower)
     lp.col_cost_ = np.asarray(cost, float)
-    lp.col_lower_ = np.broadcast_to(np.asarray(bounds.lb, float), len(cost))  # HiGHS' infinity is IEEE inf
-    lp.col_upper_ = np.broadcast_to(np.asarray(bounds.ub, float), len(cost))
-    lp.row_lower_, lp.row_upper_ = lower, upper
+    lp.col_lower_ = np.broadcast_to(np.asarray(col_lower, float), n)
+    lp.col_upper_ = np.broadcast_to(np.asarray(col_upper, float), n)
+    lp.row_lower_, lp.row_upper_ = row_lower, row_upper
     lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = matrix.indptr, matrix.indices, matrix.data
-    solver = highspy.Highs()
-    solver.setOptionValue("output_flag", False)
-    solver.setOptionValue("presolve", "off")
+    lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = columns
+    if not _SOLVER:
+        solver = highspy.Highs()
+        solver.setOptionValue("output_flag", False)
+        solver.setOptionValue("presolve", "off")
+        _SOLVER.append(solver)
+    solver = _SOLVER[0]
+    solver.setOptionValue("solver", "ipm" if central else "choose")
+    solver.setOptionValue("run_crossover", "off" if central else "on")
     solver.passModel(lp)
     solver.run()
     if solver.getModelStatus() != highspy.HighsModelStatus.kOptimal:
@@ -59,44 +90,36 @@ def solve_lp(cost: np.ndarray, constraints: list[LinearConstraint], bounds: Boun
     return np.asarray(solver.getSolution().col_value)
 
 
-def fair_time_shares(scale: np.ndarray, weight: np.ndarray, gpus: float) -> np.ndarray:
-    """Agnostic max-min fair time shares τ (closed form of Gavel's ``max_min_fairness`` LP with all
-    throughputs 1): maximise min_i s_i τ_i / w_i subject to Σ s_i τ_i ≤ C, τ_i ≤ 1 — water-filling.
+def proportional_throughput(inp: AllocationInput) -> np.ndarray:
+    """Each job's throughput with its time split over the GPU types in proportion to their sizes —
+    the normaliser of ``max_min_fairness_perf`` (Gavel's ``ProportionalPolicy``).
 
-    >>> fair_time_shares(np.array([1., 1., 2.]), np.ones(3), 2.0).round(3).tolist()
-    [0.667, 0.667, 0.333]
+    It does not depend on the job's scale factor or on how many jobs there are, so that the LP's
+    ``s_i · θ_i / X_i`` terms give every job equal *GPU time* when throughputs are equal, as Gavel
+    intends.  (Gavel divides by max(n, C) as well, the same for every job: it does not change the
+    max-min allocation.)
+
+    >>> p = AllocationInput([0, 1], np.array([[4.0, 1.0], [2.0, 2.0]]), np.array([1.0, 4.0]), np.ones(2),
+    ...                     np.ones(2), np.zeros(2), np.array([1.0, 3.0]))
+    >>> proportional_throughput(p).tolist()
+    [1.75, 2.0]
     """
-    n = len(scale)
-    if n == 0:
-        return np.zeros(0)
-    ratio = weight / scale  # τ_i = min(1, level * w_i / s_i); jobs with the highest ratio saturate first
-    left, saturated, level = float(gpus), np.zeros(n, bool), 0.0
-    while True:
-        free = ~saturated
-        level = left / float(weight[free].sum()) if free.any() and left > 0 else 0.0
-        capped = free & (level * ratio >= 1.0)
-        if not capped.any():
-            break
-        saturated |= capped
-        left -= float(scale[capped].sum())
-    return np.where(saturated, 1.0, np.minimum(1.0, max(level, 0.0) * ratio))
-
-
-def agnostic_throughput(inp: AllocationInput) -> np.ndarray:
-    """Each job's throughput under the agnostic fair allocation, its time split over the GPU types in
-    proportion to their sizes (Gavel's ``max_min_fairness_perf`` normaliser)."""
-    tau = fair_time_shares(inp.scale, inp.weight, float(inp.capacity.sum()))
     per_type = inp.capacity / inp.capacity.sum()
-    return np.maximum(tau * (inp.throughput @ per_type), 1e-12)
+    return np.maximum(inp.throughput @ per_type, 1e-12)
 
 
 def isolated_allocation(inp: AllocationInput) -> np.ndarray:
     """Gavel's isolated baseline: each of n jobs gets 1/n of every GPU type, divided by its scale
-    factor, the whole scaled down so that no job exceeds 100 % of the time.  (Gavel also scales *up*
-    when every row sums below 1, which overfills the GPU types when there are fewer jobs than GPUs;
-    we only scale down.)"""
+    factor; a job whose shares add up to more than all of its time is capped at all of it (the
+    others keep theirs, as in Gavel's ``IsolatedPolicy``).
+
+    >>> p = AllocationInput([0, 1], np.ones((2, 2)), np.array([1.0, 4.0]), np.ones(2), np.ones(2),
+    ...                     np.zeros(2), np.array([4.0, 4.0]))
+    >>> isolated_allocation(p).tolist()
+    [[0.5, 0.5], [0.5, 0.5]]
+    """
     x = np.tile(inp.capacity / max(inp.n, 1), (inp.n, 1)) / inp.scale[:, None]
-    return x / max(float(x.sum(axis=1).max()), 1.0)
+    return x / np.maximum(x.sum(axis=1, keepdims=True), 1.0)
 
 
 def isolated_throughput(inp: AllocationInput) -> np.ndarray:
@@ -132,8 +155,8 @@ class Program:
     """Base constraints plus the effective-throughput rows, for one allocation problem."""
 
     def __init__(self, inp: AllocationInput, pair_subset: np.ndarray | None = None, extra: int = 1,
-                 throughput: np.ndarray | None = None) -> None:
-        self.inp = inp
+                 throughput: np.ndarray | None = None, central: bool = False) -> None:
+        self.inp, self.central = inp, central
         n, m = inp.n, inp.m
         self.sel = pair_subset if pair_subset is not None else np.zeros(0, dtype=np.int64)
         pairs = inp.pairs[self.sel]
@@ -172,10 +195,12 @@ class Program:
                 LinearConstraint(self.capacity, -np.inf, self.inp.capacity)]
 
     def solve(self, cost: np.ndarray, constraints: list[LinearConstraint]) -> np.ndarray | None:
-        return solve_lp(cost, constraints, self.bounds)
+        return solve_lp(cost, constraints, self.bounds, self.central)
 
     def allocation(self, x: np.ndarray) -> Allocation:
         x = np.clip(x, 0.0, 1.0)
+        if self.central:
+            x[x < DUST] = 0.0
         single = x[: self.nx].reshape(self.n, self.m)
         pair = np.zeros((len(self.inp.pairs), self.m))
         if self.p:
@@ -184,19 +209,20 @@ class Program:
 
 
 def max_min(inp: AllocationInput, coef: np.ndarray, pair_subset: np.ndarray | None = None,
-            pair_coef: np.ndarray | None = None) -> tuple[Allocation, float]:
+            pair_coef: np.ndarray | None = None, central: bool = False) -> tuple[Allocation, float]:
     """maximise t + ε·mean_i θ̂_i  s.t.  θ̂_i ≥ t for all i, base constraints;
-    θ̂_i = Σ_j coef[i,j] x[i,j] + Σ_{p∋i} Σ_j pair_coef[p,j,·] y[p,j]  (normalised throughputs)."""
+    θ̂_i = Σ_j coef[i,j] x[i,j] + Σ_{p∋i} Σ_j pair_coef[p,j,·] y[p,j]  (normalised throughputs).
+    ``central``: ε = 0 and an interior point of the optimal set (see :func:`solve_lp`)."""
     if pair_subset is None or not len(pair_subset):
-        return _max_min_classes(inp, coef)
+        return _max_min_classes(inp, coef, central)
     sub = AllocationInput(inp.ids, inp.throughput, inp.scale, inp.weight, inp.remaining, inp.age,
                           inp.capacity, inp.pairs, np.asarray(pair_coef), inp.rng)
-    prog = Program(sub, pair_subset, extra=1, throughput=coef)
+    prog = Program(sub, pair_subset, extra=1, throughput=coef, central=central)
     theta = prog.theta
     t_col = sp.csr_matrix((np.ones(prog.n), (np.arange(prog.n), np.full(prog.n, prog.nvar - 1))),
                           shape=(prog.n, prog.nvar))
     rows = LinearConstraint(t_col - theta, -np.inf, np.zeros(prog.n))
-    cost = -TIE_BREAK * np.asarray(theta.sum(axis=0)).ravel() / max(prog.n, 1)
+    cost = -tie_break(central) * np.asarray(theta.sum(axis=0)).ravel() / max(prog.n, 1)
     cost[-1] = -1.0
     x = prog.solve(cost, [*prog.base(), rows])
     if x is None:
@@ -204,7 +230,7 @@ def max_min(inp: AllocationInput, coef: np.ndarray, pair_subset: np.ndarray | No
     return prog.allocation(x), float(x[-1])
 
 
-def _max_min_classes(inp: AllocationInput, coef: np.ndarray) -> tuple[Allocation, float]:
+def _max_min_classes(inp: AllocationInput, coef: np.ndarray, central: bool = False) -> tuple[Allocation, float]:
     """The single-job max-min LP over *classes* of interchangeable jobs (same coefficients and scale).
 
     Exact: the LP is symmetric in jobs of one class, so averaging an optimal solution over their
@@ -221,27 +247,30 @@ def _max_min_classes(inp: AllocationInput, coef: np.ndarray) -> tuple[Allocation
     kc, scale = rows[first, :m], rows[first, m]
     # Shortcut, exact: if every job can have its best type all the time, that is optimal for both the
     # least and the sum of the normalised throughputs (each job's own maximum), so no LP is needed.
+    # (Not for a central solution: the jobs above the least then get less than all of their time.)
     best = kc.argmax(axis=1)
     demand = np.bincount(best, weights=counts * scale, minlength=m)
-    if (demand <= inp.capacity + 1e-9).all():
+    if not central and (demand <= inp.capacity + 1e-9).all():
         one_hot = np.zeros((k, m))
         one_hot[np.arange(k), best] = 1.0
         return Allocation(one_hot[inverse], np.zeros((len(inp.pairs), m))), float(kc.max(axis=1).min())
+    # Column-wise: x[c, j] has 1 in its class row c, n_c·s_c in capacity row k + j and −coef in its
+    # fairness row k + m + c (rows in increasing order); t has 1 in every fairness row.
     N = k * m
-    var = np.arange(N)
     cls = np.repeat(np.arange(k), m)
     typ = np.tile(np.arange(m), k)
     cat = np.concatenate
-    rows = cat((cls, k + typ, k + m + cls, k + m + np.arange(k)))
-    cols = cat((var, var, var, np.full(k, N)))
-    data = cat((np.ones(N), np.repeat(counts * scale, m), -kc.ravel(), np.ones(k)))
-    A = sp.csc_array((data, (rows, cols)), shape=(2 * k + m, N + 1))
+    index = cat((np.column_stack((cls, k + typ, k + m + cls)).ravel(), k + m + np.arange(k)))
+    value = cat((np.column_stack((np.ones(N), np.repeat(counts * scale, m), -kc.ravel())).ravel(), np.ones(k)))
+    start = cat((np.arange(0, 3 * N + 1, 3), [3 * N + k]))
     upper = cat((np.ones(k), inp.capacity, np.zeros(k)))
-    cost = cat((-TIE_BREAK * (kc * counts[:, None]).ravel() / max(inp.n, 1), [-1.0]))
-    bounds = Bounds(np.zeros(N + 1), cat(((kc.ravel() > 0).astype(float), [np.inf])))
-    solution = solve_lp(cost, [LinearConstraint(A, -np.inf, upper)], bounds)
+    cost = cat((-tie_break(central) * (kc * counts[:, None]).ravel() / max(inp.n, 1), [-1.0]))
+    solution = run_highs(cost, (start, index, value), np.full(2 * k + m, -np.inf), upper, np.zeros(N + 1),
+                         cat(((kc.ravel() > 0).astype(float), [np.inf])), central)
     if solution is None:
         raise LPFailed("max-min fairness LP found no solution")
     x = np.clip(solution, 0.0, 1.0)
+    if central:
+        x[x < DUST] = 0.0
     single = x[:N].reshape(k, m)[inverse]
     return Allocation(single, np.zeros((len(inp.pairs), m))), float(solution[-1])

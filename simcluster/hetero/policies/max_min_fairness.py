@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from simcluster.hetero.policies.base import HETERO_POLICIES, Allocation, AllocationInput, HeteroPolicy
-from simcluster.hetero.policies.lp import agnostic_throughput, max_min, top_pairs
+from simcluster.hetero.policies.lp import max_min, proportional_throughput, top_pairs
 
 PAIRS_PER_JOB = 10  # candidate partners per job kept as LP variables in the packed form
 
@@ -29,7 +29,7 @@ class MaxMinFairness(HeteroPolicy):
         ones = (inp.throughput > 0).astype(float)
         coef = ones * (inp.scale / inp.weight)[:, None]
         self.solves += 1
-        allocation, _ = max_min(inp, coef)
+        allocation, _ = max_min(inp, coef, central=self.options.central)
         # the LP is indifferent to which type a job's time is on; spread it in proportion to the types'
         # sizes (what Gavel's interior-point solver returns) instead of an arbitrary vertex
         share = allocation.single.sum(axis=1, keepdims=True)
@@ -43,16 +43,19 @@ class MaxMinFairnessPerf(HeteroPolicy):
     """Max-min fairness, aware: maximise the least normalised effective throughput (Gavel's LAS).
 
     LP: maximise t subject to (s_i / w_i) · Σ_j T[i,j] x[i,j] / X_i ≥ t for every job i and the base
-    constraints.  X_i is job i's throughput under the agnostic fair allocation (its time share from
-    ``max_min_fairness``, spread over GPU types in proportion to their sizes), so t is "speed-up over
-    the heterogeneity-agnostic fair share" and the LP raises the least of them (Gavel eq. 2, with
-    Gavel's scale-factor weighting s_i).  Jobs that run comparatively better on a type get more of it.
+    constraints.  X_i is job i's throughput with its time spread over the GPU types in proportion to
+    their sizes (``lp.proportional_throughput``, Gavel's normaliser), whatever its scale factor, so
+    that jobs of equal throughputs get equal GPU time (s_i × time), as in ``max_min_fairness``; t is
+    then "speed-up over a proportional share" and the LP raises the least of them (Gavel eq. 2, with
+    its scale-factor weighting s_i).  Jobs that run comparatively better on a type get more of it.
+    (Up to issue 15 the normaliser also held each job's agnostic fair time share, ∝ 1/s_i under load:
+    that squared the scale factor and gave a 4-GPU job a quarter of the GPU time Gavel gives it.)
     """
 
     def allocate(self, inp: AllocationInput) -> Allocation:
-        coef = inp.throughput * (inp.scale / (inp.weight * agnostic_throughput(inp)))[:, None]
+        coef = inp.throughput * (inp.scale / (inp.weight * proportional_throughput(inp)))[:, None]
         self.solves += 1
-        allocation, _ = max_min(inp, coef)
+        allocation, _ = max_min(inp, coef, central=self.options.central)
         return allocation
 
 
@@ -73,10 +76,10 @@ class MaxMinFairnessPacked(HeteroPolicy):
     packing = True
 
     def allocate(self, inp: AllocationInput) -> Allocation:
-        factor = inp.scale / (inp.weight * agnostic_throughput(inp))
+        factor = inp.scale / (inp.weight * proportional_throughput(inp))
         coef = inp.throughput * factor[:, None]
         subset = top_pairs(inp, PAIRS_PER_JOB)
         pair_coef = inp.pair_throughput * factor[inp.pairs][:, None, :] if len(inp.pairs) else inp.pair_throughput
         self.solves += 1
-        allocation, _ = max_min(inp, coef, subset, np.asarray(pair_coef))
+        allocation, _ = max_min(inp, coef, subset, np.asarray(pair_coef), central=self.options.central)
         return allocation
