@@ -125,7 +125,7 @@ def _print_check(loaded: Any, gpus_per_node: int, cluster: str | None) -> None:
     if isinstance(loaded, Trace):
         frame, vc_nodes, total = loaded.frame, loaded.vc_nodes, None
         fmt = by_name(loaded.format) if loaded.format in ("venus", "philly", "itp", "csv") else None
-        vcs = "no VCs (one VC)" if set(frame["vc"]) == {"cluster"} and loaded.sizing.startswith("one VC") else \
+        vcs = "one VC (no VC column)" if loaded.sizing.startswith("one VC") else \
             f"{len(vc_nodes)} VCs"
         out.print(f"[bold]{loaded.source}[/]: {len(frame):,} valid jobs in {vcs}", highlight=False)
         out.print(f"format: [bold]{loaded.format}[/]" + (f" — {fmt.description}" if fmt else ""), highlight=False)

@@ -42,7 +42,7 @@ def trace_parameters(positional: bool = False) -> list[Any]:
             min=1, help="A job log without VCs runs as one VC of this many nodes (× --gpus-per-node).",
             rich_help_panel=TRACE, show_default=False)]),
         parameter("load", Annotated[float | None, typer.Option(
-            min=0.001, help="A job log without VCs runs on the fewest nodes whose offered load "
+            help="A job log without VCs runs on the fewest nodes whose offered load "
             "(GPU-seconds asked ÷ (GPUs × submission span)) is at most this, e.g. 0.8.", rich_help_panel=TRACE,
             show_default=False)]),
         parameter("epoch", Annotated[str | None, typer.Option(

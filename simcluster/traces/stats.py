@@ -92,7 +92,7 @@ def trace_stats(frame: pd.DataFrame, vc_nodes: dict[str, int], gpus_per_node: in
 def sizes_for_loads(stats: TraceStats, gpus_per_node: int, loads: tuple[float, ...] = TARGET_LOADS
                     ) -> list[tuple[float, int, float]]:
     """(target load, --nodes, the offered load it gives) for a log run as one VC."""
-    rows = []
+    rows: list[tuple[float, int, float]] = []
     if stats.span <= 0 or stats.total.gpu_seconds <= 0:
         return rows
     for target in loads:

@@ -70,7 +70,7 @@ def submit_seconds(col: pd.Series, epoch: str | None, default_epoch: str | None,
     nums = pd.to_numeric(text, errors="coerce")
     filled = text != ""
     flag(~filled, FIELD, "empty", lambda r: "empty submit time")
-    if filled.any() and nums[filled].notna().sum() * 2 >= filled.sum():
+    if filled.any() and nums[filled].notna().sum() * 2 > filled.sum():  # most values are numbers
         return _from_numbers(text, nums, filled, epoch, flag)
     return _from_stamps(text, filled, epoch, default_epoch, flag)
 

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -45,7 +46,7 @@ from simcluster.traces.sizing import (
     nodes_of_cluster,
     offered_load,
 )
-from simcluster.traces.times import MAX_SECONDS, submit_seconds
+from simcluster.traces.times import MAX_SECONDS, TimeRule, submit_seconds
 
 __all__ = ["DEFAULT_EPOCH", "Trace", "load_trace", "load_vc_config", "read_csv"]
 
@@ -220,7 +221,7 @@ def _whole_numbers(raw: pd.Series, fld: str, lowest: int, highest: float, unit: 
 
 
 def _validate(raw: pd.DataFrame, mapping: dict[str, str | None], fmt: JobLogFormat, epoch: str | None,
-              problems: RowProblems) -> tuple[pd.DataFrame, object]:
+              problems: RowProblems) -> tuple[pd.DataFrame, TimeRule]:
     """Typed canonical columns (values of bad rows are placeholders), with every row problem flagged."""
     lines = problems.lines
     out = pd.DataFrame(index=raw.index)
@@ -237,8 +238,9 @@ def _validate(raw: pd.DataFrame, mapping: dict[str, str | None], fmt: JobLogForm
         problems.flag(out["vc"] == "", mapping["vc"], "empty VC", lambda r: "empty VC name")
     out["user"] = raw[mapping["user"]] if mapping["user"] else ""
 
-    out["gpu_num"] = _whole_numbers(raw[mapping["gpu_num"]], mapping["gpu_num"], 1, MAX_GPUS, "GPUs", problems)
-    out["duration"] = _whole_numbers(raw[mapping["duration"]], mapping["duration"], 0, MAX_SECONDS, "s", problems)
+    gpus, duration = str(mapping["gpu_num"]), str(mapping["duration"])  # required: _check_columns saw them
+    out["gpu_num"] = _whole_numbers(raw[gpus], gpus, 1, MAX_GPUS, "GPUs", problems)
+    out["duration"] = _whole_numbers(raw[duration], duration, 0, MAX_SECONDS, "s", problems)
     seconds, rule = submit_seconds(raw[mapping["submit_time"]], epoch, fmt.default_epoch,
                                    _renamed(problems, "submit_time", mapping["submit_time"]))
     out["submit_time"] = np.nan_to_num(seconds, nan=0.0)
@@ -248,7 +250,7 @@ def _validate(raw: pd.DataFrame, mapping: dict[str, str | None], fmt: JobLogForm
         for col in ("batchsize", "amp"):
             num = pd.to_numeric(raw[col], errors="coerce")
             ok = num.notna() & np.isfinite(num.to_numpy(dtype=float, na_value=np.nan))
-            problems.flag(~ok & (raw["model"] != ""), col, "not a number", lambda r, c=col: f"not a number: {raw[c].iloc[r]!r}")
+            problems.flag(~ok & (raw["model"] != ""), col, "not a number", _not_a_number(raw[col]))
             out[col] = num.where(ok, 0).astype(np.int64)
     for col in PROFILE:
         if col in raw:
@@ -256,9 +258,13 @@ def _validate(raw: pd.DataFrame, mapping: dict[str, str | None], fmt: JobLogForm
     return out, rule
 
 
-def _renamed(problems: RowProblems, canonical: str, column: str | None):
+def _not_a_number(text: pd.Series) -> Callable[[int], str]:
+    return lambda r: f"not a number: {text.iloc[r]!r}"
+
+
+def _renamed(problems: RowProblems, canonical: str, column: str | None) -> Callable[..., None]:
     """``problems.flag`` that reports the log's own column name for a canonical field."""
-    def flag(mask, fld, reason, describe) -> None:
+    def flag(mask: Any, fld: str, reason: str, describe: Callable[[int], str]) -> None:
         problems.flag(mask, column if fld == canonical and column else fld, reason, describe)
     return flag
 
