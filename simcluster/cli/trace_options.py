@@ -17,9 +17,8 @@ from simcluster.config import SimConfig
 from simcluster.paths import DEFAULT_TRACE
 
 TRACE = "Trace"
-TRACE_HELP = ("Trace: a folder holding one job log (cluster_full_log.csv or any supported format, plus vc_config.csv "
-              "when it has VCs), a CSV job log (Helios/Venus, Philly, ITP, or any with --columns), a Gavel .trace "
-              "file or an openb pod list.")
+TRACE_HELP = ("A job log (Helios/Venus, Philly, ITP, or any CSV with --columns), a Gavel .trace file, an openb pod "
+              "list, or a folder holding one of them (and vc_config.csv).")
 
 
 def trace_parameters(positional: bool = False) -> list[Any]:
@@ -33,21 +32,21 @@ def trace_parameters(positional: bool = False) -> list[Any]:
     return [
         trace,
         parameter("vc_config", Annotated[Path | None, typer.Option(
-            help="VC config CSV (vc,num or vc,node num: nodes per VC). Default: vc_config.csv beside the job log.",
+            help="Nodes per VC (vc,num or vc,node num). Default: vc_config.csv beside the job log.",
             rich_help_panel=TRACE, show_default=False)]),
         parameter("columns", Annotated[str | None, typer.Option(
-            help="Name a job log's columns: submit_time=COL,gpu_num=COL,duration=COL[,job_id=COL,vc=COL,user=COL] "
-            "(vc= : no VCs). Known formats are detected without it.", rich_help_panel=TRACE, show_default=False)]),
+            help="A job log's column names, FIELD=COLUMN,… for submit_time, gpu_num, duration, job_id, vc, user "
+            "(vc= : no VCs). Known formats need none.", rich_help_panel=TRACE, show_default=False)]),
         parameter("nodes", Annotated[int | None, typer.Option(
-            min=1, help="A job log without VCs runs as one VC of this many nodes (× --gpus-per-node).",
+            min=1, help="Size of a job log without VCs: one VC of N nodes.",
             rich_help_panel=TRACE, show_default=False)]),
         parameter("load", Annotated[float | None, typer.Option(
-            help="A job log without VCs runs on the fewest nodes whose offered load "
-            "(GPU-seconds asked ÷ (GPUs × submission span)) is at most this, e.g. 0.8.", rich_help_panel=TRACE,
+            help="Size of a job log without VCs: the fewest nodes with offered load (GPU-seconds asked ÷ "
+            "(GPUs × span)) ≤ X, e.g. 0.8.", rich_help_panel=TRACE,
             show_default=False)]),
         parameter("epoch", Annotated[str | None, typer.Option(
-            help="Time zero for timestamps and Unix times. Default: 2020-04-01 00:00:00 for Helios/Venus logs (as "
-            "their simulators), else midnight of the first submission's day. Earlier jobs are invalid rows.",
+            help="Time zero of submit times (default: 2020-04-01 for Venus logs, else midnight of the first day); "
+            "earlier jobs are invalid.",
             rich_help_panel=TRACE, show_default=False)]),
         parameter("skip_invalid", Annotated[bool, typer.Option(
             help="Drop invalid trace rows (and report how many and why) instead of stopping at the first.",
@@ -61,8 +60,8 @@ def sizing_parameters() -> list[Any]:
         parameter("gpus_per_node", Annotated[int, typer.Option(min=1, help="GPUs in every node.",
                                                                rich_help_panel=TRACE)], 8),
         parameter("cluster", Annotated[str | None, typer.Option(
-            help="A job log without VCs runs as one VC of this many GPUs (e.g. v100:512, in nodes of "
-            "--gpus-per-node); a Gavel trace's GPU types.", rich_help_panel=TRACE, show_default=False)]),
+            help="Size of a job log without VCs in GPUs (e.g. v100:512); a Gavel trace's GPU types.",
+            rich_help_panel=TRACE, show_default=False)]),
     ]
 
 

@@ -67,12 +67,22 @@ def submit_seconds(col: pd.Series, epoch: str | None, default_epoch: str | None,
     """Seconds from the epoch for each row (NaN where the row is bad, flagged via ``flag``)."""
     flag = flag or (lambda *a: None)
     text = col.astype(str).str.strip()
-    nums = pd.to_numeric(text, errors="coerce")
     filled = text != ""
     flag(~filled, FIELD, "empty", lambda r: "empty submit time")
-    if filled.any() and nums[filled].notna().sum() * 2 > filled.sum():  # most values are numbers
-        return _from_numbers(text, nums, filled, epoch, flag)
+    if _mostly_numbers(text[filled]):
+        return _from_numbers(text, pd.to_numeric(text, errors="coerce"), filled, epoch, flag)
     return _from_stamps(text, filled, epoch, default_epoch, flag)
+
+
+def _mostly_numbers(values: pd.Series, sample: int = 1000) -> bool:
+    """Whether most values are numbers: told from an even sample unless that is close to a tie."""
+    if values.empty:
+        return False
+    if len(values) > sample:
+        share = pd.to_numeric(values.iloc[:: len(values) // sample], errors="coerce").notna().mean()
+        if abs(share - 0.5) > 0.1:
+            return bool(share > 0.5)
+    return bool(pd.to_numeric(values, errors="coerce").notna().sum() * 2 > len(values))
 
 
 def _from_numbers(text: pd.Series, nums: pd.Series, filled: pd.Series, epoch: str | None,
@@ -104,8 +114,11 @@ def _from_numbers(text: pd.Series, nums: pd.Series, filled: pd.Series, epoch: st
 def _from_stamps(text: pd.Series, filled: pd.Series, epoch: str | None, default_epoch: str | None,
                  flag: Flag) -> tuple[np.ndarray, TimeRule]:
     n = len(text)
-    aware = text.str.contains(_OFFSET, regex=True).to_numpy()
     stamps = pd.to_datetime(text, format="%Y-%m-%d %H:%M:%S", errors="coerce")  # the common case, fast
+    aware = np.zeros(n, bool)
+    slow = (stamps.isna() & filled).to_numpy()
+    if slow.any():  # only times the fast format did not read can have a timezone
+        aware[slow] = text[slow].str.contains(_OFFSET, regex=True).to_numpy()
     if aware.any():
         stamps = stamps.dt.tz_localize("UTC")  # all-NaT where aware; filled in below
         stamps[aware] = pd.to_datetime(text[aware], format="ISO8601", utc=True, errors="coerce")
