@@ -96,7 +96,7 @@ def test_convert_writes_a_canonical_folder_that_loads_back_to_the_same_jobs(tmp_
     before, after = load_trace(source), load_trace(out)
     columns = ["job_id", "vc", "gpu_num", "submit_time", "duration"]
     pd.testing.assert_frame_equal(before.frame[columns], after.frame[columns])
-    assert after.vc_nodes == before.vc_nodes and after.format == "venus"
+    assert after.vc_nodes == before.vc_nodes and after.format == "venus" and after.epoch == before.epoch
     provenance = json.loads((out / "conversion.json").read_text())
     assert provenance["format"] == "philly" and provenance["epoch"] == "2017-10-02 00:00:00"
 

@@ -14,6 +14,7 @@ Every problem is reported with the file, the line (the header is line 1) and the
 
 from __future__ import annotations
 
+import json
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -155,7 +156,22 @@ def load_trace(
     throughput = log_path.parent / THROUGHPUT_LOG
     return Trace(str(log_path), frame, {vc: n for vc, n in vc_nodes.items() if vc in used} or vc_nodes,
                  skipped, time.process_time() - t0, str(throughput) if throughput.is_file() else None,
-                 fmt.name, rule.describe(), rule.epoch, sizing)
+                 fmt.name, *_time_zero(rule, log_path), sizing)
+
+
+def _time_zero(rule: TimeRule, log_path: Path) -> tuple[str, str | None]:
+    """The time rule's description and epoch; relative seconds written by ``trace convert`` get their
+    wall-clock zero back from the ``conversion.json`` beside them."""
+    provenance = log_path.parent / "conversion.json"
+    if rule.kind != "seconds" or rule.epoch or not provenance.is_file():
+        return rule.describe(), rule.epoch
+    try:
+        epoch = json.loads(provenance.read_text()).get("epoch")
+    except (OSError, ValueError, AttributeError):
+        return rule.describe(), rule.epoch
+    if not isinstance(epoch, str):
+        return rule.describe(), rule.epoch
+    return f"relative seconds, as given (second 0 = {epoch}, from conversion.json)", epoch
 
 
 def read_csv(path: Path) -> pd.DataFrame:
