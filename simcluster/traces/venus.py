@@ -126,15 +126,7 @@ def load_trace(
     given = parse_column_names(columns)
     log_path = find_job_log(Path(path), given)
     raw, lines = _read_log(log_path)
-    fmt = detect(list(raw.columns))
-    if fmt is None and not given:
-        near = closest(list(raw.columns))
-        if near is None:
-            raise _unknown_format(log_path, list(raw.columns))
-        missing = [c for c in near.identify if c not in raw.columns]
-        raise TraceError(log_path, f"missing column(s) {', '.join(missing)} (a {near.name} log has "
-                         f"{', '.join(near.identify)}); found: {', '.join(raw.columns)}", line=1, field=missing[0])
-    fmt = fmt or CUSTOM
+    fmt = _format_of(log_path, list(raw.columns), given)
     mapping = column_map(list(raw.columns), fmt, given)
     _check_columns(log_path, list(raw.columns), mapping, given)
 
@@ -196,6 +188,20 @@ def _read_log(path: Path) -> tuple[pd.DataFrame, np.ndarray]:
     if raw.empty:
         raise TraceError(path, "the job log has a header but no jobs", line=1)
     return raw, lines
+
+
+def _format_of(path: Path, header: list[str], given: Mapping[str, str]) -> JobLogFormat:
+    """The known format the header is, else the generic one when ``--columns`` names the columns."""
+    fmt = detect(header)
+    if fmt is not None or given:
+        return fmt or CUSTOM
+    near = closest(header)
+    if near is None:
+        raise _unknown_format(path, header)
+    missing = [c for c in near.identify if c not in header]
+    raise TraceError(path, f"missing column(s) {', '.join(missing)} (a {near.name} log has {', '.join(near.identify)}"
+                     f"); found: {', '.join(header)} (--columns FIELD=COLUMN names them; vc= for no VCs)",
+                     line=1, field=missing[0])
 
 
 def _unknown_format(path: Path, header: list[str]) -> TraceError:
