@@ -276,3 +276,23 @@ def test_the_examples_in_the_trace_modules_docs_run(module):
 
     result = doctest.testmod(importlib.import_module(f"simcluster.traces.{module}"))
     assert result.attempted > 0 and result.failed == 0
+
+
+@settings(max_examples=30, deadline=None)
+@given(offsets=st.lists(st.integers(0, 10**8), min_size=1, max_size=20),
+       zone=st.sampled_from(["", "Z", "+08:00", "-05:30"]), unix=st.booleans())
+def test_times_written_any_supported_way_read_back_as_the_same_seconds(offsets, zone, unix):
+    import pandas as pd
+
+    from simcluster.traces.times import submit_seconds
+
+    zero = pd.Timestamp("2021-03-01 00:00:00", tz=None if not zone else ("UTC" if zone == "Z" else zone))
+    stamps = [zero + pd.Timedelta(seconds=s) for s in offsets]
+    if unix:
+        text = [str(int(t.timestamp())) if zone else str(int(t.tz_localize("UTC").timestamp())) for t in stamps]
+    else:
+        text = [t.strftime("%Y-%m-%dT%H:%M:%S") + zone for t in stamps]
+    epoch = str(zero.tz_convert("UTC").tz_localize(None)) if unix and zone else "2021-03-01 00:00:00"
+    seconds, rule = submit_seconds(pd.Series(text), epoch, None, None)
+    assert seconds.tolist() == [float(s) for s in offsets]
+    assert rule.kind == ("unix" if unix else "timestamps")
