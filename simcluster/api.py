@@ -128,7 +128,8 @@ def simulate(trace: Trace, config: SimConfig | None = None, observers: Iterable[
                    "abandoned_jobs": [j.job_id for j in sorted(sim.abandoned, key=lambda j: j.index)]}
     summary = summarize(
         frame, vc_gpus, vc_sharing, partition_gpus, sim.env.now if left else None,
-        policy=config.policy, placement=config.placement, trace=trace.source, seed=config.seed,
+        policy=config.policy, placement=config.placement, trace=trace.source,
+        trace_format=getattr(trace, "format", "venus"), trace_sizing=getattr(trace, "sizing", ""), seed=config.seed,
         gpus=sum(vc_gpus.values()) + partition_gpus, node_failures=finished.node_failures,
         sim_cpu_seconds=sim_cpu, load_cpu_seconds=trace.load_cpu_seconds,
         skipped_rows=dict(trace.skipped), config=config.as_dict(), **sim.policy.report(), **sharing, **stopped,

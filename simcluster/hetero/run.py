@@ -36,7 +36,8 @@ def from_venus(trace: Any) -> HeteroTrace:
         "gpu_milli": 1000, "total_steps": f["duration"].clip(lower=1).astype(float), "priority_weight": 1.0,
         "slo": -1.0, "submit_time": f["submit_time"].astype(float), "gpu_spec": "", "line": np.arange(len(f)) + 2,
     })[FRAME_COLUMNS]
-    return HeteroTrace(trace.source, frame, "venus", None, True, trace.skipped, trace.load_cpu_seconds,
+    return HeteroTrace(trace.source, frame, getattr(trace, "format", "venus"), None, True, trace.skipped,
+                       trace.load_cpu_seconds,
                        ["Venus trace: 1 iteration/s on every GPU type; VCs merged into one cluster"])
 
 
@@ -121,7 +122,8 @@ def simulate_hetero(trace: Any, config: SimConfig, observers: Iterable[Any] = ()
         sharing = {"colocation": f"throughput table pairs ({table.source})"}
     summary = summarize(
         frame, {VC: cluster.total_gpus}, {VC: (engine.shared_gpu_seconds, extra)},
-        policy=config.policy, placement="rounds", trace=trace.source, seed=config.seed, gpus=cluster.total_gpus,
+        policy=config.policy, placement="rounds", trace=trace.source, trace_format=trace.kind, seed=config.seed,
+        gpus=cluster.total_gpus,
         node_failures=0, sim_cpu_seconds=sim_cpu, load_cpu_seconds=load_cpu,
         skipped_rows=dict(trace.skipped), config=config.as_dict(), engine="rounds",
         cluster=cluster.as_dict(), throughputs=table.source, trace_notes=trace.notes,
