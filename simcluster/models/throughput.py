@@ -16,7 +16,6 @@ days are known; before that the forecast is the last hour's count).
 from __future__ import annotations
 
 import math
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from simcluster.models.additive import AdditivePredictor
+from simcluster.models.boosting import fit_regressor
 from simcluster.traces.side_files import read_side_csv, reject_first
 
 BIN = 600  # seconds per bin
@@ -85,25 +85,36 @@ class SubmissionSeries:
         return self._sum(b, HOUR)
 
     def training_frame(self, upto: int) -> tuple[pd.DataFrame, np.ndarray]:
-        """Features and targets of every bin whose next hour ends before bin ``upto``."""
-        start = self.first + HOUR
-        bins = range(start, upto - HOUR + 1)
-        rows = pd.DataFrame([self.features(b) for b in bins], columns=FEATURES)
-        targets = np.array([self.next_hour(b) for b in bins], dtype=float)
+        """Features and targets of every bin whose next hour ends before bin ``upto``.
+
+        Row for row what :meth:`features` and :meth:`next_hour` give, built with array
+        arithmetic (a running sum) rather than bin by bin: months of a cluster's log are
+        ~20,000 bins, a second of Python one at a time, ~10 ms this way.
+        """
+        bins = np.arange(self.first + HOUR, upto - HOUR + 1)
+        counts = np.asarray(self.counts, dtype=float)
+        running = np.concatenate(([0.0], np.cumsum(counts)))  # running[i]: sum of counts[:i]
+
+        def window_sum(start: np.ndarray, n: int) -> np.ndarray:
+            """Sums of ``n`` bins from each bin ``start`` on (NaN where the series does not reach)."""
+            i = start - self.first
+            inside = (i >= 0) & (i + n <= len(counts))
+            safe = np.where(inside, i, 0)
+            return np.where(inside, running[np.minimum(safe + n, len(counts))] - running[safe], math.nan)
+
+        columns = {f"last_{10 * k}min": window_sum(bins - k, 1) for k in range(1, HOUR + 1)}
+        columns.update(last_hour=window_sum(bins - HOUR, HOUR), next_hour_yesterday=window_sum(bins - DAY, HOUR),
+                       next_hour_last_week=window_sum(bins - WEEK, HOUR), hour=(bins // HOUR) % 24,
+                       weekday=((bins // DAY + EPOCH_WEEKDAY) % 7).astype(str))
+        targets = window_sum(bins, HOUR)
         keep = ~np.isnan(targets)
-        return rows[keep].reset_index(drop=True), targets[keep]
+        return pd.DataFrame(columns, columns=FEATURES)[keep].reset_index(drop=True), targets[keep]
 
 
-def fit_throughput_model(rows: pd.DataFrame, targets: np.ndarray, seed: int = 0) -> Any:
-    from interpret.glassbox import ExplainableBoostingRegressor  # heavy import, only when used
-
-    model = ExplainableBoostingRegressor(feature_types=FEATURE_TYPES, interactions=0, outer_bags=2, n_jobs=1,
-                                         random_state=seed)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # the first day has no "yesterday": missing on purpose
-        warnings.simplefilter("ignore", RuntimeWarning)  # nor a week ago: an all-missing column
-        model.fit(rows, np.log1p(targets))
-    return model
+def fit_throughput_model(rows: pd.DataFrame, targets: np.ndarray, seed: int = 0, boosting: str = "fast") -> Any:
+    """An EBM regressor of log(1 + next hour's submissions); ``boosting="fast"``
+    (:data:`~simcluster.models.boosting.FAST_BOOSTING`) fits months of a log in 0.4 CPU-s, not 1.4."""
+    return fit_regressor(rows, np.log1p(targets), FEATURE_TYPES, seed, boosting)
 
 
 class ThroughputForecaster:
@@ -116,8 +127,9 @@ class ThroughputForecaster:
     """
 
     def __init__(self, series: SubmissionSeries, train_until: int | None = None, quantile: float = 0.5,
-                 retrain_bins: int = DAY, seed: int = 0, min_rate: float | None = None) -> None:
-        self.series, self.quantile, self.seed = series, quantile, seed
+                 retrain_bins: int = DAY, seed: int = 0, min_rate: float | None = None,
+                 boosting: str = "fast") -> None:
+        self.series, self.quantile, self.seed, self.boosting = series, quantile, seed, boosting
         self.min_rate = min_rate
         self.live = train_until is None
         self.retrain_bins = retrain_bins
@@ -134,7 +146,7 @@ class ThroughputForecaster:
         rows, targets = self.series.training_frame(upto)
         if len(rows) < DAY:
             return
-        self.model = fit_throughput_model(rows, targets, self.seed)
+        self.model = fit_throughput_model(rows, targets, self.seed, self.boosting)
         self._predict = AdditivePredictor(self.model)
         if self.min_rate is None:
             self.threshold = float(np.quantile(targets, self.quantile))
