@@ -1,4 +1,4 @@
-"""How the duration and throughput models boost: their accuracy at a thirtieth of the CPU.
+"""How the duration and throughput models boost: their accuracy at a twentieth of the CPU.
 
 InterpretML's defaults suit a model fitted once, offline, on data of any shape.
 Ours are refitted inside a simulation on a few tables of modest size (tens of
@@ -6,42 +6,51 @@ thousands of jobs or 10-minute bins, 8–11 features), where each boosting round
 costs mostly Python overhead, so the CPU goes with bags × rounds × bins.
 :data:`FAST_BOOSTING` cuts each where the held-out error does not suffer.
 
-Measured on venus_sept (lucid, ``--colocation lucid``): the duration model's three
-weekly trainings (on 5,734, 12,664 and 18,919 finished jobs, refitted offline on
-exactly those sets) and the MAE of the run's 23,859 estimates, seed 0 (mean of
-seeds 0–3 in brackets).  CPU-s on a shared 2-core machine (noisy, ±20 %):
+Measured on venus_sept with ``benchmarks/bench_models.py --before --ablation`` (2-core machine
+shared with other work: CPU-s noisy, ±20 %).  In the run, lucid ``--colocation lucid``, seed 0:
+the duration model's three weekly trainings (on ~5,700, 12,700 and 18,900 finished jobs; the
+schedule follows the estimates, so each variant learns from the jobs its own run finished) and
+the MAE of the run's 23,859 estimates:
 
-======================================  =============  ================  =========
-settings                                CPU-s (3 fits)  MAE (s)           med. rel.
-======================================  =============  ================  =========
-before: defaults, ``outer_bags=2``      15.1 (17.4)    9,936 (10,044)    0.743
-:data:`FAST_BOOSTING`                   0.46 (0.57)    9,491 (9,654)     0.734
-… but ``outer_bags=2``                  1.11 (1.20)    9,616 (9,662)     0.735
-… but ``learning_rate=0.04``            0.77 (1.00)    9,454 (9,628)     0.734
-… but ``max_bins=1024``                 1.32 (2.05)    9,640 (9,957)     0.741
-… but ``early_stopping_rounds=100``     0.59 (0.82)    9,496 (9,714)     0.735
-… but ``smoothing_rounds=500``          0.95 (1.09)    9,598 (9,792)     0.739
-======================================  =============  ================  =========
+======================================  ==============  =======  =========  ===========
+settings                                CPU-s (3 fits)  MAE (s)  med. rel.  avg JCT (s)
+======================================  ==============  =======  =========  ===========
+``--boosting interpret`` (the former)   14.7            9,936    0.743      13,094
+:data:`FAST_BOOSTING` (``fast``)        0.68            9,680    0.730      13,090
+… but ``outer_bags=2``                  1.57            9,723    0.736      13,090
+… but ``learning_rate=0.04``            1.08            9,656    0.731      13,089
+… but ``max_bins=1024``                 1.43            9,930    0.747      13,063
+… but ``early_stopping_rounds=100``     0.97            9,753    0.731      13,095
+… but ``smoothing_rounds=500``          1.37            9,829    0.741      13,082
+======================================  ==============  =======  =========  ===========
 
-- ``outer_bags=1``: bagging averages models fitted on resamples, for smoother curves
-  on small data; with thousands of rows it doubles the cost and gains nothing.
-- ``learning_rate=0.1`` (default 0.04): the same fit in fewer rounds.
-- ``max_bins=64`` (default 1024): the continuous features (GPU count, hour, a user's
-  recent mean log duration; recent submissions) need no finer curves; finer ones cost
-  more per round and over-fit (the MAE above grows with them).
+Held out, on the same sets (``lucid-sim explain``: trained on the first 80 % of jobs, tested on
+the rest; seeds 0, 1, 2): the duration model's MAE 7,548 / 7,469 / 7,747 s with ``fast``,
+7,849 / 7,898 / 7,792 s with ``interpret``; the throughput forecast's (trained once on the
+22,000 bins of the cluster's log before the trace) 17.10 / 17.15 / 17.13 submissions an hour,
+17.11 / 17.22 / 17.08 with ``interpret``; fitting the whole log (26,053 bins) takes
+0.41 CPU-s, 3.3 with ``interpret``.
+
+- ``outer_bags=1`` (default 14; ours was 2): bagging averages models fitted on resamples,
+  for smoother curves on small data; with thousands of rows it doubles the cost for nothing.
+- ``learning_rate=0.1`` (default 0.04): the same fit in
+  fewer rounds.
+- ``max_bins=64`` (default 1024): the continuous features (GPU count, hour, a user's recent
+  mean log duration; recent submissions) need no finer curves; finer ones cost more per
+  round and over-fit (the MAE above grows with them).
 - ``smoothing_rounds=50`` (default 500) and ``early_stopping_rounds=30`` (default 100):
   fewer rounds of random splits before greedy boosting, and an earlier stop once the
   validation loss stops improving.
 
-The throughput model (22,021 bins of the cluster's log before the trace) fits in
-0.37 CPU-s instead of 1.43, with its forecast's MAE over the trace's bins 17.10
-submissions an hour instead of 17.11.  The packing model keeps its own settings: 56
-configurations fit in 0.08 CPU-s, and other settings would change its scores.
+The packing model keeps its own settings (``packing._fit``): a few dozen configurations fit
+in ~0.1–0.5 CPU-s, and other settings would change its scores.
 
-Not taken: a sliding window of the last 8,000 jobs (0.2 CPU-s less, the MAE 7 %
-worse: long-running users' history matters), and warm starts — InterpretML has no
-``warm_start``; ``fit(init_score=model)`` boosts a second model on the first's
-residuals, with bins of its own, so the result would not be one readable EBM.
+Not taken: warm starts — InterpretML has no ``warm_start``; ``fit(init_score=model)`` boosts
+a second model on the first's residuals, with bins of its own, so the result would not be
+one readable EBM; training on a sample or a window of recent jobs — once a training costs
+a fraction of a second there is little left to save, and a user's long history is what the
+model learns from.  Trainings are fewer instead where a trace is long: ``--retrain-growth``
+(:class:`~simcluster.estimators.ebm.ExplainableBoosting`).
 """
 
 from __future__ import annotations
