@@ -56,6 +56,7 @@ ABLATION = [  # label, changes to FAST_BOOSTING (lucid with the Lucid table, dur
     ("… but max_bins=1024", {"max_bins": 1024}),
     ("… but early_stopping_rounds=100", {"early_stopping_rounds": 100}),
     ("… but smoothing_rounds=500", {"smoothing_rounds": 500}),
+    ("… but early_stopping_tolerance=1e-5", {"early_stopping_tolerance": 1e-5}),
 ]
 
 

@@ -100,7 +100,7 @@ class SimConfig:
     )
     boosting: str = setting(
         "fast", "How the learned duration and throughput models (ebm estimator, lucid's forecaster) boost: fast "
-        "(1 bag, learning rate 0.1, 64 bins, early stop: ~1/20 of the CPU, the same or a lower MAE) or interpret "
+        "(1 bag, learning rate 0.1, 64 bins, early stop: ~1/40 of the CPU, the same or a lower MAE) or interpret "
         "(InterpretML's defaults with 2 outer bags: the former default).", ESTIMATES, choices=("fast", "interpret"),
     )
     negative_estimates: float | None = setting(

@@ -50,7 +50,7 @@ def submission_row(job: Job, history: UserHistory | None = None) -> tuple[Any, .
 def fit_duration_model(rows: pd.DataFrame, durations: np.ndarray, seed: int = 0, boosting: str = "fast") -> Any:
     """An EBM regressor of log(1 + duration) on :data:`FEATURES` (main effects: one readable curve each).
 
-    ``boosting="fast"`` (:data:`~simcluster.models.boosting.FAST_BOOSTING`): on venus_sept a twentieth
+    ``boosting="fast"`` (:data:`~simcluster.models.boosting.FAST_BOOSTING`): on venus_sept a fortieth
     of the CPU of InterpretML's defaults (``"interpret"``), for the same or a slightly lower MAE (the
     table in :mod:`simcluster.models.boosting`).
     """
@@ -69,7 +69,7 @@ class ExplainableBoosting(Estimator):
     person can read, and a prediction is a sum of table lookups
     (:class:`~simcluster.models.additive.AdditivePredictor`).
 
-    What it costs: on venus_sept its three trainings take ~0.7–1.8 CPU-s
+    What it costs: on venus_sept its three trainings take ~0.3–0.4 CPU-s
     (:mod:`simcluster.models.boosting`).  A training's cost grows with the jobs
     it learns from, so on a long trace weekly retraining on everything would
     grow with the square of the trace's length; a training is skipped while
