@@ -94,8 +94,9 @@ class SimConfig:
     retrain_interval: float = setting(7 * 86400.0, "Seconds of simulated time between re-trainings of learned "
                                       "estimators.", ESTIMATES, above=0)
     retrain_growth: float = setting(
-        0.25, "A learned estimator retrains at an interval only if the jobs finished since its last training are at "
-        "least this fraction of those it learned from (0: at every interval); keeps a long trace's trainings few.",
+        0.25, "A learned model retrains at its interval only if what it learns from grew by this fraction since its "
+        "last training (0: at every interval): the ebm estimator's finished jobs, and the bins of lucid's forecaster "
+        "when it learns from the trace's own submissions; keeps a long trace's trainings few.",
         ESTIMATES, min=0,
     )
     boosting: str = setting(

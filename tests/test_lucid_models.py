@@ -165,3 +165,17 @@ def test_the_throughput_training_frame_holds_what_each_bin_knew(first, counts, b
     expected = pd.DataFrame([series.features(b) for b in bins], columns=rows.columns)
     pd.testing.assert_frame_equal(rows, expected, check_dtype=False, check_exact=True)
     np.testing.assert_array_equal(targets, [series.next_hour(b) for b in bins])
+
+
+@pytest.mark.parametrize("growth, trained_on_days", [(0.0, [2, 3, 4, 5, 6, 7, 8, 9, 10, 11]), (0.5, [2, 3, 5, 8])])
+def test_the_live_forecaster_retrains_daily_only_when_its_bins_grew_enough(growth, trained_on_days):
+    counts = rng.poisson(5.0, 12 * DAY).astype(float)
+    series = SubmissionSeries(0)
+    forecaster = ThroughputForecaster(series, retrain_growth=growth)
+    trained_at = []
+    for b, n in enumerate(counts):
+        series.record(b * BIN, n)
+        forecaster.forecast(b * BIN)
+        if len(trained_at) < forecaster.trainings:
+            trained_at.append(b)
+    assert trained_at == [day * DAY for day in trained_on_days]
