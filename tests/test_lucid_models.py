@@ -179,3 +179,10 @@ def test_the_live_forecaster_retrains_daily_only_when_its_bins_grew_enough(growt
         if len(trained_at) < forecaster.trainings:
             trained_at.append(b)
     assert trained_at == [day * DAY for day in trained_on_days]
+
+
+def test_explain_refuses_an_unknown_boosting_naming_the_choices(tmp_path):
+    result = CliRunner().invoke(app, ["explain", "--out", str(tmp_path), "--boosting", "slow"])
+    assert result.exit_code == 2
+    assert "boosting" in result.output and "fast, interpret" in result.output
+    assert not (tmp_path / "explain.json").exists()
