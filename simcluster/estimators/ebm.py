@@ -75,11 +75,13 @@ class ExplainableBoosting(Estimator):
     grow with the square of the trace's length; a training is skipped while
     the jobs finished since the last one are fewer than ``retrain_growth``
     (25 %) of those it learned from, which keeps the total below five times
-    one training on all jobs (1 + 1/1.25 + 1/1.25² + …; venus_sept's trainings grow by 121 % and 49 %: none
-    is skipped).  On Philly (82,229 jobs over 15 weeks; qssf ``--estimator ebm``) it trains 7 times
-    instead of 13: 3.4 CPU-s instead of 6.4, for an MAE of 16,051 s instead of 15,935 (+0.7 %) and an
-    avg JCT of 13,201.5 s instead of 13,204.8 s.  Each finished job's features are kept as it
-    finishes, so a training builds no rows, only the table.
+    one training on all jobs (1 + 1/1.25 + 1/1.25² + …).  venus_sept's
+    trainings grow by 121 % and 49 %: none is skipped.  On Philly (82,229
+    jobs over 15 weeks; qssf ``--estimator ebm``) it trains 7 times instead
+    of 13: 3.4 CPU-s instead of 6.4, for an MAE of 16,051 s instead of 15,935
+    (+0.7 %) and an avg JCT of 13,201.5 s instead of 13,204.8 s.  Each
+    finished job's features are kept as it finishes, so a training builds no
+    rows, only the table.
     """
 
     def __init__(self, config: SimConfig) -> None:
