@@ -128,6 +128,8 @@ READERS: dict[str, Reader] = {
     "preempt_overhead_large": Reader(_policy(lambda cls: cls.preemptive)),
     "estimates": Reader(lambda run: _estimator(run) == "file"),
     "retrain_interval": Reader(lambda run: _estimator(run) == "ebm"),
+    "retrain_growth": Reader(lambda run: _estimator(run) == "ebm" or (run.policy is not None and _LUCID(run.policy))),
+    "boosting": Reader(lambda run: _estimator(run) == "ebm" or (run.policy is not None and _LUCID(run.policy))),
 }
 
 
@@ -256,4 +258,6 @@ _CONDITIONS = {  # settings read only together with another one
     "on_no_progress": "runs with node failures (--node-mtbf > 0)",
     "estimates": "qssf and lucid with --estimator file",
     "retrain_interval": "the ebm estimator (lucid's default; qssf with --estimator ebm)",
+    "retrain_growth": "the ebm estimator (lucid's default; qssf with --estimator ebm) and lucid's forecaster",
+    "boosting": "the ebm estimator (lucid's default; qssf with --estimator ebm) and lucid's throughput forecaster",
 }
