@@ -45,10 +45,10 @@ from simcluster.api import simulate
 from simcluster.atomic import atomic_write
 from simcluster.config import ConfigError, SimConfig, coerce, knobs
 from simcluster.estimators import ESTIMATORS
-from simcluster.hetero.cli import check_policy
 from simcluster.placement import PLACEMENTS
 from simcluster.registry import UnknownPlugin
 from simcluster.results import FORMATS, write_run
+from simcluster.scope import check_policy
 from simcluster.traces import Trace, TraceError, load_trace
 from simcluster.traces.synth import SynthSpec, synthesize
 
