@@ -1,7 +1,7 @@
 """Start-up and scale: what `lucid-sim` costs before it simulates, and how a run grows with the trace.
 
     python benchmarks/bench_scale.py                   # start-up, then fifo on 10k, 100k and 1M jobs
-    python benchmarks/bench_scale.py --ten-million     # ... and 10M jobs (about 10 minutes, ~12 GiB)
+    python benchmarks/bench_scale.py --ten-million     # ... and 10M jobs (about 15 minutes, ~12 GiB)
     python benchmarks/bench_scale.py --no-startup --sizes 10000,100000
 
 Start-up: `lucid-sim --help` and `lucid-sim run` on the embedded default trace (what `make run` does),
