@@ -65,3 +65,10 @@ def test_an_unknown_policy_is_still_named_with_both_engines_choices(tmp_path):
     assert done.returncode == 2
     assert "unknown policy 'nope'" in done.stderr
     assert "fifo" in done.stderr and "max_min_fairness" in done.stderr
+
+
+def test_a_sweep_of_event_driven_policies_leaves_scipy_unimported(tmp_path):
+    loaded = modules_after(["sweep", "--trace", "synth:jobs=50,nodes=4,vcs=2,seed=1", "--policy", "fifo,sjf",
+                            "--workers", "1", "--quiet", "--out", str(tmp_path / "sweep")], tmp_path)
+    assert len(list((tmp_path / "sweep" / "runs").glob("*/summary.json"))) == 2
+    assert "scipy" not in loaded
