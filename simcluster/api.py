@@ -22,7 +22,7 @@ from simcluster.engine import Simulation
 from simcluster.metrics import ClusterTimeline, FinishedJobs, Observer
 from simcluster.metrics.fairness import finish_time_fairness, users_table
 from simcluster.metrics.summary import jobs_frame, summarize
-from simcluster.scope import check_settings
+from simcluster.scope import ROUNDS, check_settings, engine_of
 from simcluster.traces import Trace
 
 
@@ -80,10 +80,10 @@ def simulate(trace: Trace, config: SimConfig | None = None, observers: Iterable[
     (50, 'sjf')
     """
     config = config or SimConfig()
-    from simcluster.hetero.run import simulate_hetero, wants_rounds  # heterogeneous clusters
-
     warnings = check_settings(trace, config)  # a given setting the run would ignore: error or warning
-    if wants_rounds(trace, config):
+    if engine_of(trace, config) == ROUNDS:  # heterogeneous clusters, Gavel's policies
+        from simcluster.hetero.run import simulate_hetero
+
         if config.until or config.spread_penalty:  # the round-based engine has neither (yet): never silently
             raise ValueError("--until and --spread-penalty apply to event-driven runs only, not to the round-based "
                              "engine of heterogeneous clusters and Gavel's policies")

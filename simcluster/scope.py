@@ -166,10 +166,32 @@ class Unused:
 
 
 def engine_of(trace: Any, config: SimConfig) -> str:
-    """The engine that runs ``trace`` under ``config``: ``rounds`` (Gavel's) or ``events``."""
+    """The engine that runs ``trace`` under ``config``: ``rounds`` (Gavel's) or ``events``.
+
+    An event-driven policy on a homogeneous trace is decided here, without importing the round-based
+    engine: Gavel's policies bring scipy, about half a second that a small fifo run does not need.
+    Everything else is :func:`simcluster.hetero.run.wants_rounds`'s to decide.
+    """
+    from simcluster.hetero.trace import HeteroTrace
+    from simcluster.policies import POLICIES
+
+    if config.policy in POLICIES and not isinstance(trace, HeteroTrace):
+        return EVENTS
     from simcluster.hetero.run import wants_rounds
 
     return ROUNDS if wants_rounds(trace, config) else EVENTS
+
+
+def check_policy(name: str) -> None:
+    """Raise :class:`~simcluster.registry.UnknownPlugin` (listing both engines' policies) unless ``name``
+    is a policy; Gavel's (and scipy with them) are imported only for a name that is not event-driven."""
+    from simcluster.policies import POLICIES
+
+    if name in POLICIES:
+        return
+    from simcluster.hetero.cli import check_policy as check_either_engine
+
+    check_either_engine(name)
 
 
 def unused_settings(config: SimConfig, engine: str, names: Iterable[str] | None = None) -> list[Unused]:

@@ -290,6 +290,24 @@ def test_simulating_vcs_apart_and_merging_gives_the_whole_run(policy):
     assert merged.summary == whole.summary
 
 
+def test_the_parent_of_a_split_synthetic_run_never_draws_the_whole_trace(monkeypatch):
+    from simcluster.experiments import split
+
+    spec = build_grid(["synth:jobs=300,nodes=8,vcs=3,seed=7"], ["fifo"], [0])[0]
+    trace = load_trace_arg(spec.trace)
+    parts = [execute_part(spec, vc) for vc in reversed(list(trace.vc_nodes))]  # in the workers
+    whole = simulate(trace, spec.config)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the parent loaded the whole trace")
+
+    monkeypatch.setattr(split, "load_trace_arg", refuse)
+    assert split.vcs_of(spec) == list(trace.vc_nodes)
+    merged = merge_results(spec, parts)
+    pd.testing.assert_frame_equal(merged.jobs, whole.jobs)
+    assert (merged.summary["trace_format"], merged.summary["trace_sizing"]) == ("synthetic", trace.sizing)
+
+
 def test_policies_that_learn_across_vcs_are_never_split():
     for policy in ("qssf", "tiresias-gittins", "srtf-wrs", "tiresias"):
         assert not splittable(build_grid([SMALL], [policy], [0])[0].config)

@@ -94,8 +94,8 @@ def config_from(ctx: typer.Context, values: dict[str, Any], exclude: tuple[str, 
 def check_plugins(config: SimConfig) -> None:
     """Unknown policy, placement or estimator: an error listing the choices."""
     from simcluster.estimators import ESTIMATORS
-    from simcluster.hetero.cli import check_policy
     from simcluster.placement import PLACEMENTS
+    from simcluster.scope import check_policy
 
     check_policy(config.policy)
     PLACEMENTS.get(config.placement)

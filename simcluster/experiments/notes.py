@@ -31,12 +31,14 @@ class Note:
 
 def runs_on_rounds(spec: RunSpec) -> bool:
     """Whether the run goes to the round-based engine (a heterogeneous trace, or a Gavel-only policy)."""
-    from simcluster.hetero.policies import HETERO_POLICIES
     from simcluster.policies import POLICIES
     from simcluster.traces.formats import trace_format
 
-    if spec.config.policy in HETERO_POLICIES and spec.config.policy not in POLICIES:
-        return True
+    if spec.config.policy not in POLICIES:  # Gavel's policies (and scipy) are imported only for such a name
+        from simcluster.hetero.policies import HETERO_POLICIES
+
+        if spec.config.policy in HETERO_POLICIES:
+            return True
     return not spec.trace.startswith(SYNTH_PREFIX) and trace_format(spec.trace) in ("gavel", "openb")
 
 

@@ -19,12 +19,21 @@ import pandas as pd
 
 from simcluster.api import RunResult, simulate
 from simcluster.config import SimConfig
-from simcluster.experiments.sweep import RunSpec, failed_row, load_trace_arg, ok_row, with_identity
+from simcluster.experiments.sweep import (
+    SYNTH_PREFIX,
+    RunSpec,
+    failed_row,
+    load_trace_arg,
+    ok_row,
+    synth_spec,
+    with_identity,
+)
 from simcluster.metrics.fairness import RHO_FIGURES
 from simcluster.metrics.summary import summarize
 from simcluster.policies import POLICIES
 from simcluster.results import write_run
 from simcluster.traces import Trace
+from simcluster.traces.synth import vc_nodes_of
 
 # Policies whose decisions in one VC depend only on that VC (no learning from other VCs' jobs, no
 # shared random stream) and whose split runs merge into exactly the whole run's files.  Stay whole:
@@ -44,6 +53,10 @@ class Part:
     timeline: pd.DataFrame
     summary: dict[str, Any]
     wall_seconds: float
+    # what the merge needs of the whole trace, so that the parent never loads it (10M jobs: gigabytes)
+    trace_vcs: tuple[str, ...] = ()
+    trace_format: str = "venus"
+    trace_sizing: str = ""
 
 
 def execute_part(spec: RunSpec, vc: str) -> Part:
@@ -53,7 +66,8 @@ def execute_part(spec: RunSpec, vc: str) -> Part:
     sub = Trace(trace.source, trace.frame[mask], {vc: trace.vc_nodes[vc]}, trace.skipped, trace.load_cpu_seconds)
     result = simulate(sub, spec.config)
     jobs = result.jobs.assign(_position=np.flatnonzero(mask))  # jobs_frame keeps the sub-trace's order
-    return Part(vc, jobs, result.timeline, result.summary, time.perf_counter() - t0)
+    return Part(vc, jobs, result.timeline, result.summary, time.perf_counter() - t0, tuple(trace.vc_nodes),
+                getattr(trace, "format", "venus"), getattr(trace, "sizing", ""))
 
 
 def splittable(config: SimConfig) -> bool:
@@ -68,10 +82,15 @@ def splittable(config: SimConfig) -> bool:
 
 
 def vcs_of(spec: RunSpec) -> list[str]:
-    from simcluster.hetero.run import wants_rounds
+    """The VCs to simulate apart.  A synthetic trace's come from its spec: its jobs are not drawn here."""
+    from simcluster.scope import ROUNDS, engine_of
 
+    if spec.trace.startswith(SYNTH_PREFIX):
+        if engine_of(None, spec.config) == ROUNDS:  # synthetic traces are homogeneous: only the policy decides
+            return []
+        return list(vc_nodes_of(synth_spec(spec.trace, spec.config.gpus_per_node)))
     trace = load_trace_arg(spec.trace, spec.config.gpus_per_node, spec.vc_config)
-    return [] if wants_rounds(trace, spec.config) else list(trace.vc_nodes)
+    return [] if engine_of(trace, spec.config) == ROUNDS else list(trace.vc_nodes)
 
 
 def merge_parts(spec: RunSpec, parts: Sequence[Part], out: Path) -> dict[str, Any]:
@@ -88,9 +107,8 @@ def merge_parts(spec: RunSpec, parts: Sequence[Part], out: Path) -> dict[str, An
 
 
 def merge_results(spec: RunSpec, parts: Sequence[Part]) -> RunResult:
-    trace = load_trace_arg(spec.trace, spec.config.gpus_per_node, spec.vc_config)
     by_vc = {p.vc: p for p in parts}
-    parts = [by_vc[vc] for vc in trace.vc_nodes]  # the whole run's VC order
+    parts = [by_vc[vc] for vc in parts[0].trace_vcs]  # the whole run's VC order
     jobs = (pd.concat([p.jobs for p in parts], ignore_index=True).sort_values("_position", kind="stable")
             .drop(columns="_position").reset_index(drop=True))
     # A part's simulation stops at its last completion, before sampling; the whole run samples that
@@ -115,7 +133,7 @@ def merge_results(spec: RunSpec, parts: Sequence[Part]) -> RunResult:
             report[key] = report.get(key, 0) + value
     summary = summarize(
         jobs, vc_gpus, None, policy=first["policy"], placement=first["placement"], trace=first["trace"],
-        trace_format=getattr(trace, "format", "venus"), trace_sizing=getattr(trace, "sizing", ""),
+        trace_format=parts[0].trace_format, trace_sizing=parts[0].trace_sizing,
         seed=first["seed"], gpus=sum(vc_gpus.values()), node_failures=report.pop("node_failures", 0),
         sim_cpu_seconds=report.pop("sim_cpu_seconds", 0.0), load_cpu_seconds=first["load_cpu_seconds"],
         skipped_rows=first["skipped_rows"], config=first["config"], **report,

@@ -45,10 +45,10 @@ from simcluster.api import simulate
 from simcluster.atomic import atomic_write
 from simcluster.config import ConfigError, SimConfig, coerce, knobs
 from simcluster.estimators import ESTIMATORS
-from simcluster.hetero.cli import check_policy
 from simcluster.placement import PLACEMENTS
 from simcluster.registry import UnknownPlugin
 from simcluster.results import FORMATS, write_run
+from simcluster.scope import check_policy
 from simcluster.traces import Trace, TraceError, load_trace
 from simcluster.traces.synth import SynthSpec, synthesize
 
@@ -257,7 +257,7 @@ def load_trace_arg(trace: str, gpus_per_node: int = 8, vc_config: str | None = N
         _TRACES.move_to_end(key)
         return _TRACES[key]
     if trace.startswith(SYNTH_PREFIX):
-        loaded = synthesize(_synth_spec(trace, gpus_per_node))
+        loaded = synthesize(synth_spec(trace, gpus_per_node))
     else:
         loaded = load_trace(Path(trace), vc_config and Path(vc_config), gpus_per_node=gpus_per_node)
     _TRACES[key] = loaded
@@ -266,7 +266,7 @@ def load_trace_arg(trace: str, gpus_per_node: int = 8, vc_config: str | None = N
     return loaded
 
 
-def _synth_spec(trace: str, gpus_per_node: int) -> SynthSpec:
+def synth_spec(trace: str, gpus_per_node: int) -> SynthSpec:
     defaults = {f.name: f.default for f in fields(SynthSpec)}
     values: dict[str, Any] = {"gpus_per_node": gpus_per_node}
     for item in filter(None, trace[len(SYNTH_PREFIX):].split(",")):
@@ -291,7 +291,7 @@ def check_traces(specs: Sequence[RunSpec]) -> None:
     for trace, gpn, vcs in dict.fromkeys((s.trace, s.config.gpus_per_node, s.vc_config) for s in specs):
         try:
             if trace.startswith(SYNTH_PREFIX):
-                _synth_spec(trace, gpn)
+                synth_spec(trace, gpn)
             else:
                 load_trace_arg(trace, gpn, vcs)
         except TraceError as exc:

@@ -92,9 +92,9 @@ def finish_time_fairness(jobs: pd.DataFrame, vc_gpus: Mapping[str, int]) -> np.n
     rho = np.full(len(jobs), np.nan)
     if not len(jobs):
         return rho
-    vcs = jobs["vc"].to_numpy()
+    vcs = jobs["vc"]
     for vc, gpus in vc_gpus.items():
-        mine = np.flatnonzero(vcs == vc)
+        mine = np.flatnonzero((vcs == vc).to_numpy())  # compared as a column: no Python string per job
         if not len(mine) or gpus <= 0:
             continue
         part = jobs.iloc[mine]
@@ -115,7 +115,8 @@ def fairness_figures(jobs: pd.DataFrame) -> dict[str, Any]:
     if not finished.any():
         return {"jain_users": None, **{k: None for k in RHO_FIGURES}}
     r = rho[finished]
-    service = pd.Series(1.0 / np.maximum(r, 1e-12)).groupby(jobs["user"].to_numpy()[finished]).mean()
+    users = jobs["user"][finished]  # grouped as a column: no Python string per job
+    service = pd.Series(1.0 / np.maximum(r, 1e-12), index=users.index).groupby(users).mean()
     return {
         "jain_users": jain_index(service.to_numpy()),
         "rho_mean": float(r.mean()),

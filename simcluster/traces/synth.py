@@ -114,6 +114,16 @@ def synthesize(spec: SynthSpec) -> Trace:
                  sizing=f"{len(vc_nodes)} VCs of the generator ({spec.nodes} nodes × {spec.gpus_per_node} GPUs)")
 
 
+def vc_nodes_of(spec: SynthSpec) -> dict[str, int]:
+    """The VCs and their nodes that :func:`synthesize` gives ``spec``, without drawing its jobs.
+
+    >>> spec = SynthSpec(jobs=100, nodes=12, vcs=3, seed=4)
+    >>> vc_nodes_of(spec) == synthesize(spec).vc_nodes
+    True
+    """
+    return _split_nodes(spec, np.random.default_rng(spec.seed))  # the generator's first draw, as there
+
+
 def save_trace(trace: Trace, out: Path, epoch: str = DEFAULT_EPOCH) -> Path:
     """Write ``cluster_full_log.csv`` (Venus columns, wall-clock submit times) and ``vc_config.csv``."""
     frame = trace.frame.copy()
