@@ -25,7 +25,7 @@ def trace_synth(
     seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
 ) -> None:
     """Generate a synthetic trace shaped like Venus (GPU counts, durations, diurnal arrivals, workloads), or like Gavel's."""
-    from simcluster.hetero.cli import synth_gavel
+    from simcluster.cli.gavel import synth_gavel
     from simcluster.traces.synth import SynthSpec, save_trace, synthesize
 
     if style == "gavel":
@@ -55,7 +55,7 @@ def trace_check(
     skip_invalid: Annotated[bool, typer.Option(help="Count invalid rows instead of stopping at the first.")] = False,
 ) -> None:
     """Validate a trace and print what it holds."""
-    from simcluster.hetero.cli import check_lines
+    from simcluster.cli.gavel import check_lines
     from simcluster.traces import TraceError, load_trace
 
     try:

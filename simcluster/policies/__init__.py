@@ -1,7 +1,8 @@
-"""Scheduling policies: order jobs, decide starts and preemptions.  One file each."""
+"""Scheduling policies: order jobs, decide starts and preemptions.  One file each; Gavel's family in ``gavel/``."""
 
 from simcluster.policies import (  # noqa: F401  (registers)
     fifo,
+    gavel,
     lucid,
     qssf,
     sjf,

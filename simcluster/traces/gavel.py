@@ -29,9 +29,9 @@ import numpy as np
 import pandas as pd
 
 from simcluster.config import setting
-from simcluster.hetero.throughputs import ThroughputTable, job_key, job_type_name, load_throughputs
-from simcluster.hetero.trace import FRAME_COLUMNS, HeteroTrace
+from simcluster.throughputs import ThroughputTable, job_key, job_type_name, load_throughputs
 from simcluster.traces.errors import TraceError
+from simcluster.traces.hetero import FRAME_COLUMNS, HeteroTrace
 
 FIELDS = ["job_type", "command", "working_directory", "num_steps_arg", "needs_data_dir", "total_steps",
           "scale_factor", "priority_weight", "SLO", "arrival_time"]

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from simcluster.cluster_spec import ClusterSpec, vc_config_spec
 from simcluster.job import Job, Workload
 from simcluster.traces.errors import TraceError
 
@@ -43,6 +44,7 @@ class Trace:
     skipped: Counter[str] = field(default_factory=Counter)
     load_cpu_seconds: float = 0.0
     throughput_log: str | None = None  # the cluster's 10-minute submission log beside the trace, if any (lucid)
+    cluster: ClusterSpec | None = None  # the VCs' nodes by GPU type, when the VC config has a gpu_type column
 
     def __len__(self) -> int:
         return len(self.frame)
@@ -101,12 +103,16 @@ def load_trace(
     frame = frame.sort_values("submit_time", kind="stable").reset_index(drop=True)
     used = set(frame["vc"].unique())
     throughput = log_path.parent / THROUGHPUT_LOG
-    return Trace(str(log_path), frame, {vc: n for vc, n in vc_nodes.items() if vc in used} or vc_nodes,
-                 skipped, time.process_time() - t0, str(throughput) if throughput.is_file() else None)
+    kept = {vc: n for vc, n in vc_nodes.items() if vc in used} or vc_nodes
+    typed = vc_config_spec(config_path, gpus_per_node)
+    return Trace(str(log_path), frame, kept, skipped, time.process_time() - t0,
+                 str(throughput) if throughput.is_file() else None, typed.only(kept) if typed else None)
 
 
 def load_vc_config(path: Path) -> dict[str, int]:
-    """``vc,num``: nodes per virtual cluster (the first column may be unnamed)."""
+    """``vc,num``: nodes per virtual cluster (the first column may be unnamed); with a ``gpu_type`` column a VC
+    may list one row per type (its nodes are summed here; :func:`~simcluster.cluster_spec.vc_config_spec`
+    reads the types)."""
     raw = _read_csv(path)
     if raw.shape[1] < 2 or "num" not in raw.columns:
         raise TraceError(path, "expected columns 'vc,num' (nodes per virtual cluster)", line=1)
@@ -117,9 +123,9 @@ def load_vc_config(path: Path) -> dict[str, int]:
             raise TraceError(path, "empty VC name", line=i + 2, field="vc")
         if not _INT.match(num) or int(num) <= 0:
             raise TraceError(path, f"node count must be a positive integer, got {num!r}", line=i + 2, field="num")
-        if vc in nodes:
+        if vc in nodes and "gpu_type" not in raw.columns:
             raise TraceError(path, f"VC {vc!r} is listed twice", line=i + 2, field="vc")
-        nodes[vc] = int(num)
+        nodes[vc] = nodes.get(vc, 0) + int(num)
     if not nodes:
         raise TraceError(path, "no virtual clusters defined")
     return nodes
