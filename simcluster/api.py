@@ -153,7 +153,9 @@ def simulate(trace: Trace | HeteroTrace, config: SimConfig | None = None, observ
     summary = summarize(
         frame, vc_gpus, vc_sharing, partition_gpus, sim.env.now if left else None,
         policy=config.policy, placement=policy_class.own_placement or config.placement, trace=trace.source,
-        seed=config.seed, gpus=sum(vc_gpus.values()) + partition_gpus, node_failures=finished.node_failures,
+        trace_format=getattr(trace, "format", None) or getattr(trace, "kind", "venus"),
+        trace_sizing=getattr(trace, "sizing", ""), seed=config.seed, gpus=sum(vc_gpus.values()) + partition_gpus,
+        node_failures=finished.node_failures,
         sim_cpu_seconds=sim_cpu, load_cpu_seconds=load_cpu,
         skipped_rows=dict(trace.skipped), config=config.as_dict(), **sim.policy.report(), **extra, **stopped,
         warnings=warnings,

@@ -5,7 +5,7 @@ when most answers are the neutral default, or the tables were measured on a CPU,
 faster shared than alone, the figures rest on guesses and the reader must be told.
 
 >>> print(fallbacks_warning({"exact": 15_080, "default": 101_453}))
-101,453 of 116,533 colocation lookups (87%) fell back to the neutral default speed: the tables do not know these jobs' workloads, so their slowdowns are guesses
+101,453 of 116,533 colocation lookups (87%) fell back to a workload's average slowdown (0) or the neutral default (101,453): the tables never measured these pairs, so their slowdowns are guesses
 >>> fallbacks_warning({"exact": 95, "default": 5}) is None
 True
 """

@@ -6,7 +6,7 @@ asks Click where each value came from.  ``--preset`` and ``--config`` choose tho
 
 >>> params = config_parameters(exclude={"policy"})
 >>> [p.name for p in params][:3]
-['placement', 'seed', 'gpus_per_node']
+['placement', 'seed', 'until']
 """
 
 from __future__ import annotations

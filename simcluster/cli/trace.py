@@ -1,13 +1,15 @@
-"""`lucid-sim trace …`: make and check traces."""
+"""`lucid-sim trace …`: make, check and convert traces."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from simcluster.cli.common import fail, out, trace_app
+from simcluster.cli.options import parameter, with_parameters
+from simcluster.cli.trace_options import load_trace_from, sizing_parameters, trace_parameters
 
 
 @trace_app.command("synth")
@@ -47,29 +49,153 @@ def trace_synth(
     out.print(f"wrote {jobs:,} jobs on {nodes} nodes × {gpus_per_node} GPUs in {vcs} VCs to [bold]{folder}[/]")
 
 
-@trace_app.command("check")
-def trace_check(
-    trace: Annotated[Path, typer.Argument(help="Trace folder or CSV file.")],
-    vc_config: Annotated[Path | None, typer.Option(help="VC config CSV.")] = None,
-    gpus_per_node: Annotated[int, typer.Option(min=1, help="GPUs per node.")] = 8,
-    skip_invalid: Annotated[bool, typer.Option(help="Count invalid rows instead of stopping at the first.")] = False,
-) -> None:
-    """Validate a trace and print what it holds."""
-    from simcluster.cli.gavel import check_lines
-    from simcluster.traces import TraceError, load_trace
+def _load(values: dict[str, Any], sized: bool) -> Any:
+    from simcluster.traces import TraceError
 
     try:
-        loaded = load_trace(trace, vc_config, gpus_per_node=gpus_per_node, skip_invalid=skip_invalid)
-    except TraceError as exc:
+        return load_trace_from(values, sized=sized)
+    except (TraceError, ValueError) as exc:
         fail(str(exc))
+
+
+@trace_app.command("check")
+@with_parameters([*trace_parameters(positional=True), *sizing_parameters()])
+def trace_check(ctx: typer.Context, **values: Any) -> None:
+    """Validate a trace and print what it holds: format, time rule, jobs and offered load per VC, GPU-count
+    histogram, duration percentiles, submission span (and, for a log without VCs, --nodes per target load)."""
+    from simcluster.cli.gavel import check_lines
+
+    loaded = _load(values, sized=False)
     hetero = check_lines(loaded)
     if hetero is not None:
         for line in hetero:
             out.print(line, highlight=False)
-        return
-    f = loaded.frame
-    out.print(f"{loaded.source}: {len(f):,} valid jobs in {len(loaded.vc_nodes)} VCs "
-              f"({sum(loaded.vc_nodes.values())} nodes); submit span {f['submit_time'].max() - f['submit_time'].min():,} s; "
-              f"{int((f['gpu_num'] * f['duration']).sum()):,} GPU-seconds asked", highlight=False)
+    try:
+        _print_check(loaded, values["gpus_per_node"], values.get("cluster"))
+    except (ValueError, KeyError) as exc:  # e.g. a Gavel trace without the throughput table: durations unknown
+        out.print(f"[yellow]no statistics:[/] {exc}", highlight=False)
+
+
+@trace_app.command("convert")
+@with_parameters([*trace_parameters(positional=True), *sizing_parameters(),
+                  parameter("out_dir", Annotated[Path, typer.Option("--out", help="Folder to write (atomically): "
+                            "cluster_full_log.csv, vc_config.csv and conversion.json.", show_default=False)]),
+                  parameter("overwrite", Annotated[bool, typer.Option(
+                      help="Replace --out if it holds an earlier conversion (and nothing else).")], False)])
+def trace_convert(ctx: typer.Context, **values: Any) -> None:
+    """Write any supported trace in our canonical folder format (Helios/Venus job log + vc_config.csv)."""
+    from simcluster.traces.convert import check_target, job_log, write_canonical
+    from simcluster.traces.sizing import cluster_gpus
+    from simcluster.traces.venus import Trace
+
+    try:
+        check_target(values["out_dir"], values["trace"], values["overwrite"])
+    except ValueError as exc:
+        fail(str(exc))
+    loaded = _load(values, sized=True)
+    try:
+        gpus = cluster_gpus(values["cluster"]) if values.get("cluster") and not isinstance(loaded, Trace) else None
+        frame, vc_nodes, notes = job_log(loaded, values["gpus_per_node"], values.get("nodes"), gpus)
+    except ValueError as exc:
+        fail(str(exc))
+    provenance = {
+        "source": loaded.source, "format": getattr(loaded, "format", None) or loaded.kind,
+        "time_rule": getattr(loaded, "time_rule", "seconds, as given"),
+        "epoch": getattr(loaded, "epoch", None), "sizing": getattr(loaded, "sizing", ""),
+        "gpus_per_node": values["gpus_per_node"], "jobs": len(frame), "skipped_rows": dict(loaded.skipped),
+        "notes": notes, "submit_time": "whole seconds from the epoch",
+    }
+    folder = write_canonical(values["out_dir"], frame, vc_nodes, provenance)
+    out.print(f"wrote {len(frame):,} jobs in {len(vc_nodes)} VC(s) ({sum(vc_nodes.values()):,} nodes × "
+              f"{values['gpus_per_node']} GPUs) from a {provenance['format']} trace to [bold]{folder}[/]", highlight=False)
+    if values["gpus_per_node"] != 8:
+        out.print(f"  load it with --gpus-per-node {values['gpus_per_node']}", highlight=False)
+    for note in notes:
+        out.print(f"  note: {note}", highlight=False)
     for why, n in loaded.skipped.most_common():
-        out.print(f"  skipped {n} × {why}", highlight=False)
+        out.print(f"  skipped {n:,} × {why}", highlight=False)
+
+
+def _print_check(loaded: Any, gpus_per_node: int, cluster: str | None) -> None:
+    """The Rich summary of ``trace check``."""
+    import pandas as pd
+    from rich.table import Table
+
+    from simcluster.traces.columns import by_name
+    from simcluster.traces.stats import sizes_for_loads, trace_stats
+    from simcluster.traces.venus import Trace
+
+    if isinstance(loaded, Trace):
+        frame, vc_nodes, total = loaded.frame, loaded.vc_nodes, None
+        fmt = by_name(loaded.format) if loaded.format in ("venus", "philly", "itp", "csv") else None
+        vcs = "one VC (no VC column)" if loaded.sizing.startswith("one VC") else \
+            f"{len(vc_nodes)} VCs"
+        out.print(f"[bold]{loaded.source}[/]: {len(frame):,} valid jobs in {vcs}", highlight=False)
+        out.print(f"format: [bold]{loaded.format}[/]" + (f" — {fmt.description}" if fmt else ""), highlight=False)
+        for note in fmt.notes if fmt else ():
+            out.print(f"  note: {note}", highlight=False)
+        out.print(f"submit times: {loaded.time_rule}", highlight=False)
+        out.print(f"cluster: {loaded.sizing}", highlight=False)
+        for why, n in loaded.skipped.most_common():
+            out.print(f"  skipped {n:,} × {why}", highlight=False)
+    else:
+        from simcluster.traces.convert import hetero_durations
+        from simcluster.traces.sizing import cluster_gpus
+
+        f = loaded.frame
+        frame = pd.DataFrame({"vc": f["vc"], "gpu_num": f["gpu_num"] * f["gpu_milli"] / 1000.0,
+                              "duration": hetero_durations(loaded), "submit_time": f["submit_time"]})
+        total = cluster_gpus(cluster) if cluster else (loaded.cluster.total_gpus if loaded.cluster else None)
+        vc_nodes = {}
+        out.print(f"format: [bold]{loaded.kind}[/]; durations: "
+                  + ("seconds (1 iteration/s)" if loaded.uniform else "on each job's fastest GPU type, alone"),
+                  highlight=False)
+    stats = trace_stats(frame, vc_nodes, gpus_per_node, total)
+    epoch = getattr(loaded, "epoch", None)
+
+    def when(seconds: float) -> str:
+        text = f"{seconds:,.0f} s"
+        if epoch:
+            text += f" ({pd.Timestamp(epoch) + pd.Timedelta(seconds=seconds)})"
+        return text
+
+    out.print(f"submitted from {when(stats.first_submit)} to {when(stats.last_submit)}: span "
+              f"{stats.span:,.0f} s ({stats.span / 86400:,.1f} days)", highlight=False)
+
+    table = Table(title="Virtual clusters (offered load = GPU-seconds asked ÷ (GPUs × span))", title_justify="left")
+    for col in ("VC", "nodes", "GPUs", "jobs", "largest job", "GPU-hours asked", "offered load"):
+        table.add_column(col, justify="left" if col == "VC" else "right")
+
+    def add(v: Any, **style: Any) -> None:
+        table.add_row(v.name, "—" if v.nodes is None else f"{v.nodes:,}", "—" if v.gpus is None else f"{v.gpus:,}",
+                      f"{v.jobs:,}", f"{v.largest_job:,}", f"{v.gpu_seconds / 3600:,.0f}",
+                      "—" if v.load is None else f"{v.load:.3f}", **style)
+
+    if len(stats.vcs) > 1:
+        for v in stats.vcs:
+            add(v)
+    add(stats.total, style="bold")
+    out.print(table)
+
+    histogram = Table(title="GPUs per job", title_justify="left")
+    for col in ("GPUs", "jobs", "share", ""):
+        histogram.add_column(col, justify="right" if col else "left")
+    top = max(n for _, n in stats.gpu_histogram)
+    for gpus, n in stats.gpu_histogram:
+        histogram.add_row(f"{gpus:,}", f"{n:,}", f"{n / stats.jobs:.1%}", "█" * max(1, round(24 * n / top)))
+    out.print(histogram)
+
+    durations = Table(title="Duration (s)", title_justify="left")
+    for key in stats.durations:
+        durations.add_column(key, justify="right")
+    durations.add_row(*(f"{v:,.0f}" for v in stats.durations.values()))
+    out.print(durations)
+
+    one_vc = isinstance(loaded, Trace) and loaded.sizing.startswith("one VC")
+    if one_vc:
+        sizes = Table(title=f"Sizes for a target load (nodes of {gpus_per_node} GPUs)", title_justify="left")
+        for col in ("target", "--nodes", "GPUs", "offered load"):
+            sizes.add_column(col, justify="right")
+        for target, nodes, actual in sizes_for_loads(stats, gpus_per_node):
+            sizes.add_row(f"{target:g}", f"{nodes:,}", f"{nodes * gpus_per_node:,}", f"{actual:.3f}")
+        out.print(sizes)

@@ -1,4 +1,9 @@
-"""The options that say which trace to load and how, shared by the commands that read a trace."""
+"""The options that say which trace to load and how, shared by the commands that read a trace.
+
+``run`` gets them as ``--trace PATH`` beside its settings (``--gpus-per-node`` and ``--cluster`` are
+:class:`~simcluster.config.SimConfig` fields there); ``trace check`` and ``trace convert`` take the
+trace as an argument and add those two (:func:`sizing_parameters`).
+"""
 
 from __future__ import annotations
 
@@ -12,28 +17,66 @@ from simcluster.config import SimConfig
 from simcluster.paths import DEFAULT_TRACE
 
 TRACE = "Trace"
-DEFAULT_EPOCH = "2020-04-01 00:00:00"  # as simcluster.traces.venus (not imported: it pulls in pandas)
+TRACE_HELP = ("A job log (Helios/Venus, Philly, ITP, or any CSV with --columns), a Gavel .trace file, an openb pod "
+              "list, or a folder holding one of them (and vc_config.csv).")
 
 
-def trace_parameters() -> list[Any]:
+def trace_parameters(positional: bool = False) -> list[Any]:
+    """``--trace`` (or the ``TRACE`` argument), ``--vc-config``, ``--columns``, ``--nodes``, ``--load``,
+    ``--epoch`` and ``--skip-invalid``."""
+    if positional:
+        trace = parameter("trace", Annotated[Path, typer.Argument(help=TRACE_HELP, show_default=False)])
+    else:
+        trace = parameter("trace", Annotated[Path | None, typer.Option(
+            help=TRACE_HELP + " Default: the embedded trace.", rich_help_panel=TRACE, show_default=False)])
     return [
-        parameter("trace", Annotated[Path | None, typer.Option(
-            help="Trace: a folder with cluster_full_log.csv and vc_config.csv, a CSV file (then give --vc-config), "
-            "a Gavel .trace file or an openb pod list. Default: the embedded trace.", rich_help_panel=TRACE,
-            show_default=False)]),
+        trace,
         parameter("vc_config", Annotated[Path | None, typer.Option(
-            help="VC config CSV (vc,num: nodes per VC).", rich_help_panel=TRACE, show_default=False)]),
+            help="Nodes per VC (vc,num or vc,node num). Default: vc_config.csv beside the job log.",
+            rich_help_panel=TRACE, show_default=False)]),
+        parameter("columns", Annotated[str | None, typer.Option(
+            help="A job log's column names, FIELD=COLUMN,… for submit_time, gpu_num, duration, job_id, vc, user "
+            "(vc= : no VCs). Known formats need none.", rich_help_panel=TRACE, show_default=False)]),
+        parameter("nodes", Annotated[int | None, typer.Option(
+            min=1, help="Size of a job log without VCs: one VC of N nodes.",
+            rich_help_panel=TRACE, show_default=False)]),
+        parameter("load", Annotated[float | None, typer.Option(
+            help="Size of a job log without VCs: the fewest nodes with offered load (GPU-seconds asked ÷ "
+            "(GPUs × span)) ≤ X, e.g. 0.8.", rich_help_panel=TRACE,
+            show_default=False)]),
+        parameter("epoch", Annotated[str | None, typer.Option(
+            help="Time zero of submit times (default: 2020-04-01 for Venus logs, else midnight of the first day); "
+            "earlier jobs are invalid.",
+            rich_help_panel=TRACE, show_default=False)]),
         parameter("skip_invalid", Annotated[bool, typer.Option(
             help="Drop invalid trace rows (and report how many and why) instead of stopping at the first.",
             rich_help_panel=TRACE)], False),
-        parameter("epoch", Annotated[str, typer.Option(
-            help="Time zero for wall-clock submit times.", rich_help_panel=TRACE)], DEFAULT_EPOCH),
     ]
 
 
-def load_trace_from(values: dict[str, Any], config: SimConfig) -> Any:
-    """The trace that the trace options in ``values`` name (the embedded one by default)."""
-    from simcluster.traces import load_trace
+def sizing_parameters() -> list[Any]:
+    """``--gpus-per-node`` and ``--cluster``, for commands without the SimConfig options."""
+    return [
+        parameter("gpus_per_node", Annotated[int, typer.Option(min=1, help="GPUs in every node.",
+                                                               rich_help_panel=TRACE)], 8),
+        parameter("cluster", Annotated[str | None, typer.Option(
+            help="Size of a job log without VCs in GPUs (e.g. v100:512); a Gavel trace's GPU types.",
+            rich_help_panel=TRACE, show_default=False)]),
+    ]
 
-    return load_trace(values["trace"] or DEFAULT_TRACE, values["vc_config"], gpus_per_node=config.gpus_per_node,
-                      skip_invalid=values["skip_invalid"], epoch=values["epoch"])
+
+def load_trace_from(values: dict[str, Any], config: SimConfig | None = None, sized: bool = True) -> Any:
+    """The trace that the trace options in ``values`` name (the embedded one by default).
+
+    ``--gpus-per-node`` and ``--cluster`` come from ``config`` when given, else from ``values``.
+    """
+    from simcluster.traces import load_trace
+    from simcluster.traces.sizing import cluster_gpus
+
+    gpus_per_node = config.gpus_per_node if config else values.get("gpus_per_node", 8)
+    cluster = config.cluster if config else values.get("cluster")
+    if cluster:
+        cluster_gpus(cluster)  # a size beyond the limit is refused before anything is built
+    options = {name: values.get(name) for name in ("epoch", "columns", "nodes", "load")}
+    return load_trace(values["trace"] or DEFAULT_TRACE, values.get("vc_config"), gpus_per_node=gpus_per_node,
+                      skip_invalid=values.get("skip_invalid", False), cluster=cluster, sized=sized, **options)

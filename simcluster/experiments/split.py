@@ -114,6 +114,7 @@ def merge_results(spec: RunSpec, parts: Sequence[Part]) -> RunResult:
             report[key] = report.get(key, 0) + value
     summary = summarize(
         jobs, vc_gpus, None, policy=first["policy"], placement=first["placement"], trace=first["trace"],
+        trace_format=getattr(trace, "format", "venus"), trace_sizing=getattr(trace, "sizing", ""),
         seed=first["seed"], gpus=sum(vc_gpus.values()), node_failures=report.pop("node_failures", 0),
         sim_cpu_seconds=report.pop("sim_cpu_seconds", 0.0), load_cpu_seconds=first["load_cpu_seconds"],
         skipped_rows=first["skipped_rows"], config=first["config"], **report,

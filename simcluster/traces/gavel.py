@@ -32,6 +32,8 @@ from simcluster.config import setting
 from simcluster.throughputs import ThroughputTable, job_key, job_type_name, load_throughputs
 from simcluster.traces.errors import TraceError
 from simcluster.traces.hetero import FRAME_COLUMNS, HeteroTrace
+from simcluster.traces.sizing import MAX_GPUS
+from simcluster.traces.times import MAX_SECONDS
 
 FIELDS = ["job_type", "command", "working_directory", "num_steps_arg", "needs_data_dir", "total_steps",
           "scale_factor", "priority_weight", "SLO", "arrival_time"]
@@ -69,6 +71,10 @@ def _check(parts: list[str]) -> tuple[str, str] | tuple[str, int, int, float, fl
     arrival = _number(parts[9])
     if arrival is None or arrival < 0:
         return "arrival_time", f"must be a non-negative number of seconds, got {parts[9]!r}"
+    if arrival >= MAX_SECONDS:
+        return "arrival_time", f"{parts[9]} is beyond the bound of {MAX_SECONDS:.0e} s (31.7 years)"
+    if scale > MAX_GPUS:
+        return "scale_factor", f"{parts[6]} is beyond the bound of {MAX_GPUS:,} GPUs"
     return job_type, int(steps), int(scale), weight, slo, arrival
 
 

@@ -33,6 +33,8 @@ from simcluster.cluster_spec import load_node_list
 from simcluster.traces.errors import TraceError
 from simcluster.traces.hetero import FRAME_COLUMNS, HeteroTrace
 from simcluster.traces.side_files import read_side_csv
+from simcluster.traces.sizing import MAX_GPUS
+from simcluster.traces.times import MAX_SECONDS
 
 REQUIRED = ("name", "num_gpu", "gpu_milli", "creation_time", "deletion_time")
 NODE_LIST = "openb_node_list_gpu_node.csv"
@@ -69,6 +71,13 @@ def load_openb_trace(path: str | Path, nodes: str | Path | None = None, *, skip_
             continue
         seen.add(name)
         gpus, m, start, end = int(num_gpu), int(milli), int(created), int(deleted)
+        beyond = next((f for f, v in (("creation_time", start), ("deletion_time", end)) if v >= MAX_SECONDS), None)
+        if beyond:
+            problems.append((line, beyond, f"{fields[beyond]} is beyond the bound of {MAX_SECONDS:.0e} s (31.7 years)"))
+            continue
+        if gpus > MAX_GPUS:
+            problems.append((line, "num_gpu", f"{num_gpu} is beyond the bound of {MAX_GPUS:,} GPUs"))
+            continue
         if gpus == 0:
             skipped["num_gpu: CPU-only pod (no GPU)"] += 1
             continue

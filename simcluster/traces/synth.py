@@ -109,7 +109,9 @@ def synthesize(spec: SynthSpec) -> Trace:
         }
     )
     frame = frame.sort_values("submit_time", kind="stable").reset_index(drop=True)
-    return Trace(f"synth(seed={spec.seed}, jobs={n})", frame, vc_nodes)
+    return Trace(f"synth(seed={spec.seed}, jobs={n})", frame, vc_nodes, format="synthetic",
+                 time_rule=f"seconds from {spec.epoch}", epoch=spec.epoch,
+                 sizing=f"{len(vc_nodes)} VCs of the generator ({spec.nodes} nodes × {spec.gpus_per_node} GPUs)")
 
 
 def save_trace(trace: Trace, out: Path, epoch: str = DEFAULT_EPOCH) -> Path:

@@ -1,37 +1,64 @@
-"""Loader for the Helios/Venus job-log format, with validation.
+"""Loader for CSV job logs — the Helios/Venus format and every other (Philly, ITP, ``--columns``) — with validation.
 
-A trace is a directory holding ``cluster_full_log.csv`` (or
-``cluster_log.csv``) and ``vc_config.csv``, or a CSV file plus a VC config.
-Submit times are wall-clock timestamps (counted in seconds from ``epoch``,
-2020-04-01 00:00:00 as in the Helios/Lucid simulators) or already integer
-seconds.  Rows keep the file's order for equal submit times (stable sort).
+A trace is a folder holding one job log (``cluster_full_log.csv`` or ``cluster_log.csv`` first,
+else the one CSV whose header is a known format; see :mod:`simcluster.traces.formats`) and, when the
+log has VCs, ``vc_config.csv``; or a CSV file (plus ``--vc-config`` when its config is not beside it).
+Columns are found by the format (:mod:`simcluster.traces.columns`), submit times read by one rule
+(:mod:`simcluster.traces.times`), and a log without VCs is one VC sized by ``--nodes``, ``--cluster``
+or ``--load`` (:mod:`simcluster.traces.sizing`).  Rows keep the file's order for equal submit times
+(stable sort).
 
-Every problem is reported with the file, the line (the header is line 1)
-and the field.  With ``skip_invalid`` the offending rows are dropped instead
-and counted by reason.
+Every problem is reported with the file, the line (the header is line 1) and the field.  With
+``skip_invalid`` the offending rows are dropped instead and counted by reason.
 """
 
 from __future__ import annotations
 
-import re
+import json
 import time
 from collections import Counter
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from simcluster.cluster_spec import ClusterSpec, vc_config_spec
 from simcluster.job import Job, Workload
-from simcluster.traces.errors import TraceError
+from simcluster.traces.columns import (
+    CUSTOM,
+    REQUIRED_FIELDS,
+    VENUS_EPOCH,
+    JobLogFormat,
+    by_name,
+    closest,
+    column_map,
+    detect,
+)
+from simcluster.traces.columns import parse_columns as parse_column_names
+from simcluster.traces.errors import RowProblems, TraceError
+from simcluster.traces.sizing import (
+    MAX_GPUS,
+    ONE_VC,
+    check_nodes,
+    limit_error,
+    load_vc_config,
+    nodes_for_load,
+    nodes_of_cluster,
+    offered_load,
+)
+from simcluster.traces.times import MAX_SECONDS, TimeRule, submit_seconds
 
-REQUIRED = ("job_id", "vc", "gpu_num", "submit_time", "duration")
+__all__ = ["DEFAULT_EPOCH", "Trace", "load_trace", "load_vc_config", "read_csv"]
+
+REQUIRED = ("job_id", "vc", "gpu_num", "submit_time", "duration")  # the Venus format's own columns
 WORKLOAD = ("model", "dataset", "batchsize", "amp")
+PROFILE = ("gpu_util", "gmem_util", "gmem", "speed")
 LOG_NAMES = ("cluster_full_log.csv", "cluster_log.csv")
-DEFAULT_EPOCH = "2020-04-01 00:00:00"
+DEFAULT_EPOCH = VENUS_EPOCH
 THROUGHPUT_LOG = "cluster_throughput.csv"  # Helios/Venus' whole-cluster submissions in 10-minute bins
-_INT = re.compile(r"^\s*-?\d+\s*$")
 
 
 @dataclass
@@ -44,6 +71,10 @@ class Trace:
     skipped: Counter[str] = field(default_factory=Counter)
     load_cpu_seconds: float = 0.0
     throughput_log: str | None = None  # the cluster's 10-minute submission log beside the trace, if any (lucid)
+    format: str = "venus"  # which job-log format it was read as (summary.json's trace_format)
+    time_rule: str = ""  # how submit times were read (times.TimeRule.describe)
+    epoch: str | None = None  # the wall-clock time of second 0, when known
+    sizing: str = ""  # where the VCs' sizes came from
     cluster: ClusterSpec | None = None  # the VCs' nodes by GPU type, when the VC config has a gpu_type column
 
     def __len__(self) -> int:
@@ -77,139 +108,48 @@ def load_trace(
     *,
     gpus_per_node: int = 8,
     skip_invalid: bool = False,
-    epoch: str = DEFAULT_EPOCH,
+    epoch: str | None = None,
+    columns: str | Mapping[str, str] | None = None,
+    nodes: int | None = None,
+    cluster: str | None = None,
+    load: float | None = None,
+    sized: bool = True,
 ) -> Trace:
+    """Read and validate a CSV job log.
+
+    ``epoch``: time zero (None: the format's default, see :mod:`~simcluster.traces.times`);
+    ``columns``: ``field=column`` names for a log of no known format; ``nodes``, ``cluster`` or
+    ``load`` size a log without VCs (``cluster`` is ignored for a log with VCs, which the
+    heterogeneous engine may still use); ``sized=False`` lets a log without VCs load unsized
+    (``vc_nodes`` empty), for ``trace check``.
+    """
+    from simcluster.traces.formats import find_job_log
+
     t0 = time.process_time()
-    log_path, config_path = _locate(Path(path), Path(vc_config) if vc_config else None)
-    vc_nodes = load_vc_config(config_path)
-    raw = _read_csv(log_path)
-    missing = [c for c in REQUIRED if c not in raw.columns]
-    if missing:
-        raise TraceError(log_path, f"missing column(s) {', '.join(missing)}; found: {', '.join(raw.columns)}",
-                         line=1, field=missing[0])
-    frame, problems = _validate(raw, vc_nodes, gpus_per_node, epoch)
-    skipped: Counter[str] = Counter()
-    if problems:
-        rows = sorted(problems)
-        if not skip_invalid:
-            first = rows[0]
-            fld, msg = problems[first]
-            more = f" ({len(rows) - 1} more invalid row(s); --skip-invalid drops them)" if len(rows) > 1 else ""
-            raise TraceError(log_path, msg + more, line=first + 2, field=fld)
-        skipped = Counter(f"{fld}: {msg.split(':')[0]}" for fld, msg in problems.values())
-        frame = frame.drop(index=rows)
-    if frame.empty:
-        raise TraceError(log_path, "no valid jobs in the trace")
-    frame = frame.sort_values("submit_time", kind="stable").reset_index(drop=True)
-    used = set(frame["vc"].unique())
+    given = parse_column_names(columns)
+    log_path = find_job_log(Path(path), given)
+    raw, lines = _read_log(log_path)
+    fmt = _format_of(log_path, list(raw.columns), given)
+    mapping = column_map(list(raw.columns), fmt, given)
+    _check_columns(log_path, list(raw.columns), mapping, given)
+
+    problems = RowProblems(log_path, lines)
+    frame, rule = _validate(raw, mapping, fmt, epoch, problems)
+    vc_nodes, sizing = _vc_sizes(log_path, frame, problems, mapping["vc"], vc_config, gpus_per_node,
+                                 nodes, cluster, load, sized)
+    frame, vc_nodes, skipped = _settle(frame, len(raw), vc_nodes, gpus_per_node, problems, mapping, skip_invalid)
     throughput = log_path.parent / THROUGHPUT_LOG
-    kept = {vc: n for vc, n in vc_nodes.items() if vc in used} or vc_nodes
-    typed = vc_config_spec(config_path, gpus_per_node)
-    return Trace(str(log_path), frame, kept, skipped, time.process_time() - t0,
-                 str(throughput) if throughput.is_file() else None, typed.only(kept) if typed else None)
-
-
-def load_vc_config(path: Path) -> dict[str, int]:
-    """``vc,num``: nodes per virtual cluster (the first column may be unnamed); with a ``gpu_type`` column a VC
-    may list one row per type (its nodes are summed here; :func:`~simcluster.cluster_spec.vc_config_spec`
-    reads the types)."""
-    raw = _read_csv(path)
-    if raw.shape[1] < 2 or "num" not in raw.columns:
-        raise TraceError(path, "expected columns 'vc,num' (nodes per virtual cluster)", line=1)
-    names = raw.iloc[:, 0] if "vc" not in raw.columns else raw["vc"]
-    nodes: dict[str, int] = {}
-    for i, (vc, num) in enumerate(zip(names, raw["num"])):
-        if not vc:
-            raise TraceError(path, "empty VC name", line=i + 2, field="vc")
-        if not _INT.match(num) or int(num) <= 0:
-            raise TraceError(path, f"node count must be a positive integer, got {num!r}", line=i + 2, field="num")
-        if vc in nodes and "gpu_type" not in raw.columns:
-            raise TraceError(path, f"VC {vc!r} is listed twice", line=i + 2, field="vc")
-        nodes[vc] = nodes.get(vc, 0) + int(num)
-    if not nodes:
-        raise TraceError(path, "no virtual clusters defined")
-    return nodes
-
-
-def _locate(path: Path, vc_config: Path | None) -> tuple[Path, Path]:
-    if not path.exists():
-        raise TraceError(path, "no such file or directory")
-    if path.is_dir():
-        log = next((path / n for n in LOG_NAMES if (path / n).is_file()), None)
-        if log is None:
-            raise TraceError(path, f"directory has none of {', '.join(LOG_NAMES)}")
-        config = vc_config or path / "vc_config.csv"
-    else:
-        log, config = path, vc_config or path.with_name("vc_config.csv")
-    if not config.is_file():
-        raise TraceError(config, "VC config not found (give one with --vc-config)")
-    return log, config
-
-
-def _read_csv(path: Path) -> pd.DataFrame:
-    try:
-        return pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise TraceError(path, f"not a readable CSV file ({exc})") from exc
-
-
-def _validate(raw: pd.DataFrame, vc_nodes: dict[str, int], gpus_per_node: int,
-              epoch: str) -> tuple[pd.DataFrame, dict[int, tuple[str, str]]]:
-    """Typed columns, and {row: (field, problem)} for the first problem of each bad row."""
-    problems: dict[int, tuple[str, str]] = {}
-
-    def flag(mask: pd.Series | np.ndarray, fld: str, describe) -> None:
-        for row in np.flatnonzero(np.asarray(mask)):
-            problems.setdefault(int(row), (fld, describe(int(row))))
-
-    out = pd.DataFrame({"job_id": raw["job_id"], "vc": raw["vc"]})
-    out["user"] = raw.get("user", "")
-    flag(raw["job_id"] == "", "job_id", lambda r: "empty job id")
-    flag(raw["job_id"].duplicated(), "job_id", lambda r: f"duplicate job id {raw['job_id'][r]!r}")
-
-    for col, lowest in (("gpu_num", 1), ("duration", 0)):
-        num = pd.to_numeric(raw[col], errors="coerce")
-        flag(num.isna(), col, lambda r, c=col: f"not a number: {raw[c][r]!r}")
-        flag(num.notna() & (num != num.round()), col, lambda r, c=col: f"not an integer: {raw[c][r]!r}")
-        flag(num.notna() & (num < lowest), col,
-             lambda r, c=col, lo=lowest: f"must be {'positive' if lo else 'non-negative'}, got {raw[c][r]}")
-        out[col] = num.fillna(0).astype(np.int64)
-
-    out["submit_time"] = _submit_seconds(raw["submit_time"], epoch, flag)
-
-    known = raw["vc"].isin(list(vc_nodes))
-    flag(~known, "vc", lambda r: f"VC {raw['vc'][r]!r} is not in the VC config")
-    capacity = raw["vc"].map({vc: n * gpus_per_node for vc, n in vc_nodes.items()}).fillna(0)
-    flag(known & (out["gpu_num"] > capacity), "gpu_num",
-         lambda r: f"job asks for {out['gpu_num'][r]} GPUs but VC {raw['vc'][r]!r} has {int(capacity[r])}")
-
-    if all(c in raw for c in WORKLOAD):
-        out["model"], out["dataset"] = raw["model"], raw["dataset"]
-        for col in ("batchsize", "amp"):
-            num = pd.to_numeric(raw[col], errors="coerce")
-            flag(num.isna() & (raw["model"] != ""), col, lambda r, c=col: f"not a number: {raw[c][r]!r}")
-            out[col] = num.fillna(0).astype(np.int64)
-    for col in ("gpu_util", "gmem_util", "gmem", "speed"):
-        if col in raw:
-            out[col] = pd.to_numeric(raw[col], errors="coerce")
-    return out, problems
-
-
-def _submit_seconds(col: pd.Series, epoch: str, flag) -> pd.Series:
-    if col.str.fullmatch(r"\s*-?\d+\s*").all():
-        return col.astype(np.int64)
-    stamps = pd.to_datetime(col, format="%Y-%m-%d %H:%M:%S", errors="coerce")
-    retry = stamps.isna() & (col != "")
-    if retry.any():
-        stamps[retry] = pd.to_datetime(col[retry], format="ISO8601", errors="coerce")
-    flag(stamps.isna(), "submit_time", lambda r: f"unparsable time {col[r]!r}")
-    seconds = (stamps - pd.Timestamp(epoch)) // pd.Timedelta(seconds=1)
-    return seconds.fillna(0).astype(np.int64)
+    typed = None
+    if mapping["vc"]:  # a VC config with a gpu_type column gives the VCs' nodes by GPU type
+        typed = vc_config_spec(Path(vc_config) if vc_config else log_path.with_name("vc_config.csv"), gpus_per_node)
+    return Trace(str(log_path), frame, vc_nodes, skipped, time.process_time() - t0,
+                 str(throughput) if throughput.is_file() else None, fmt.name, *_time_zero(rule, log_path), sizing,
+                 typed.only(vc_nodes) if typed else None)
 
 
 def trace_from_frame(jobs: pd.DataFrame, vc_nodes: dict[str, int], *, gpus_per_node: int = 8,
-                     skip_invalid: bool = False, epoch: str = DEFAULT_EPOCH, source: str = "DataFrame") -> Trace:
-    """A trace from a DataFrame with the job log's columns, checked as :func:`load_trace` checks a file.
+                     skip_invalid: bool = False, epoch: str | None = None, source: str = "DataFrame") -> Trace:
+    """A trace from a DataFrame with the Venus job log's columns, checked as :func:`load_trace` checks a file.
 
     ``vc_nodes``: nodes per VC.  A problem names the frame's row (its index label) and the field.
     """
@@ -219,20 +159,239 @@ def trace_from_frame(jobs: pd.DataFrame, vc_nodes: dict[str, int], *, gpus_per_n
     if missing:
         raise TraceError(source, f"missing column(s) {', '.join(missing)}; found: {', '.join(map(str, raw.columns))}",
                          field=missing[0])
-    frame, problems = _validate(raw, dict(vc_nodes), gpus_per_node, epoch)
-    skipped: Counter[str] = Counter()
-    if problems:
-        rows = sorted(problems)
-        if not skip_invalid:
-            fld, msg = problems[rows[0]]
-            more = f" ({len(rows) - 1} more invalid row(s); skip_invalid=True drops them)" if len(rows) > 1 else ""
-            raise TraceError(f"{source} row {jobs.index[rows[0]]!r}", msg + more, field=fld)
-        skipped = Counter(f"{fld}: {msg.split(':')[0]}" for fld, msg in problems.values())
-        frame = frame.drop(index=rows)
+    fmt = by_name("venus")
+    mapping = column_map(list(raw.columns), fmt, {})
+    problems = RowProblems(source, jobs.index, unit="row")
+    frame, rule = _validate(raw, mapping, fmt, epoch, problems)
+    frame, vc_nodes, skipped = _settle(frame, len(raw), dict(vc_nodes), gpus_per_node, problems, mapping,
+                                       skip_invalid)
+    return Trace(source, frame, vc_nodes, skipped, time.process_time() - t0, None, fmt.name, rule.describe(),
+                 rule.epoch, f"{len(vc_nodes)} VCs given with the frame")
+
+
+def _settle(frame: pd.DataFrame, rows: int, vc_nodes: dict[str, int], gpus_per_node: int, problems: RowProblems,
+            mapping: dict[str, str | None], skip_invalid: bool) -> tuple[pd.DataFrame, dict[str, int], Counter[str]]:
+    """The valid jobs in submit order (or an error at the first bad row), and the VCs they use."""
+    if vc_nodes:
+        _check_capacity(frame, vc_nodes, gpus_per_node, problems, mapping["vc"] or "vc", str(mapping["gpu_num"]))
+    bad, skipped = problems.settle(skip_invalid)
+    frame = frame.drop(index=bad)
     if frame.empty:
-        raise TraceError(source, "no valid jobs in the trace")
+        raise TraceError(problems.path, "no valid jobs in the trace" + (f" (all {rows:,} rows invalid: "
+                         + ", ".join(f"{n:,} × {why}" for why, n in skipped.most_common()) + ")" if skipped else ""))
+    for col in ("gpu_num", "duration", "submit_time"):
+        frame[col] = frame[col].astype(np.int64)
     frame = frame.sort_values("submit_time", kind="stable").reset_index(drop=True)
-    return Trace(source, frame, dict(vc_nodes), skipped, time.process_time() - t0)
+    used = set(frame["vc"].unique())
+    return frame, {vc: n for vc, n in vc_nodes.items() if vc in used} or vc_nodes, skipped
+
+
+def _time_zero(rule: TimeRule, log_path: Path) -> tuple[str, str | None]:
+    """The time rule's description and epoch; relative seconds written by ``trace convert`` get their
+    wall-clock zero back from the ``conversion.json`` beside them."""
+    provenance = log_path.parent / "conversion.json"
+    if rule.kind != "seconds" or rule.epoch or not provenance.is_file():
+        return rule.describe(), rule.epoch
+    try:
+        epoch = json.loads(provenance.read_text()).get("epoch")
+    except (OSError, ValueError, AttributeError):
+        return rule.describe(), rule.epoch
+    if not isinstance(epoch, str):
+        return rule.describe(), rule.epoch
+    return f"relative seconds, as given (second 0 = {epoch}, from conversion.json)", epoch
+
+
+def read_csv(path: Path) -> pd.DataFrame:
+    """Every field as text ("" where empty), blank lines kept (so rows map to file lines)."""
+    if not path.is_file():
+        raise TraceError(path, "no such file")
+    try:
+        return pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True, skip_blank_lines=False)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise TraceError(path, f"not a readable CSV file ({exc})") from exc
+
+
+def _read_log(path: Path) -> tuple[pd.DataFrame, np.ndarray]:
+    """The log's rows without blank lines, and the file line of each (the header is line 1)."""
+    raw = read_csv(path)
+    raw.columns = [str(c).strip() for c in raw.columns]
+    lines = np.arange(len(raw)) + 2
+    if len(raw.columns):
+        blank = (raw == "").all(axis=1).to_numpy()
+        if blank.any():
+            raw, lines = raw[~blank].reset_index(drop=True), lines[~blank]
+    if raw.empty:
+        raise TraceError(path, "the job log has a header but no jobs", line=1)
+    return raw, lines
+
+
+def _format_of(path: Path, header: list[str], given: Mapping[str, str]) -> JobLogFormat:
+    """The known format the header is, else the generic one when ``--columns`` names the columns."""
+    fmt = detect(header)
+    if fmt is not None or given:
+        return fmt or CUSTOM
+    near = closest(header)
+    if near is None:
+        raise _unknown_format(path, header)
+    missing = [c for c in near.identify if c not in header]
+    raise TraceError(path, f"missing column(s) {', '.join(missing)} (a {near.name} log has {', '.join(near.identify)}"
+                     f"); found: {', '.join(header)} (--columns FIELD=COLUMN names them; vc= for no VCs)",
+                     line=1, field=missing[0])
+
+
+def _unknown_format(path: Path, header: list[str]) -> TraceError:
+    from simcluster.traces.columns import KNOWN_FORMATS
+
+    known = "; ".join(f"{f.name}: {', '.join(f.identify)}" for f in KNOWN_FORMATS)
+    return TraceError(path, f"not a job log of a known format (columns: {', '.join(header)}). Known formats and "
+                      f"the columns that identify them — {known}. For any other log, name its columns: "
+                      "--columns submit_time=COL,gpu_num=COL,duration=COL[,job_id=COL,vc=COL,user=COL]", line=1)
+
+
+def _check_columns(path: Path, header: list[str], mapping: dict[str, str | None], given: Mapping[str, str]) -> None:
+    for name, column in given.items():
+        if column and column not in header:
+            raise TraceError(path, f"--columns names column {column!r} for {name}, but the header has: "
+                             f"{', '.join(header)}", line=1, field=column)
+    missing = [name for name in REQUIRED_FIELDS if mapping[name] is None]
+    if missing:
+        raise TraceError(path, f"missing column(s) {', '.join(missing)}; found: {', '.join(header)} "
+                         "(--columns FIELD=COLUMN names them)", line=1, field=missing[0])
+
+
+def _whole_numbers(raw: pd.Series, fld: str, lowest: int, highest: float, unit: str,
+                   problems: RowProblems) -> pd.Series:
+    text = raw.astype(str).str.strip()
+    num = pd.to_numeric(text, errors="coerce")
+    values = num.to_numpy(dtype=float, na_value=np.nan)
+    finite = np.isfinite(values)
+    problems.flag(num.isna(), fld, "not a number", lambda r: f"not a number: {raw.iloc[r]!r}")
+    problems.flag(~finite, fld, "not a finite number", lambda r: f"not a finite number: {raw.iloc[r]!r}")
+    problems.flag(finite & (values != np.floor(values)), fld, "not an integer",
+                  lambda r: f"not an integer: {raw.iloc[r]!r}")
+    problems.flag(finite & (values < lowest), fld, "too small",
+                  lambda r: f"must be {'positive' if lowest else 'non-negative'}, got {text.iloc[r]}")
+    problems.flag(finite & (values > highest), fld, "beyond the bound",
+                  lambda r: f"{text.iloc[r]} is beyond the bound of {highest:,.0f} {unit}"
+                  + (" (31.7 years)" if unit == "s" else " (simcluster.traces.sizing.MAX_GPUS)"))
+    return pd.Series(np.where(finite & (values >= lowest) & (values <= highest), values, 0.0), index=raw.index)
+
+
+def _validate(raw: pd.DataFrame, mapping: dict[str, str | None], fmt: JobLogFormat, epoch: str | None,
+              problems: RowProblems) -> tuple[pd.DataFrame, TimeRule]:
+    """Typed canonical columns (values of bad rows are placeholders), with every row problem flagged."""
+    lines = problems.lines
+    out = pd.DataFrame(index=raw.index)
+    if mapping["job_id"]:
+        ids = raw[mapping["job_id"]].str.strip()
+        problems.flag(ids == "", mapping["job_id"], "empty job id", lambda r: "empty job id")
+        problems.flag(ids.duplicated() & (ids != ""), mapping["job_id"], "duplicate job id",
+                      lambda r: f"duplicate job id {ids.iloc[r]!r}")
+        out["job_id"] = ids
+    else:  # no ids: a job is its line (fmt.notes say so)
+        out["job_id"] = lines.astype(str)
+    out["vc"] = raw[mapping["vc"]].str.strip() if mapping["vc"] else ONE_VC
+    if mapping["vc"]:
+        problems.flag(out["vc"] == "", mapping["vc"], "empty VC", lambda r: "empty VC name")
+    out["user"] = raw[mapping["user"]] if mapping["user"] else ""
+
+    gpus, duration = str(mapping["gpu_num"]), str(mapping["duration"])  # required: _check_columns saw them
+    out["gpu_num"] = _whole_numbers(raw[gpus], gpus, 1, MAX_GPUS, "GPUs", problems)
+    out["duration"] = _whole_numbers(raw[duration], duration, 0, MAX_SECONDS, "s", problems)
+    seconds, rule = submit_seconds(raw[mapping["submit_time"]], epoch, fmt.default_epoch,
+                                   _renamed(problems, "submit_time", mapping["submit_time"]))
+    out["submit_time"] = np.nan_to_num(seconds, nan=0.0)
+
+    if all(c in raw for c in WORKLOAD):
+        out["model"], out["dataset"] = raw["model"], raw["dataset"]
+        for col in ("batchsize", "amp"):
+            num = pd.to_numeric(raw[col], errors="coerce")
+            ok = num.notna() & np.isfinite(num.to_numpy(dtype=float, na_value=np.nan))
+            problems.flag(~ok & (raw["model"] != ""), col, "not a number", _not_a_number(raw[col]))
+            out[col] = num.where(ok, 0).astype(np.int64)
+    for col in PROFILE:
+        if col in raw:
+            out[col] = pd.to_numeric(raw[col], errors="coerce")
+    return out, rule
+
+
+def _not_a_number(text: pd.Series) -> Callable[[int], str]:
+    return lambda r: f"not a number: {text.iloc[r]!r}"
+
+
+def _renamed(problems: RowProblems, canonical: str, column: str | None) -> Callable[..., None]:
+    """``problems.flag`` that reports the log's own column name for a canonical field."""
+    def flag(mask: Any, fld: str, reason: str, describe: Callable[[int], str]) -> None:
+        problems.flag(mask, column if fld == canonical and column else fld, reason, describe)
+    return flag
+
+
+def _vc_sizes(path: Path, frame: pd.DataFrame, problems: RowProblems, vc_column: str | None,
+              vc_config: str | Path | None, gpus_per_node: int, nodes: int | None, cluster: str | None,
+              load: float | None, sized: bool) -> tuple[dict[str, int], str]:
+    """VC → nodes, and a sentence saying where the sizes came from."""
+    chosen = [name for name, v in (("--nodes", nodes), ("--load", load)) if v is not None]
+    if vc_column:
+        if chosen:
+            raise TraceError(path, f"{' and '.join(chosen)} size a job log without VCs; this one has VCs (column "
+                             f"{vc_column!r}) sized by its VC config (--columns vc= runs every job in one VC)")
+        config = Path(vc_config) if vc_config else path.with_name("vc_config.csv")
+        if not config.is_file():
+            raise TraceError(config, "VC config not found (give one with --vc-config; or --columns vc= to run every "
+                             "job in one VC sized by --nodes, --cluster or --load)")
+        vcs = load_vc_config(config, gpus_per_node)
+        return vcs, f"{len(vcs)} VCs from {config.name} ({sum(vcs.values()):,} nodes × {gpus_per_node} GPUs)"
+    if vc_config:
+        raise TraceError(path, "the job log has no VC column, so --vc-config does not apply: it is one VC; size it "
+                         "with --nodes, --cluster or --load")
+    if cluster is not None:
+        chosen.append("--cluster")
+    if len(chosen) > 1:
+        raise ValueError(f"give one of --nodes, --cluster and --load, not {' and '.join(chosen)}")
+    if not chosen:
+        if sized:
+            raise TraceError(path, "the job log has no VCs, so it runs as one VC whose size you choose: --nodes N "
+                             f"(× --gpus-per-node, now {gpus_per_node}), --cluster TYPE:GPUS (e.g. v100:512) or --load "
+                             "X (the nodes for offered load X; `lucid-sim trace check` shows the load per size)")
+        return {}, "one VC, not sized (--nodes, --cluster or --load)"
+    if nodes is not None:
+        count = check_nodes(int(nodes), gpus_per_node, "--nodes")
+        return {ONE_VC: count}, f"one VC of {count:,} nodes × {gpus_per_node} GPUs (--nodes)"
+    if cluster is not None:
+        count = check_nodes(nodes_of_cluster(cluster, gpus_per_node), gpus_per_node, "--cluster")
+        return {ONE_VC: count}, (f"one VC of {count:,} nodes × {gpus_per_node} GPUs (--cluster {cluster}; GPU types "
+                                 "matter only to heterogeneous policies)")
+    assert load is not None
+    if not load > 0:
+        raise ValueError(f"--load must be positive, got {load}")
+    good = np.ones(len(frame), bool)
+    good[list(problems.found)] = False
+    f = frame[good]
+    span = float(f["submit_time"].max() - f["submit_time"].min()) if len(f) else 0.0
+    gpu_seconds = float((f["gpu_num"] * f["duration"]).sum())
+    if span <= 0 or gpu_seconds <= 0:
+        raise TraceError(path, f"--load needs jobs submitted over a span of time and asking for GPU time; the valid "
+                         f"jobs span {span:g} s and ask {gpu_seconds:g} GPU-seconds: give --nodes")
+    largest = int(f["gpu_num"].max())
+    count = nodes_for_load(gpu_seconds, span, load, gpus_per_node, largest)
+    if count * gpus_per_node > MAX_GPUS:
+        raise limit_error(path, count * gpus_per_node, f"--load {load:g} ({count:,} nodes × {gpus_per_node} GPUs) would")
+    actual = offered_load(gpu_seconds, count * gpus_per_node, span) or 0.0
+    text = f"one VC of {count:,} nodes × {gpus_per_node} GPUs: --load {load:g} gives offered load {actual:.3f}"
+    if count * gpus_per_node > gpu_seconds / (load * span) + gpus_per_node:
+        text += f" (the largest job, {largest:,} GPUs, needs {count:,} nodes)"
+    return {ONE_VC: count}, text
+
+
+def _check_capacity(frame: pd.DataFrame, vc_nodes: dict[str, int], gpus_per_node: int, problems: RowProblems,
+                    vc_column: str, gpu_column: str) -> None:
+    vcs = frame["vc"]
+    known = vcs.isin(list(vc_nodes)) | (vcs == "")
+    problems.flag(~known, vc_column, "VC not in the VC config", lambda r: f"VC {vcs.iloc[r]!r} is not in the VC config")
+    capacity = vcs.map({vc: n * gpus_per_node for vc, n in vc_nodes.items()}).fillna(0).to_numpy()
+    gpus = frame["gpu_num"].to_numpy()
+    problems.flag(known.to_numpy() & (vcs != "").to_numpy() & (gpus > capacity), gpu_column, "more GPUs than its VC has",
+                  lambda r: f"job asks for {int(gpus[r])} GPUs but VC {vcs.iloc[r]!r} has {int(capacity[r])}")
 
 
 def _as_text(column: pd.Series) -> pd.Series:

@@ -33,6 +33,9 @@ def test_load_trace_recognises_a_gavel_trace(tmp_path):
     ("A3C\tc\td\t--x\t0\t5\t1\t1\t-1\t-3", "arrival_time"),
     ("A3C\tc\td\t--x\t0\t5\t1\t1\t0\t3", "SLO"),
     ("A3C\tc\td", "line"),
+    ("A3C\tc\td\t--x\t0\t5\t1\t1\t-1\tinf", "arrival_time"),
+    ("A3C\tc\td\t--x\t0\t5\t1\t1\t-1\t1e19", "arrival_time"),
+    ("A3C\tc\td\t--x\t0\t5\t10000000\t1\t-1\t0", "scale_factor"),
 ])
 def test_bad_gavel_lines_name_the_file_line_and_field(tmp_path, line, field):
     path = write(tmp_path, "bad.trace", GOOD + line + "\n")
@@ -91,6 +94,16 @@ def test_openb_bad_rows_name_line_and_field(tmp_path):
     with pytest.raises(TraceError) as caught:
         load_trace(path)
     assert caught.value.line == 3 and caught.value.field == "gpu_milli"
+
+
+@pytest.mark.parametrize(("row", "field"), [("p1,1000,1,1,500,,LS,Running,0,10000000000000,0", "deletion_time"),
+                                            ("p1,1000,1,99999999,1000,,LS,Running,0,100,0", "num_gpu")])
+def test_openb_times_and_gpu_counts_beyond_the_bounds_are_bad_rows(tmp_path, row, field):
+    lines = OPENB.splitlines()
+    lines[2] = row
+    with pytest.raises(TraceError, match="beyond the bound") as caught:
+        load_trace(write(tmp_path, "pods.csv", "\n".join(lines) + "\n"))
+    assert caught.value.line == 3 and caught.value.field == field
 
 
 def test_openb_shared_data_loads_with_its_node_list(openb):
