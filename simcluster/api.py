@@ -95,12 +95,12 @@ def simulate(trace: Trace | HeteroTrace, config: SimConfig | None = None, observ
     throughput_log = getattr(trace, "throughput_log", None)
     if config.throughput_history is None and throughput_log:  # the cluster's own log, for lucid's forecast
         config = replace(config, throughput_history=throughput_log)
-    load0 = time.process_time()
     spec, merged = cluster_of(trace, config)
     if merged:
         warnings.append(merged)
+    load0 = time.process_time()
     table = throughputs if throughputs is not None else throughput_table(trace, config)
-    load_cpu = trace.load_cpu_seconds + time.process_time() - load0  # the cluster and table count as loading
+    load_cpu = trace.load_cpu_seconds + (time.process_time() - load0 if table is not None else 0.0)  # table: loading
     cpu0 = time.process_time()
     jobs = trace.make_jobs(table) if isinstance(trace, HeteroTrace) else trace.make_jobs()
     if merged:
@@ -178,8 +178,8 @@ def cluster_of(trace: Trace | HeteroTrace, config: SimConfig) -> tuple[ClusterSp
         return spec, ""
     if own is not None:
         return own, ""
-    if isinstance(trace, HeteroTrace):
-        raise ValueError(f"{trace.source}: give the cluster with --cluster, e.g. --cluster v100:4,p100:4,k80:4 "
+    if isinstance(trace, HeteroTrace):  # a Gavel trace has no cluster of its own: input missing, not a type error
+        raise ValueError(f"{trace.source}: give the cluster with --cluster, e.g. --cluster v100:4,p100:4,k80:4 "  # noqa: TRY004
                          "(GPU counts per type) or a node-list CSV")
     return ClusterSpec.uniform(trace.vc_nodes, config.gpus_per_node, trace.source), ""
 

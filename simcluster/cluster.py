@@ -218,8 +218,9 @@ class Pool:
             node.bucket = node.gpu_count
             self.buckets[node.gpu_count] |= 1 << slot
 
-    def _move(self, node: Node, before: int | None, after: int | None) -> None:
-        bit = 1 << node.slot
+    def _move(self, position: int, before: int | None, after: int | None) -> None:
+        """Move the node at bit ``position`` from free-count bucket ``before`` to ``after`` (None: down)."""
+        bit = 1 << position
         if before is not None:
             self.buckets[before] &= ~bit
             self.free_gpus -= before
@@ -291,16 +292,10 @@ class VirtualCluster(Pool):
         """Move ``node`` to the bucket of its current free count and update the VC's counts."""
         before, after = node.bucket, (node.free_gpus if node.up else None)
         if before != after:
-            bit = 1 << node.index
-            if before is not None:
-                self.buckets[before] &= ~bit
-                self.free_gpus -= before
-            if after is not None:
-                self.buckets[after] |= bit
-                self.free_gpus += after
+            self._move(node.index, before, after)
             node.bucket = after
             if node.pool is not self:
-                node.pool._move(node, before, after)  # type: ignore[union-attr]
+                node.pool._move(node.slot, before, after)  # type: ignore[union-attr]
         self.used_gpus += used_delta
         self.totals.used += used_delta
         if shared_delta or extra_delta:  # only sharing changes these: integrate them over time

@@ -111,8 +111,11 @@ class NoProgressError(ValueError):
     settings are: the command line reports it with exit code 2, a sweep records the run as failed."""
 
 
-def without_borrowed(spec: ClusterSpec, borrowed: dict[str, int], policy: str) -> ClusterSpec:
-    """The cluster once a policy's partitions took ``borrowed`` nodes out of its VCs (their last nodes)."""
+def without_borrowed(spec: ClusterSpec | Mapping[str, int], borrowed: dict[str, int], policy: str) -> ClusterSpec:
+    """The cluster (or nodes per VC) once a policy's partitions took ``borrowed`` nodes out of its VCs (their
+    last nodes)."""
+    if not isinstance(spec, ClusterSpec):
+        spec = ClusterSpec.uniform(spec)
     nodes = spec.vc_nodes
     for vc, n in borrowed.items():
         if vc not in nodes:

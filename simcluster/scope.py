@@ -113,6 +113,7 @@ _WITH_FAILURES = Reader(lambda run: run.config.node_mtbf > 0)
 READERS: dict[str, Reader] = {
     "policy": Reader(_always),
     "seed": Reader(_draws_random),
+    "cluster": Reader(_always),  # every policy runs on --cluster (a trace's VCs merged into it, with a warning)
     "placement": Reader(lambda run: run.policy is None or not _ROUNDS(run.policy)),  # rounds place jobs themselves
     "node_repair": _WITH_FAILURES,
     "checkpoint_interval": _WITH_FAILURES,

@@ -1,3 +1,5 @@
+"""The type-aware placement: a job on the fastest GPU type with room for it (issue 16)."""
+
 from __future__ import annotations
 
 import random

@@ -121,7 +121,7 @@ def test_fifo_perf_takes_the_fastest_type_with_room_in_arrival_order():
 
 
 @pytest.mark.parametrize("name", ["max_sum_throughput_perf", "min_total_duration_perf", "finish_time_fairness_perf",
-                                  "isolated", "gandiva", "fifo", "fifo_packed", "min_total_duration_packed",
+                                  "isolated", "gandiva", "gavel_fifo", "fifo_packed", "min_total_duration_packed",
                                   "finish_time_fairness_packed", "finish_time_fairness", "min_total_duration"])
 def test_every_policy_respects_the_base_constraints(name):
     rng = np.random.default_rng(3)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -11,7 +9,6 @@ from hypothesis import strategies as st
 
 from simcluster.api import simulate
 from simcluster.cluster import VirtualCluster
-from simcluster.config import SimConfig
 from simcluster.policies import POLICIES
 from simcluster.policies.gavel import RoundPolicy
 from simcluster.policies.gavel.mechanism import Mechanism
@@ -42,7 +39,7 @@ jobs_strategy = st.lists(
 def test_every_policy_in_both_modes_keeps_capacity_finishes_each_job_once_and_does_all_its_work(
         rows, policy, preset, counts, round_seconds):
     audit = Audit(one_type=True)
-    frame, timeline, summary = run(rows, policy, f"fast:{counts[0]},slow:{counts[1]}", observers=[audit],
+    frame, timeline, _ = run(rows, policy, f"fast:{counts[0]},slow:{counts[1]}", observers=[audit],
                                    preset=preset, round_seconds=round_seconds)
     assert audit.most_busy["fast"] <= counts[0] and audit.most_busy["slow"] <= counts[1]
     assert (timeline["busy_gpus"] <= sum(counts)).all()
@@ -108,7 +105,7 @@ def test_gavel_reallocation_interval_is_available():
 
 def test_multi_gpu_jobs_of_equal_scale_share_their_gpus():
     # two 2-GPU jobs on two fast GPUs: (A, B) at scale 2 share at 5.0 and 3.0 it/s (normalised 5/3.5 + 3/... > 1)
-    frame, _, summary = run([("A", 2, 5000, 0.0), ("B", 2, 3000, 0.0)], policy="max_min_fairness_packed",
+    frame, _, _ = run([("A", 2, 5000, 0.0), ("B", 2, 3000, 0.0)], policy="max_min_fairness_packed",
                             cluster="fast:2")
     assert (frame["shared_seconds"] > 0).all()
     assert frame["end_time"].notna().all()
@@ -202,5 +199,5 @@ def test_gavel_preset_runs_a_packed_policy_whose_pairs_outlive_a_partner():
     # the crash of issue 15: with deferred reallocation a finished job's pair used to be restarted
     rows = [("A", 1, 350, 0.0), ("C", 1, 5000, 0.0), ("B", 1, 20000, 0.0), ("B", 1, 900, 400.0)]
     for policy in ("max_min_fairness_packed", "gandiva", "fifo_packed"):
-        frame, _, summary = run(rows, policy, cluster="fast:1", preset="gavel")
+        frame, _, _ = run(rows, policy, cluster="fast:1", preset="gavel")
         assert len(frame) == 4 and frame["end_time"].notna().all(), policy
