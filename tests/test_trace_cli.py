@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from simcluster.cli import app
 from simcluster.paths import shared_data_dir
+from simcluster.results import MARKER
 from simcluster.traces import load_trace
 
 runner = CliRunner()
@@ -92,7 +93,8 @@ def test_convert_writes_a_canonical_folder_that_loads_back_to_the_same_jobs(tmp_
     out = tmp_path / "canonical"
     result = invoke("trace", "convert", source, "--out", out)
     assert result.exit_code == 0, result.output
-    assert sorted(p.name for p in out.iterdir()) == ["cluster_full_log.csv", "conversion.json", "vc_config.csv"]
+    assert sorted(p.name for p in out.iterdir() if p.name != MARKER) == [
+        "cluster_full_log.csv", "conversion.json", "vc_config.csv"]
     before, after = load_trace(source), load_trace(out)
     columns = ["job_id", "vc", "gpu_num", "submit_time", "duration"]
     pd.testing.assert_frame_equal(before.frame[columns], after.frame[columns])
@@ -109,24 +111,25 @@ def test_convert_sizes_a_log_without_vcs_and_refuses_one_without_a_size(tmp_path
     assert load_trace(tmp_path / "b").vc_nodes == {"cluster": 3}
 
 
-def test_convert_never_replaces_a_folder_it_did_not_write(tmp_path):
+def test_convert_replaces_a_folder_it_did_not_write_only_with_overwrite_and_never_the_input(tmp_path):
     source = philly(tmp_path)
     out = tmp_path / "out"
     out.mkdir()
     (out / "notes.txt").write_text("mine")
-    for extra in ([], ["--overwrite"]):
-        result = invoke("trace", "convert", source, "--out", out, *extra)
-        assert result.exit_code == 2 and (out / "notes.txt").read_text() == "mine"
+    result = invoke("trace", "convert", source, "--out", out)
+    assert result.exit_code == 2 and "notes.txt" in result.stderr and (out / "notes.txt").read_text() == "mine"
     inside = invoke("trace", "convert", source / "philly.csv", "--out", source, "--overwrite")
-    assert inside.exit_code == 2 and "input trace's folder" in inside.stderr
+    assert inside.exit_code == 2 and "holds an input" in inside.stderr
     assert sorted(p.name for p in source.iterdir()) == ["philly.csv", "vc_config.csv"]
 
 
-def test_convert_replaces_an_earlier_conversion_only_with_overwrite(tmp_path):
+def test_convert_replaces_an_earlier_conversion_as_runs_replace_earlier_runs(tmp_path):
     source, out = philly(tmp_path), tmp_path / "out"
     assert invoke("trace", "convert", source, "--out", out).exit_code == 0
+    assert invoke("trace", "convert", source, "--out", out).exit_code == 0
+    (out / "notes.txt").write_text("mine")
     again = invoke("trace", "convert", source, "--out", out)
-    assert again.exit_code == 2 and "--overwrite" in again.stderr
+    assert again.exit_code == 2 and "--overwrite" in again.stderr and (out / "notes.txt").is_file()
     assert invoke("trace", "convert", source, "--out", out, "--overwrite").exit_code == 0
 
 

@@ -81,7 +81,8 @@ def trace_check(ctx: typer.Context, **values: Any) -> None:
                   parameter("out_dir", Annotated[Path, typer.Option("--out", help="Folder to write (atomically): "
                             "cluster_full_log.csv, vc_config.csv and conversion.json.", show_default=False)]),
                   parameter("overwrite", Annotated[bool, typer.Option(
-                      help="Replace --out if it holds an earlier conversion (and nothing else).")], False)])
+                      help="Replace --out even if simcluster did not write it (never the input's folder); an earlier "
+                      "conversion is replaced without it.")], False)])
 def trace_convert(ctx: typer.Context, **values: Any) -> None:
     """Write any supported trace in our canonical folder format (Helios/Venus job log + vc_config.csv)."""
     from simcluster.traces.convert import check_target, job_log, write_canonical
@@ -105,7 +106,8 @@ def trace_convert(ctx: typer.Context, **values: Any) -> None:
         "gpus_per_node": values["gpus_per_node"], "jobs": len(frame), "skipped_rows": dict(loaded.skipped),
         "notes": notes, "submit_time": "whole seconds from the epoch",
     }
-    folder = write_canonical(values["out_dir"], frame, vc_nodes, provenance)
+    folder = write_canonical(values["out_dir"], frame, vc_nodes, provenance, inputs=(values["trace"],),
+                             overwrite=values["overwrite"])
     out.print(f"wrote {len(frame):,} jobs in {len(vc_nodes)} VC(s) ({sum(vc_nodes.values()):,} nodes × "
               f"{values['gpus_per_node']} GPUs) from a {provenance['format']} trace to [bold]{folder}[/]", highlight=False)
     if values["gpus_per_node"] != 8:

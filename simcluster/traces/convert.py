@@ -12,8 +12,9 @@ fastest GPU type alone (``total_steps`` ÷ that throughput, rounded up), an open
 fractional-GPU pods become whole-GPU jobs; job types and GPU types are dropped (``conversion.json``
 lists these notes).
 
-The folder is written atomically; an existing folder is replaced only with ``overwrite`` and only
-when it holds nothing but these files, and never the input's own folder.
+The folder is written atomically, by the rules of every folder simcluster writes
+(:func:`simcluster.results.check_output`): an earlier conversion is replaced, a folder holding anyone
+else's files only with ``overwrite``, the input's own folder never.
 """
 
 from __future__ import annotations
@@ -34,25 +35,12 @@ FILES = ("cluster_full_log.csv", "vc_config.csv", "conversion.json")
 COLUMNS = ["job_id", "user", "vc", "gpu_num", "submit_time", "duration"]
 
 
-def check_target(out: Path, source: Path, overwrite: bool) -> None:
-    """Refuse a target that would destroy anything but an earlier conversion (before any work)."""
-    target, src = out.resolve(), source.resolve()
-    protected = src if src.is_dir() else src.parent
-    if target == protected or target in protected.parents:
-        raise ValueError(f"--out {out}: replacing it would replace the input trace's folder; choose another")
-    if not target.exists():
-        return
-    if not target.is_dir():
-        raise ValueError(f"--out {out}: exists and is not a folder")
-    present = {p.name for p in target.iterdir()}
-    if not present:
-        return
-    if not overwrite:
-        raise ValueError(f"--out {out}: exists; choose a new folder, or --overwrite to replace an earlier conversion")
-    foreign = sorted(present - set(FILES))
-    if foreign:
-        raise ValueError(f"--out {out}: holds files a conversion did not write ({', '.join(foreign[:5])}); "
-                         "it is not replaced, even with --overwrite")
+def check_target(out: Path, source: Path, overwrite: bool) -> Path:
+    """Refuse, before any work, a target whose replacement would destroy the input or anyone's files:
+    the rules of every folder simcluster writes (:func:`simcluster.results.check_output`)."""
+    from simcluster.results import check_output
+
+    return check_output(out, "trace", [source], overwrite)
 
 
 def job_log(trace: Any, gpus_per_node: int, nodes: int | None = None, cluster_gpus: int | None = None,
@@ -109,9 +97,11 @@ def hetero_durations(trace: Any, throughputs: str | None = None) -> np.ndarray:
     return out
 
 
-def write_canonical(out: Path, frame: pd.DataFrame, vc_nodes: dict[str, int], provenance: dict[str, Any]) -> Path:
+def write_canonical(out: Path, frame: pd.DataFrame, vc_nodes: dict[str, int], provenance: dict[str, Any], *,
+                    inputs: tuple[Path, ...] = (), overwrite: bool = False) -> Path:
     from simcluster.results import write_folder
 
     config = pd.DataFrame({"vc": list(vc_nodes), "num": list(vc_nodes.values())})
     return write_folder(out, {"cluster_full_log.csv": frame, "vc_config.csv": config},
-                        {"conversion.json": json.dumps(provenance, indent=2, default=str) + "\n"})
+                        {"conversion.json": json.dumps(provenance, indent=2, default=str) + "\n"},
+                        kind="trace", inputs=inputs, overwrite=overwrite)
