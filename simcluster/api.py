@@ -222,6 +222,7 @@ def typed_columns(frame: pd.DataFrame, jobs: list[Job], per_type: TypeSeconds | 
     frame = frame.copy()
     frame["job_type"] = [j.job_type for j in rows]
     frame["total_steps"] = [j.total_steps for j in rows]
+    frame["steps_done"] = [j.progress * (j.speeds.rate if j.speeds is not None else 1.0) for j in rows]
     frame["priority_weight"] = [j.priority_weight for j in rows]
     frame["gpu_milli"] = [j.gpu_milli for j in rows]
     frame["migrations"] = [j.migrations for j in rows]

@@ -5,8 +5,8 @@ the Helios artifact's Philly config, ``vc,node num``; the first column may be un
 without one is a single VC (``cluster``) whose size the user chooses:
 
 * ``--nodes N``: N nodes of ``--gpus-per-node`` GPUs;
-* ``--cluster v100:512``: the spec's GPUs (all types together) in nodes of ``--gpus-per-node``;
-  GPU types matter only to the heterogeneous (Gavel) policies;
+* ``--cluster v100:512``: the spec's GPUs in nodes of ``--gpus-per-node``; the run then simulates
+  the spec itself, its GPU types included, under every policy;
 * ``--load X``: the fewest nodes on which the log's offered load is at most X, and never fewer
   than its largest job needs.
 

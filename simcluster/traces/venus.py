@@ -359,8 +359,7 @@ def _vc_sizes(path: Path, frame: pd.DataFrame, problems: RowProblems, vc_column:
         return {ONE_VC: count}, f"one VC of {count:,} nodes × {gpus_per_node} GPUs (--nodes)"
     if cluster is not None:
         count = check_nodes(nodes_of_cluster(cluster, gpus_per_node), gpus_per_node, "--cluster")
-        return {ONE_VC: count}, (f"one VC of {count:,} nodes × {gpus_per_node} GPUs (--cluster {cluster}; GPU types "
-                                 "matter only to heterogeneous policies)")
+        return {ONE_VC: count}, f"one VC of {count:,} nodes × {gpus_per_node} GPUs (--cluster {cluster})"
     assert load is not None
     if not load > 0:
         raise ValueError(f"--load must be positive, got {load}")

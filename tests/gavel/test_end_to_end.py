@@ -32,6 +32,8 @@ def test_every_policy_finishes_every_job(t100_results):
                                             "duration", "queue", "jct"}
         assert set(result.timeline.columns) >= {"time", "busy_gpus", "running_jobs", "pending_jobs"}
         assert result.summary["per_vc"]["cluster"]["jobs"] == 100
+        done = result.jobs["steps_done"] / result.jobs["total_steps"]
+        assert ((done - 1).abs() < 1e-6).all(), name  # every iteration of every job was run
         assert 0 < result.summary["gpu_utilization"] <= 1 + 1e-9
 
 
