@@ -106,6 +106,17 @@ def test_policies_lists_the_gavel_family():
     assert "max_min_fairness_packed" in listed and "gavel_fifo" in listed and "fifo" in listed
 
 
+@pytest.mark.parametrize("policy", ["fifo", "sjf", "srtf", "tiresias", "qssf", "lucid", "srtf-wrs", "sjf-ffs"])
+@pytest.mark.parametrize("placement", ["consolidate", "fastest-free"])
+def test_every_classic_policy_runs_a_gavel_trace_on_a_heterogeneous_cluster(gavel_traces, policy, placement):
+    trace = load_trace(gavel_traces / "t100.trace")
+    result = simulate(trace, SimConfig(policy=policy, placement=placement, cluster=CLUSTER, estimator="oracle"))
+    jobs = result.jobs
+    assert len(jobs) == 100 and jobs["end_time"].notna().all() and result.summary["placement"] == placement
+    assert ((jobs["steps_done"] / jobs["total_steps"] - 1).abs() < 1e-6).all()
+    assert set(result.summary["gpu_seconds_per_type"]) == {"v100", "p100", "k80"}
+
+
 def test_a_venus_trace_runs_under_a_gavel_policy_inside_each_vc():
     from simcluster.traces.synth import SynthSpec, synthesize
 
