@@ -172,8 +172,7 @@ class Rounds:
             self._grow(max(16, 2 * slot))
         self.jobs.append(job)
         self.slot[job] = slot
-        rate = job.speeds.rate if job.speeds is not None else 1.0
-        self.T[slot] = [rate * job.speed_on(t) for t in self.types]
+        self.T[slot] = self._solo_throughputs(job)
         self.share[slot] = job.gpus
         if not ((self.T[slot] > 0) & (self.cap >= job.gpu_num)).any():
             raise ValueError(f"job {job.job_id} needs {job.gpu_num} GPU(s) of one type it runs on; VC {self.vc.name} "
@@ -181,6 +180,16 @@ class Rounds:
         self.fractional |= job.gpu_milli < 1000
         self.active[slot] = job
         self.dirty = self.arrived = True
+
+    def _solo_throughputs(self, job: Job) -> list[float]:
+        """Iterations/s of ``job`` alone on each GPU type: the table's own figures where the job has a row in
+        it (rate × speed would differ in the last bit, and the LPs' ties follow such bits), else rate × speed."""
+        speeds, table = job.speeds, self.throughputs
+        if speeds is not None and speeds.key is not None and table is not None and speeds.key in table.solo:
+            row = table.solo[speeds.key]
+            return [float(row[table.gpu_types.index(t)]) if job.speed_on(t) > 0 else 0.0 for t in self.types]
+        rate = speeds.rate if speeds is not None else 1.0
+        return [rate * job.speed_on(t) for t in self.types]
 
     def _grow(self, size: int) -> None:
         def grown(a: np.ndarray, fill: float | bool) -> np.ndarray:
