@@ -93,6 +93,17 @@ class SimConfig:
                                     "(a relative path not found here is looked up beside the trace).", ESTIMATES)
     retrain_interval: float = setting(7 * 86400.0, "Seconds of simulated time between re-trainings of learned "
                                       "estimators.", ESTIMATES, above=0)
+    retrain_growth: float = setting(
+        0.25, "A learned model retrains at its interval only if what it learns from grew by this fraction since its "
+        "last training (0: at every interval): the ebm estimator's finished jobs, and the bins of lucid's forecaster "
+        "when it learns from the trace's own submissions; keeps a long trace's trainings few.",
+        ESTIMATES, min=0,
+    )
+    boosting: str = setting(
+        "fast", "How the learned duration and throughput models (ebm estimator, lucid's forecaster) boost: fast "
+        "(1 bag, learning rate 0.1, 64 bins, early stop: ~1/40 of the CPU, the same or a lower MAE) or interpret "
+        "(InterpretML's defaults with 2 outer bags: the former default).", ESTIMATES, choices=("fast", "interpret"),
+    )
     negative_estimates: float | None = setting(
         None, "An estimate below 0 in --estimates is replaced by this many seconds (the Lucid artifact: 1000); "
         "unset: used as it is.", ESTIMATES,

@@ -128,6 +128,8 @@ READERS: dict[str, Reader] = {
     "makespan_search": Reader(_policy(_subclass_of("MinTotalDuration", "MinTotalDurationPerf",
                                                    "MinTotalDurationPacked"))),
     "gandiva_pairing": Reader(_policy(_subclass_of("Gandiva"))),
+    "retrain_growth": Reader(lambda run: _estimator(run) == "ebm" or (run.policy is not None and _LUCID(run.policy))),
+    "boosting": Reader(lambda run: _estimator(run) == "ebm" or (run.policy is not None and _LUCID(run.policy))),
 }
 
 
@@ -252,4 +254,6 @@ _CONDITIONS = {  # settings read only together with another one
     "on_no_progress": "runs with node failures (--node-mtbf > 0)",
     "estimates": "qssf and lucid with --estimator file",
     "retrain_interval": "the ebm estimator (lucid's default; qssf with --estimator ebm)",
+    "retrain_growth": "the ebm estimator (lucid's default; qssf with --estimator ebm) and lucid's forecaster",
+    "boosting": "the ebm estimator (lucid's default; qssf with --estimator ebm) and lucid's throughput forecaster",
 }

@@ -7,6 +7,8 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from simcluster.cli import app
@@ -134,3 +136,53 @@ def test_a_bad_throughput_log_names_the_row_and_field(tmp_path, bad):
     path.write_text(bad)
     with pytest.raises(TraceError, match="submit_gpu_job|time"):
         read_throughput_log(path, "2020-04-01")
+
+
+@pytest.mark.parametrize("labels", [3, 2])
+def test_the_packing_scores_read_from_the_tables_are_the_classifiers_own(labels):
+    from simcluster.job import Workload
+    from simcluster.models.packing import FEATURES as PROFILE
+
+    tables = synthetic_tables()
+    if labels == 2:  # only "shares well" and "shares badly": a binary classifier, one logit
+        tables.pair[["speed1", "speed2"]] = np.where(tables.pair[["speed1", "speed2"]] < 0.85, 0.7, 0.99)
+    model = PackingModel(tables)
+    assert len(model.classes) == labels
+    for name, batch in zip(tables.single["model"], tables.single["batchsize"]):
+        workload = Workload(name, "d", int(batch), 0)
+        row = pd.DataFrame([model.profile(workload, 1)], columns=PROFILE)
+        assert model.score(workload, 1) == model.model.predict(row)[0]
+
+
+@settings(max_examples=40, deadline=None)
+@given(first=st.integers(-5, 5), counts=st.lists(st.integers(0, 30), min_size=0, max_size=DAY * 8),
+       beyond=st.integers(-10, 10))
+def test_the_throughput_training_frame_holds_what_each_bin_knew(first, counts, beyond):
+    series = SubmissionSeries(first, np.array(counts, dtype=float))
+    upto = first + len(counts) + beyond
+    rows, targets = series.training_frame(upto)
+    bins = [b for b in range(first + 6, upto - 6 + 1) if not np.isnan(series.next_hour(b))]
+    expected = pd.DataFrame([series.features(b) for b in bins], columns=rows.columns)
+    pd.testing.assert_frame_equal(rows, expected, check_dtype=False, check_exact=True)
+    np.testing.assert_array_equal(targets, [series.next_hour(b) for b in bins])
+
+
+@pytest.mark.parametrize("growth, trained_on_days", [(0.0, [2, 3, 4, 5, 6, 7, 8, 9, 10, 11]), (0.5, [2, 3, 5, 8])])
+def test_the_live_forecaster_retrains_daily_only_when_its_bins_grew_enough(growth, trained_on_days):
+    counts = rng.poisson(5.0, 12 * DAY).astype(float)
+    series = SubmissionSeries(0)
+    forecaster = ThroughputForecaster(series, retrain_growth=growth)
+    trained_at = []
+    for b, n in enumerate(counts):
+        series.record(b * BIN, n)
+        forecaster.forecast(b * BIN)
+        if len(trained_at) < forecaster.trainings:
+            trained_at.append(b)
+    assert trained_at == [day * DAY for day in trained_on_days]
+
+
+def test_explain_refuses_an_unknown_boosting_naming_the_choices(tmp_path):
+    result = CliRunner().invoke(app, ["explain", "--out", str(tmp_path), "--boosting", "slow"])
+    assert result.exit_code == 2
+    assert "boosting" in result.output and "fast, interpret" in result.output
+    assert not (tmp_path / "explain.json").exists()

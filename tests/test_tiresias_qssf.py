@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simcluster.api import simulate
-from simcluster.config import SimConfig
+from simcluster.config import ConfigError, SimConfig
 from simcluster.engine import Simulation
 from simcluster.estimators import make_estimator
 from simcluster.job import Job, JobState
@@ -185,3 +186,68 @@ def test_ebm_estimator_trains_weekly_on_finished_jobs_and_reports_quality():
     quality = result.summary["estimate_quality"]
     assert result.summary["jobs"] == 600 and quality["jobs"] == 600
     assert quality["mae"] > 0 and quality["median_relative_error"] >= 0
+
+
+def _finished_jobs(estimator, first: int, n: int, now: float) -> None:
+    """Submit and finish ``n`` jobs at ``now`` whose duration is 100 s per GPU (plus a little noise)."""
+    rng = random.Random(first)
+    for i in range(first, first + n):
+        gpus = rng.choice([1, 2, 4, 8])
+        job = Job(index=i, job_id=f"j{i}", vc="a", gpu_num=gpus, submit_time=int(now), user=f"u{i % 5}",
+                  duration=int(100 * gpus * rng.uniform(0.9, 1.1)))
+        estimator.estimate(job, now)
+        estimator.observe(job, now)
+
+
+def _probe(gpus: int = 1) -> Job:
+    return Job(index=10**6 + gpus, job_id=f"probe{gpus}", vc="a", gpu_num=gpus, submit_time=0, duration=1, user="u0")
+
+
+def test_ebm_estimator_learns_the_duration_from_the_gpu_count():
+    estimator = make_estimator(SimConfig(estimator="ebm", retrain_interval=100.0))
+    estimator.estimate(_probe(), 0.0)  # the first submission starts the clock: the first training is due at 100
+    _finished_jobs(estimator, 0, 300, 50.0)
+    assert estimator.estimate(_probe(8), 100.0) == pytest.approx(800, rel=0.15)
+    assert estimator.estimate(_probe(1), 100.0) == pytest.approx(100, rel=0.15)
+    assert estimator.trainings == 1 and estimator.trained_on == 300
+
+
+def test_ebm_estimator_retrains_only_when_enough_new_jobs_finished():
+    estimator = make_estimator(SimConfig(estimator="ebm", retrain_interval=100.0, retrain_growth=0.25))
+    estimator.estimate(_probe(), 0.0)
+    _finished_jobs(estimator, 0, 120, 50.0)
+    estimator.estimate(_probe(), 100.0)
+    assert estimator.trainings == 1 and estimator.trained_on == 120
+    _finished_jobs(estimator, 120, 20, 150.0)  # 140 < 120 × 1.25: not worth a training
+    estimator.estimate(_probe(), 200.0)
+    assert estimator.trainings == 1 and estimator.trained_on == 120
+    _finished_jobs(estimator, 140, 10, 250.0)  # 150 = 120 × 1.25
+    estimator.estimate(_probe(), 300.0)
+    assert estimator.trainings == 2 and estimator.trained_on == 150
+
+
+def test_ebm_estimator_waits_for_a_hundred_finished_jobs_and_retrains_every_interval_at_growth_zero():
+    estimator = make_estimator(SimConfig(estimator="ebm", retrain_interval=100.0, retrain_growth=0.0))
+    estimator.estimate(_probe(), 0.0)
+    _finished_jobs(estimator, 0, 99, 50.0)
+    estimator.estimate(_probe(), 100.0)
+    assert estimator.trainings == 0  # too few to learn from: it answers like the history estimator
+    _finished_jobs(estimator, 99, 1, 150.0)
+    for now in (200.0, 300.0):
+        estimator.estimate(_probe(), now)
+    assert estimator.trainings == 2 and estimator.trained_on == 100
+
+
+@pytest.mark.parametrize("boosting, bags", [("fast", 1), ("interpret", 2)])
+def test_ebm_estimator_boosts_as_the_boosting_setting_says(boosting, bags):
+    estimator = make_estimator(SimConfig(estimator="ebm", retrain_interval=100.0, boosting=boosting))
+    estimator.estimate(_probe(), 0.0)
+    _finished_jobs(estimator, 0, 150, 50.0)
+    estimator.estimate(_probe(), 100.0)
+    assert estimator.model.outer_bags == bags
+    assert estimator.estimate(_probe(4), 100.0) == pytest.approx(400, rel=0.2)
+
+
+def test_an_unknown_boosting_is_refused_naming_the_choices():
+    with pytest.raises(ConfigError, match="fast.*interpret"):
+        SimConfig.from_settings({"boosting": "slow"})

@@ -70,6 +70,8 @@ def explain(
                                                             "trace, else the trace's own submissions).")] = None,
     vc_config: Annotated[Path | None, typer.Option(help="VC config CSV, for a trace given as one CSV.")] = None,
     seed: Annotated[int, typer.Option(help="Seed of the models' training.")] = 0,
+    boosting: Annotated[str, typer.Option(help="How the workload and throughput models boost: fast or interpret "
+                                          "(InterpretML's defaults, the former default), as `run --boosting`.")] = "fast",
     as_json: Annotated[bool, typer.Option("--json", help="Print explain.json's content instead of tables.")] = False,
 ) -> None:
     """Train Lucid's three interpretable models as the `lucid` policy would and show what they learned.
@@ -84,8 +86,9 @@ def explain(
 
     try:
         loaded = load_trace(trace or DEFAULT_TRACE, vc_config)
-        config = SimConfig(policy="lucid", colocation=colocation, seed=seed,
-                           throughput_history=str(throughput_history) if throughput_history else None)
+        config = SimConfig.from_settings(
+            {"policy": "lucid", "colocation": colocation, "seed": seed, "boosting": boosting,
+             "throughput_history": str(throughput_history) if throughput_history else None}, where="options")
         target = out_dir or Path("results") / f"explain-{(trace or DEFAULT_TRACE).resolve().name.removesuffix('.csv')}"
         with err.status("training the packing, workload and throughput models…"):
             report = explain_models(loaded, config, target)

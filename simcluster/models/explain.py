@@ -94,7 +94,7 @@ def explain_workload(trace: Trace, config: SimConfig, out: Path) -> dict[str, An
     cut = int(len(jobs) * 0.8)
     if cut < 100 or len(jobs) - cut < 10:
         return {"note": f"too few jobs ({len(jobs)}) to train and test the workload model"}
-    model = fit_duration_model(rows.iloc[:cut], durations[:cut], config.seed)
+    model = fit_duration_model(rows.iloc[:cut], durations[:cut], config.seed, config.boosting)
     predicted = np.maximum(0.0, np.expm1(model.predict(rows.iloc[cut:])))
     report: dict[str, Any] = {"train_jobs": cut, "test_jobs": len(jobs) - cut,
                               "ebm": _errors(predicted, durations[cut:])}
@@ -137,7 +137,7 @@ def explain_throughput(trace: Trace, config: SimConfig, out: Path) -> dict[str, 
             series.record(float(t))
         cut, source = start + int((end - start) * 0.7), "the trace's own submissions"
     forecaster = tp.ThroughputForecaster(series, train_until=cut, quantile=config.share_load_quantile,
-                                         seed=config.seed)
+                                         seed=config.seed, boosting=config.boosting)
     if forecaster.model is None:
         return {"source": source, "note": "less than a day of bins to train on"}
     test = [b for b in range(cut, end + 1) if not math.isnan(series.next_hour(b))]

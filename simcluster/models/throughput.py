@@ -10,13 +10,13 @@ and the weekday.  Lucid shares GPUs only while this forecast is high
 The series is either a cluster's own log (``cluster_throughput.csv``: the
 model trains on its bins before the trace starts) or the simulated trace's
 submissions as they arrive (the model retrains every simulated day once two
-days are known; before that the forecast is the last hour's count).
+days are known, if the bins it can learn from grew by ``retrain_growth`` since
+its last training; before that the forecast is the last hour's count).
 """
 
 from __future__ import annotations
 
 import math
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from simcluster.models.additive import AdditivePredictor
+from simcluster.models.boosting import fit_regressor
 from simcluster.traces.side_files import read_side_csv, reject_first
 
 BIN = 600  # seconds per bin
@@ -85,39 +86,57 @@ class SubmissionSeries:
         return self._sum(b, HOUR)
 
     def training_frame(self, upto: int) -> tuple[pd.DataFrame, np.ndarray]:
-        """Features and targets of every bin whose next hour ends before bin ``upto``."""
-        start = self.first + HOUR
-        bins = range(start, upto - HOUR + 1)
-        rows = pd.DataFrame([self.features(b) for b in bins], columns=FEATURES)
-        targets = np.array([self.next_hour(b) for b in bins], dtype=float)
+        """Features and targets of every bin whose next hour ends before bin ``upto``.
+
+        Row for row what :meth:`features` and :meth:`next_hour` give, built with array
+        arithmetic (a running sum) rather than bin by bin: venus_sept's log (26,053 bins)
+        takes ~0.2 CPU-s one bin at a time, ~10 ms this way.
+        """
+        bins = np.arange(self.first + HOUR, upto - HOUR + 1)
+        counts = np.asarray(self.counts, dtype=float)
+        running = np.concatenate(([0.0], np.cumsum(counts)))  # running[i]: sum of counts[:i]
+
+        def window_sum(start: np.ndarray, n: int) -> np.ndarray:
+            """Sums of ``n`` bins from each bin ``start`` on (NaN where the series does not reach)."""
+            i = start - self.first
+            inside = (i >= 0) & (i + n <= len(counts))
+            safe = np.where(inside, i, 0)
+            return np.where(inside, running[np.minimum(safe + n, len(counts))] - running[safe], math.nan)
+
+        columns = {f"last_{10 * k}min": window_sum(bins - k, 1) for k in range(1, HOUR + 1)}
+        columns.update(last_hour=window_sum(bins - HOUR, HOUR), next_hour_yesterday=window_sum(bins - DAY, HOUR),
+                       next_hour_last_week=window_sum(bins - WEEK, HOUR), hour=(bins // HOUR) % 24,
+                       weekday=((bins // DAY + EPOCH_WEEKDAY) % 7).astype(str))
+        targets = window_sum(bins, HOUR)
         keep = ~np.isnan(targets)
-        return rows[keep].reset_index(drop=True), targets[keep]
+        return pd.DataFrame(columns, columns=FEATURES)[keep].reset_index(drop=True), targets[keep]
 
 
-def fit_throughput_model(rows: pd.DataFrame, targets: np.ndarray, seed: int = 0) -> Any:
-    from interpret.glassbox import ExplainableBoostingRegressor  # heavy import, only when used
-
-    model = ExplainableBoostingRegressor(feature_types=FEATURE_TYPES, interactions=0, outer_bags=2, n_jobs=1,
-                                         random_state=seed)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # the first day has no "yesterday": missing on purpose
-        warnings.simplefilter("ignore", RuntimeWarning)  # nor a week ago: an all-missing column
-        model.fit(rows, np.log1p(targets))
-    return model
+def fit_throughput_model(rows: pd.DataFrame, targets: np.ndarray, seed: int = 0, boosting: str = "fast") -> Any:
+    """An EBM regressor of log(1 + next hour's submissions); ``boosting="fast"``
+    (:data:`~simcluster.models.boosting.FAST_BOOSTING`) fits months of a log (26,000 bins) in 0.24 CPU-s, not 3.8."""
+    return fit_regressor(rows, np.log1p(targets), FEATURE_TYPES, seed, boosting)
 
 
 class ThroughputForecaster:
     """Forecast of next hour's submissions at each bin, and the level above which load counts as high.
 
     ``history``: a series to train on once, up to ``train_until`` (a bin); without one, the series
-    is the trace's own and the model retrains every ``retrain_bins`` once two days are known.
+    is the trace's own and the model retrains every ``retrain_bins`` once two days are known, if the
+    bins it learns from grew by ``retrain_growth`` (a fraction) since its last training.  Daily
+    retraining on everything costs the square of the trace's length: lucid on Philly (15 weeks,
+    no log of its own) trained it 101 times in 15.3 CPU-s; with ``retrain_growth=0.25``, 14 times
+    in 2.1 CPU-s, for a forecast MAE of 36.0 submissions an hour instead of 34.6 and an avg JCT
+    of 14,019 s instead of 14,056 s.
     The level is either a fixed rate, ``min_rate`` submissions per bin (load is high above it), or,
     without one, the ``quantile`` of the hourly submissions trained on (high at or above it).
     """
 
     def __init__(self, series: SubmissionSeries, train_until: int | None = None, quantile: float = 0.5,
-                 retrain_bins: int = DAY, seed: int = 0, min_rate: float | None = None) -> None:
-        self.series, self.quantile, self.seed = series, quantile, seed
+                 retrain_bins: int = DAY, seed: int = 0, min_rate: float | None = None,
+                 boosting: str = "fast", retrain_growth: float = 0.0) -> None:
+        self.series, self.quantile, self.seed, self.boosting = series, quantile, seed, boosting
+        self.retrain_growth = retrain_growth
         self.min_rate = min_rate
         self.live = train_until is None
         self.retrain_bins = retrain_bins
@@ -132,9 +151,9 @@ class ThroughputForecaster:
 
     def train(self, upto: int) -> None:
         rows, targets = self.series.training_frame(upto)
-        if len(rows) < DAY:
-            return
-        self.model = fit_throughput_model(rows, targets, self.seed)
+        if len(rows) < DAY or len(rows) < self.trained_on * (1.0 + self.retrain_growth):
+            return  # too little to learn from, or too little new since the last training
+        self.model = fit_throughput_model(rows, targets, self.seed, self.boosting)
         self._predict = AdditivePredictor(self.model)
         if self.min_rate is None:
             self.threshold = float(np.quantile(targets, self.quantile))
