@@ -16,14 +16,20 @@ from typing import Any
 
 import pandas as pd
 
+from simcluster.cluster_spec import ONE_VC, ClusterSpec, parse_cluster
 from simcluster.colocation.loader import ColocationModel
 from simcluster.config import SimConfig
 from simcluster.engine import Simulation
+from simcluster.job import Job
 from simcluster.metrics import ClusterTimeline, FinishedJobs, Observer
 from simcluster.metrics.fairness import finish_time_fairness, users_table
+from simcluster.metrics.gpu_types import TypeSeconds
 from simcluster.metrics.summary import jobs_frame, summarize
-from simcluster.scope import ROUNDS, check_settings, engine_of
-from simcluster.traces import Trace
+from simcluster.policies import POLICIES
+from simcluster.scope import check_settings
+from simcluster.throughputs import ThroughputTable, load_throughputs
+from simcluster.traces import Trace, TraceError
+from simcluster.traces.hetero import HeteroTrace
 
 
 @dataclass
@@ -70,9 +76,13 @@ def load_trace(trace: str | os.PathLike[str] | pd.DataFrame,
     return load_file(trace, vc_config, **options)
 
 
-def simulate(trace: Trace, config: SimConfig | None = None, observers: Iterable[Observer] = (),
-             colocation: ColocationModel | None = None) -> RunResult:
-    """Replay ``trace`` under ``config``.
+def simulate(trace: Trace | HeteroTrace, config: SimConfig | None = None, observers: Iterable[Observer] = (),
+             colocation: ColocationModel | None = None, throughputs: ThroughputTable | None = None) -> RunResult:
+    """Replay ``trace`` under ``config``: every policy on every trace and cluster shape, one engine.
+
+    The cluster is the trace's own (its VCs; an openb node list), or ``config.cluster`` (``--cluster
+    v100:4,p100:4``: one VC of those GPUs, into which a trace's VCs are merged, with a warning).
+    ``colocation`` and ``throughputs`` override the model and table that ``config`` names.
 
     >>> from simcluster.traces.synth import SynthSpec, synthesize
     >>> result = simulate(synthesize(SynthSpec(jobs=50, nodes=4, vcs=2, seed=1)), SimConfig(policy="sjf"))
@@ -81,23 +91,28 @@ def simulate(trace: Trace, config: SimConfig | None = None, observers: Iterable[
     """
     config = config or SimConfig()
     warnings = check_settings(trace, config)  # a given setting the run would ignore: error or warning
-    if engine_of(trace, config) == ROUNDS:  # heterogeneous clusters, Gavel's policies
-        from simcluster.hetero.run import simulate_hetero
-
-        if config.until or config.spread_penalty:  # the round-based engine has neither (yet): never silently
-            raise ValueError("--until and --spread-penalty apply to event-driven runs only, not to the round-based "
-                             "engine of heterogeneous clusters and Gavel's policies")
-        result = RunResult(*simulate_hetero(trace, config, observers))
-        result.summary["warnings"] = warnings
-        return result
     config = files_beside_trace(config, trace)
     throughput_log = getattr(trace, "throughput_log", None)
     if config.throughput_history is None and throughput_log:  # the cluster's own log, for lucid's forecast
         config = replace(config, throughput_history=throughput_log)
+    spec, merged = cluster_of(trace, config)
+    if merged:
+        warnings.append(merged)
+    load0 = time.process_time()
+    table = throughputs if throughputs is not None else throughput_table(trace, config)
+    load_cpu = trace.load_cpu_seconds + (time.process_time() - load0 if table is not None else 0.0)  # table: loading
     cpu0 = time.process_time()
-    jobs = trace.make_jobs()
+    jobs = trace.make_jobs(table) if isinstance(trace, HeteroTrace) else trace.make_jobs()
+    if merged:
+        for job in jobs:
+            job.vc = job.queue_vc = ONE_VC
+    policy_class = POLICIES.get(config.policy)
+    if spec.typed or merged or isinstance(trace, HeteroTrace):  # the loader checked a job log against its VCs
+        check_fits(trace, jobs, spec, getattr(policy_class, "one_type_per_job", False))
     finished, timeline = FinishedJobs(), ClusterTimeline()
-    sim = Simulation(jobs, trace.vc_nodes, config, [finished, timeline, *observers], colocation)
+    per_type = TypeSeconds(spec.gpu_types) if spec.typed else None
+    watchers = [finished, timeline, *([per_type] if per_type else []), *observers]
+    sim = Simulation(jobs, spec, config, watchers, colocation, table)
     with _quiet_gc():
         sim.run()
     sim_cpu = time.process_time() - cpu0
@@ -114,13 +129,22 @@ def simulate(trace: Trace, config: SimConfig | None = None, observers: Iterable[
     frame["rho"] = finish_time_fairness(frame, vc_gpus)
     end = float(frame["end_time"].max()) if len(frame) and not left else sim.env.now
     vc_sharing = {name: vc.sharing_seconds(end) for name, vc in sim.cluster.vcs.items()}
-    sharing = {}
+    extra: dict[str, Any] = {}
     if sim.colocation is not None:
-        sharing = {"colocation": sim.colocation.source,
-                   "colocation_provenance": getattr(sim.colocation, "provenance", None)
-                   or {"kind": "tables", "description": sim.colocation.source},
-                   "colocation_fallbacks": sim.colocation.fallback_counts()}
+        extra = {"colocation": sim.colocation.source,
+                 "colocation_provenance": getattr(sim.colocation, "provenance", None)
+                 or {"kind": "tables", "description": sim.colocation.source},
+                 "colocation_fallbacks": sim.colocation.fallback_counts()}
         warnings += colocation_warnings(config.colocation, sim.colocation.fallback_counts())
+    elif table is not None and (frame["shared_seconds"] > 0).any():
+        extra = {"colocation": f"throughput table pairs ({table.source})"}
+    if isinstance(trace, HeteroTrace) or spec.typed:
+        frame, typed = typed_columns(frame, finished.jobs + left, per_type, sim.env.now)
+        extra |= typed | {"cluster": spec.as_dict()}
+    if table is not None:
+        extra["throughputs"] = table.source
+    if notes := getattr(trace, "notes", None):
+        extra["trace_notes"] = notes
     stopped: dict[str, Any] = {}
     if left or config.until:
         stopped = {"stopped_at": sim.env.now, "unfinished_jobs": len(left),
@@ -128,14 +152,87 @@ def simulate(trace: Trace, config: SimConfig | None = None, observers: Iterable[
                    "abandoned_jobs": [j.job_id for j in sorted(sim.abandoned, key=lambda j: j.index)]}
     summary = summarize(
         frame, vc_gpus, vc_sharing, partition_gpus, sim.env.now if left else None,
-        policy=config.policy, placement=config.placement, trace=trace.source,
-        trace_format=getattr(trace, "format", "venus"), trace_sizing=getattr(trace, "sizing", ""), seed=config.seed,
-        gpus=sum(vc_gpus.values()) + partition_gpus, node_failures=finished.node_failures,
-        sim_cpu_seconds=sim_cpu, load_cpu_seconds=trace.load_cpu_seconds,
-        skipped_rows=dict(trace.skipped), config=config.as_dict(), **sim.policy.report(), **sharing, **stopped,
+        policy=config.policy, placement=policy_class.own_placement or config.placement, trace=trace.source,
+        trace_format=getattr(trace, "format", None) or getattr(trace, "kind", "venus"),
+        trace_sizing=getattr(trace, "sizing", ""), seed=config.seed, gpus=sum(vc_gpus.values()) + partition_gpus,
+        node_failures=finished.node_failures,
+        sim_cpu_seconds=sim_cpu, load_cpu_seconds=load_cpu,
+        skipped_rows=dict(trace.skipped), config=config.as_dict(), **sim.policy.report(), **extra, **stopped,
         warnings=warnings,
     )
     return RunResult(frame, series, summary)
+
+
+def cluster_of(trace: Trace | HeteroTrace, config: SimConfig) -> tuple[ClusterSpec, str]:
+    """The cluster a run simulates, and a warning when ``--cluster`` merges the trace's VCs into one.
+
+    ``--cluster`` always wins (one VC); otherwise a job log's VCs (typed when its VC config has a
+    ``gpu_type`` column), an openb pod list's node list; a Gavel trace has no cluster of its own."""
+    own: ClusterSpec | None = getattr(trace, "cluster", None)
+    if config.cluster:
+        spec = parse_cluster(config.cluster, config.gpus_per_node)
+        vcs = list(own.vcs if own is not None else trace.vc_nodes)
+        if vcs != [ONE_VC]:
+            return spec, (f"--cluster {config.cluster}: the trace's {len(vcs)} VC(s) ({', '.join(vcs[:5])}"
+                          f"{', …' if len(vcs) > 5 else ''}) are merged into one VC '{ONE_VC}' of {spec.describe()}")
+        return spec, ""
+    if own is not None:
+        return own, ""
+    if isinstance(trace, HeteroTrace):  # a Gavel trace has no cluster of its own: input missing, not a type error
+        raise ValueError(f"{trace.source}: give the cluster with --cluster, e.g. --cluster v100:4,p100:4,k80:4 "  # noqa: TRY004
+                         "(GPU counts per type) or a node-list CSV")
+    return ClusterSpec.uniform(trace.vc_nodes, config.gpus_per_node, trace.source), ""
+
+
+def throughput_table(trace: Trace | HeteroTrace, config: SimConfig) -> ThroughputTable | None:
+    """The table of per-type throughputs a trace's job types need (Gavel's), None for traces without job types."""
+    if isinstance(trace, HeteroTrace) and not trace.uniform:
+        return load_throughputs(config.throughputs)
+    return None
+
+
+def check_fits(trace: Trace | HeteroTrace, jobs: list[Job], spec: ClusterSpec, one_type: bool) -> None:
+    """Every job must fit in its VC on GPU types it runs on (on one such type when ``one_type``: a round
+    policy runs a job on GPUs of one type); else a TraceError naming the job (and its line)."""
+    lines = trace.frame["line"].tolist() if "line" in trace.frame else None
+    room: dict[tuple[int, str], tuple[int, str]] = {}
+    for job in jobs:
+        key = (id(job.speeds), job.queue_vc)
+        if key not in room:
+            gpus = {t: n for t, n in spec.type_gpus(job.queue_vc).items() if job.speed_on(t) > 0}
+            room[key] = (max(gpus.values(), default=0) if one_type else sum(gpus.values()), ", ".join(gpus))
+        if job.gpu_num <= room[key][0]:
+            continue
+        line = lines[job.index] if lines is not None else None
+        described = spec.describe() if len(spec.vcs) == 1 else f"VC {job.queue_vc!r}"
+        if not room[key][1]:
+            asked = f"asks for GPU model(s) {'|'.join(job.speeds.speeds) if job.speeds else '?'!r}, none of which"
+            raise TraceError(trace.source, f"job {job.job_id} {asked} the cluster has ({described})", line=line,
+                             field="gpu_spec" if job.speeds is not None and job.speeds.key is None else "job_type")
+        where = "of one type it runs on" if one_type else "of types it runs on"
+        raise TraceError(trace.source, f"job {job.job_id} needs {job.gpu_num} GPU(s) {where}; the cluster "
+                         f"({described}) has {room[key][0]}", line=line,
+                         field="scale_factor" if isinstance(trace, HeteroTrace) else "gpu_num")
+
+
+def typed_columns(frame: pd.DataFrame, jobs: list[Job], per_type: TypeSeconds | None,
+                  now: float) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """jobs.csv's columns for traces of job types and clusters of GPU types, and the summary's figures."""
+    rows = sorted(jobs, key=lambda j: j.index)
+    frame = frame.copy()
+    frame["job_type"] = [j.job_type for j in rows]
+    frame["total_steps"] = [j.total_steps for j in rows]
+    frame["steps_done"] = [j.progress * (j.speeds.rate if j.speeds is not None else 1.0) for j in rows]
+    frame["priority_weight"] = [j.priority_weight for j in rows]
+    frame["gpu_milli"] = [j.gpu_milli for j in rows]
+    frame["migrations"] = [j.migrations for j in rows]
+    figures: dict[str, Any] = {"migrations": int(sum(j.migrations for j in rows))}
+    if per_type is not None:
+        per_type.close_all(now)
+        for gpu_type in per_type.types:
+            frame[f"seconds_{gpu_type}"] = [per_type.of(j)[gpu_type] for j in rows]
+        figures["gpu_seconds_per_type"] = dict(per_type.gpu_seconds)
+    return frame, figures
 
 
 def colocation_warnings(spec: str, fallbacks: dict[str, int]) -> list[str]:

@@ -1,33 +1,51 @@
-"""The cluster model: virtual clusters (VCs) of nodes of GPUs.
+"""The cluster model: virtual clusters (VCs) of nodes of GPUs, each node with a GPU type.
 
 State only; the life of a node (failures, repairs) is a SimPy process in
 :mod:`simcluster.engine`.  Every node sits in exactly one *free-count
 bucket* of its VC, a bit mask over node indices, so placement finds "the
 lowest-indexed node with exactly k free GPUs" in O(1) big-int operations
 instead of sorting every node on every attempt.
+
+A VC may hold nodes of several GPU types (``v100``, ``k80``; ``gpu`` for traces that name none).
+The VC's own buckets span all its nodes, so a heterogeneity-agnostic placement sees one pool of
+GPUs; a VC of several types also keeps a :class:`Pool` per type, with buckets of its own, for
+placements and policies that choose the type.  A single-type VC is its own and only pool, so
+clusters without types pay nothing for them.
+
+Jobs asking for a fraction of a GPU (``gpu_milli`` < 1000, the openb trace) share GPUs by fraction:
+when a run has such jobs, each node counts the thousandths in use on each GPU and each pool files
+its partly used GPUs by use (:class:`Fractions`), for best-fit placement.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right, insort
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
+from simcluster.cluster_spec import DEFAULT_GPU_TYPE, ClusterSpec
 from simcluster.job import Job
 from simcluster.queue import JobQueue
+
+WHOLE = 1000  # thousandths of a GPU
 
 
 @dataclass(eq=False)
 class Node:
-    """A machine with ``gpu_count`` GPUs; ``gpus[i]`` lists the jobs on GPU i.
+    """A machine with ``gpu_count`` GPUs of one type; ``gpus[i]`` lists the jobs on GPU i.
 
     A GPU holds one job, or several when a sharing policy colocates them
-    (``attach``); ``free_gpus`` counts idle GPUs only.
+    (``attach``) or jobs take fractions of it; ``free_gpus`` counts idle GPUs only.
     """
 
     vc: VirtualCluster
     index: int  # position inside its VC (placement tie-break order)
     name: str
     gpu_count: int
+    gpu_type: str = DEFAULT_GPU_TYPE
+    gpu_memory: float = 0.0  # MiB per GPU; 0: not known (sharing policies then use --gpu-memory)
+    pool: Pool | None = None  # the pool of its GPU type (the VC itself when the VC has one type)
+    slot: int = 0  # position inside its pool
     gpus: list[list[Job]] = field(default_factory=list)
     free_ids: list[int] = field(default_factory=list)  # idle GPU indices, ascending
     jobs: dict[Job, list[int]] = field(default_factory=dict)
@@ -36,6 +54,7 @@ class Node:
     shared: int = 0  # GPUs holding two or more
     extra: int = 0  # jobs beyond the first on each GPU, summed over GPUs
     bucket: int | None = None  # the free-count bucket the node is filed under
+    milli: list[int] | None = None  # thousandths in use per GPU, kept only when jobs take fractions
 
     def __post_init__(self) -> None:
         self.gpus = [[] for _ in range(self.gpu_count)]
@@ -58,10 +77,12 @@ class Node:
         self.jobs[job] = taken
         self.used += count
         self.vc._refile(self, count)
+        if self.milli is not None:
+            self._use_fractions(taken, job.gpu_milli)
         return taken
 
     def attach(self, job: Job, ids: list[int]) -> list[int]:
-        """Put ``job`` on exactly these GPUs, idle or already running other jobs (sharing)."""
+        """Put ``job`` on exactly these GPUs, idle or already running other jobs (sharing, fractions)."""
         assert self.up and job not in self.jobs
         newly_used = newly_shared = extra = 0
         for i in ids:
@@ -78,10 +99,14 @@ class Node:
         self.shared += newly_shared
         self.extra += extra
         self.vc._refile(self, newly_used, newly_shared, extra)
+        if self.milli is not None:
+            self._use_fractions(ids, job.gpu_milli)
         return list(ids)
 
     def release(self, job: Job) -> None:
         taken = self.jobs.pop(job)
+        if self.milli is not None:
+            self._use_fractions(taken, -job.gpu_milli)
         if not self.shared:  # every GPU of the job was its alone: the common, fast case
             for i in taken:
                 self.gpus[i].clear()
@@ -106,6 +131,13 @@ class Node:
         self.extra -= extra
         self.vc._refile(self, -len(freed), -unshared, -extra)
 
+    def _use_fractions(self, ids: list[int], delta: int) -> None:
+        assert self.milli is not None and self.pool is not None
+        for i in ids:
+            before = self.milli[i]
+            self.milli[i] = before + delta
+            self.pool.fractions.move(self, i, before, before + delta)
+
     def partners(self, job: Job) -> set[Job]:
         """Other jobs sharing a GPU of this node with ``job``."""
         return {other for i in self.jobs[job] for other in self.gpus[i] if other is not job}
@@ -115,28 +147,130 @@ class Node:
         assert up or not self.jobs, "evict jobs before taking a node down"
         self.up = up
         self.vc._refile(self, 0)
+        if self.milli is not None and self.pool is not None:
+            self.pool.fractions.node_up(self, up)
 
 
-class VirtualCluster:
-    """A tenant's share of the cluster: its nodes and its jobs.
+class Fractions:
+    """A pool's GPUs that hold fractional jobs and have room left, filed by thousandths in use.
 
-    >>> vc = VirtualCluster("vc1", nodes=2, gpus_per_node=8)
-    >>> vc.total_gpus, vc.free_gpus
-    (16, 16)
+    :meth:`best_fit` finds the fullest GPU that still holds a fraction (the one leaving least room
+    idle), ties by node order and GPU index.
+
+    >>> fr = Fractions()
+    >>> vc = VirtualCluster("v", nodes=1, gpus_per_node=2)
+    >>> node = vc.nodes[0]
+    >>> fr.move(node, 0, 0, 300); fr.move(node, 1, 0, 600)
+    >>> fr.best_fit(400), fr.best_fit(300), fr.best_fit(800)
+    ((0, 1), (0, 1), None)
     """
 
-    def __init__(self, name: str, nodes: int, gpus_per_node: int = 8, totals: GpuCounts | None = None) -> None:
+    __slots__ = ("at", "down", "levels")
+
+    def __init__(self) -> None:
+        self.levels: list[int] = []  # thousandths in use that some GPU here has, ascending
+        self.at: dict[int, dict[tuple[int, int], Node]] = {}  # thousandths in use → (node slot, GPU) → node
+        self.down: set[int] = set()  # slots of nodes that are down
+
+    def move(self, node: Node, gpu: int, before: int, after: int) -> None:
+        key = (node.slot, gpu)
+        if 0 < before < WHOLE:
+            level = self.at[before]
+            del level[key]
+            if not level:
+                del self.at[before]
+                self.levels.remove(before)
+        if 0 < after < WHOLE:
+            if after not in self.at:
+                self.at[after] = {}
+                insort(self.levels, after)
+            self.at[after][key] = node
+
+    def node_up(self, node: Node, up: bool) -> None:
+        (self.down.discard if up else self.down.add)(node.slot)
+
+    def best_fit(self, milli: int, avoid: set[tuple[int, int]] = frozenset()) -> tuple[int, int] | None:  # type: ignore[assignment]
+        """(node slot, GPU) of the fullest partly used GPU with room for ``milli``, or None."""
+        for k in range(bisect_right(self.levels, WHOLE - milli) - 1, -1, -1):
+            found = [key for key in self.at[self.levels[k]] if key not in avoid and key[0] not in self.down]
+            if found:
+                return min(found)
+        return None
+
+
+class Pool:
+    """Nodes (of one GPU type, or all of a VC's) with free-count buckets: what a placement searches.
+
+    ``nodes[i]`` is the node of bit i of the buckets; ``gpus_per_node`` the largest node's GPUs.
+    """
+
+    def __init__(self, gpu_type: str, nodes: list[Node]) -> None:
+        self.gpu_type = gpu_type
+        self.nodes = nodes
+        self.gpus_per_node = max((n.gpu_count for n in nodes), default=0)
+        self.total_gpus = sum(n.gpu_count for n in nodes)
+        self.free_gpus = self.total_gpus
+        self.fractions = Fractions()
+        # buckets[k]: bit i set <=> nodes[i] is up and has exactly k free GPUs
+        self.buckets = [0] * (self.gpus_per_node + 1)
+        for slot, node in enumerate(nodes):
+            node.pool, node.slot = self, slot
+            node.bucket = node.gpu_count
+            self.buckets[node.gpu_count] |= 1 << slot
+
+    def _move(self, position: int, before: int | None, after: int | None) -> None:
+        """Move the node at bit ``position`` from free-count bucket ``before`` to ``after`` (None: down)."""
+        bit = 1 << position
+        if before is not None:
+            self.buckets[before] &= ~bit
+            self.free_gpus -= before
+        if after is not None:
+            self.buckets[after] |= bit
+            self.free_gpus += after
+
+    def nodes_with_free(self, k: int) -> Iterator[Node]:
+        """Up nodes with exactly ``k`` free GPUs, in node order."""
+        mask = self.buckets[k] if k < len(self.buckets) else 0
+        while mask:
+            low = mask & -mask
+            yield self.nodes[low.bit_length() - 1]
+            mask ^= low
+
+
+class VirtualCluster(Pool):
+    """A tenant's share of the cluster: its nodes and its jobs.
+
+    ``groups`` gives its nodes as (GPU type, nodes, GPUs per node, GPU memory) rows; without them it
+    has ``nodes`` nodes of ``gpus_per_node`` untyped GPUs.
+
+    >>> vc = VirtualCluster("vc1", nodes=2, gpus_per_node=8)
+    >>> vc.total_gpus, vc.free_gpus, vc.gpu_types
+    (16, 16, ('gpu',))
+    >>> mixed = VirtualCluster("c", groups=[("v100", 1, 4, 16384), ("k80", 2, 4, 12288)])
+    >>> mixed.gpu_types, mixed.pools["k80"].total_gpus, [n.slot for n in mixed.nodes]
+    (('v100', 'k80'), 8, [0, 0, 1])
+    """
+
+    def __init__(self, name: str, nodes: int = 0, gpus_per_node: int = 8, totals: GpuCounts | None = None,
+                 groups: list[tuple[str, int, int, float]] | None = None) -> None:
         self.name = name
         self.totals = totals or GpuCounts()  # the whole cluster's counts, kept up to date by every VC
-        self.gpus_per_node = gpus_per_node
-        self.nodes = [Node(self, i, f"{name}/n{i}", gpus_per_node) for i in range(nodes)]
-        self.total_gpus = nodes * gpus_per_node
-        self.free_gpus = self.total_gpus
-        # buckets[k]: bit i set <=> node i is up and has exactly k free GPUs
-        self.buckets = [0] * (gpus_per_node + 1)
-        self.buckets[gpus_per_node] = (1 << nodes) - 1
-        for node in self.nodes:
-            node.bucket = gpus_per_node
+        rows = groups if groups is not None else [(DEFAULT_GPU_TYPE, nodes, gpus_per_node, 0.0)]
+        members: list[Node] = []
+        for gpu_type, count, per_node, memory in rows:
+            members += [Node(self, len(members) + i, "", per_node, gpu_type, memory) for i in range(count)]
+        for node in members:
+            node.name = f"{name}/n{node.index}"
+        self.gpu_types: tuple[str, ...] = tuple(dict.fromkeys(n.gpu_type for n in members)) or (DEFAULT_GPU_TYPE,)
+        if len(self.gpu_types) > 1:  # a pool per type first: the VC-wide pool below makes itself theirs too
+            self.pools: dict[str, Pool] = {t: Pool(t, [n for n in members if n.gpu_type == t]) for t in self.gpu_types}
+            typed = [(n.pool, n.slot) for n in members]
+        super().__init__(self.gpu_types[0] if len(self.gpu_types) == 1 else "", members)
+        if len(self.gpu_types) > 1:
+            for node, (pool, slot) in zip(members, typed):
+                node.pool, node.slot = pool, slot
+        else:
+            self.pools = {self.gpu_types[0]: self}
         self.used_gpus = 0  # GPUs holding at least one job
         self.shared_gpus = 0  # GPUs holding two or more
         self.extra_jobs = 0  # jobs beyond the first on each GPU
@@ -145,17 +279,23 @@ class VirtualCluster:
         self._since = 0.0
         self.pending: JobQueue = JobQueue()
         self.running: dict[Job, None] = {}  # insertion-ordered set
+        self.to_arrive = 0  # jobs of this VC not submitted yet (the simulation counts them down)
+        self.fastest_first = self.gpu_types  # its GPU types, fastest first (the cluster sets it)
+
+    def track_fractions(self) -> None:
+        """Count thousandths in use per GPU from now on (a run with jobs that take GPU fractions)."""
+        for node in self.nodes:
+            if node.milli is None:
+                node.milli = [WHOLE if holders else 0 for holders in node.gpus]
 
     def _refile(self, node: Node, used_delta: int, shared_delta: int = 0, extra_delta: int = 0) -> None:
         """Move ``node`` to the bucket of its current free count and update the VC's counts."""
-        bit = 1 << node.index
-        if node.bucket is not None:
-            self.buckets[node.bucket] &= ~bit
-            self.free_gpus -= node.bucket
-        node.bucket = node.free_gpus if node.up else None
-        if node.bucket is not None:
-            self.buckets[node.bucket] |= bit
-            self.free_gpus += node.bucket
+        before, after = node.bucket, (node.free_gpus if node.up else None)
+        if before != after:
+            self._move(node.index, before, after)
+            node.bucket = after
+            if node.pool is not self:
+                node.pool._move(node.slot, before, after)  # type: ignore[union-attr]
         self.used_gpus += used_delta
         self.totals.used += used_delta
         if shared_delta or extra_delta:  # only sharing changes these: integrate them over time
@@ -173,14 +313,6 @@ class VirtualCluster:
         return (self.shared_gpu_seconds + self.shared_gpus * (now - self._since),
                 self.extra_gpu_seconds + self.extra_jobs * (now - self._since))
 
-    def nodes_with_free(self, k: int) -> Iterator[Node]:
-        """Up nodes with exactly ``k`` free GPUs, in node order."""
-        mask = self.buckets[k]
-        while mask:
-            low = mask & -mask
-            yield self.nodes[low.bit_length() - 1]
-            mask ^= low
-
 
 @dataclass
 class GpuCounts:
@@ -189,18 +321,29 @@ class GpuCounts:
 
 
 class Cluster:
-    """All virtual clusters, built from a ``{vc: node count}`` mapping."""
+    """All virtual clusters, built from a :class:`~simcluster.cluster_spec.ClusterSpec` or a
+    ``{vc: node count}`` mapping (untyped nodes of ``gpus_per_node`` GPUs).
 
-    def __init__(self, vc_nodes: Mapping[str, int], gpus_per_node: int = 8) -> None:
+    ``fastest_first``: GPU types by descending speed (heterogeneity-aware policies fill them in this
+    order); by default the cluster's own type order.
+    """
+
+    def __init__(self, vcs: Mapping[str, int] | ClusterSpec, gpus_per_node: int = 8,
+                 fastest_first: tuple[str, ...] = ()) -> None:
         if gpus_per_node <= 0:
             raise ValueError("gpus_per_node must be positive")
+        spec = vcs if isinstance(vcs, ClusterSpec) else ClusterSpec.uniform(vcs, gpus_per_node)
+        self.spec = spec
         self.gpus_per_node = gpus_per_node
         self.counts = GpuCounts()
-        self.vcs = {name: VirtualCluster(name, n, gpus_per_node, self.counts) for name, n in vc_nodes.items()}
+        self.vcs = {name: VirtualCluster(name, totals=self.counts, groups=spec.groups_of(name)) for name in spec.vcs}
         self.total_gpus = sum(vc.total_gpus for vc in self.vcs.values())
+        ranked = [t for t in fastest_first if t in spec.gpu_types]
+        self.fastest_first = tuple(ranked + [t for t in spec.gpu_types if t not in ranked])
+        for vc in self.vcs.values():
+            vc.fastest_first = tuple(t for t in self.fastest_first if t in vc.pools)
 
     @property
     def nodes(self) -> Iterator[Node]:
         for vc in self.vcs.values():
             yield from vc.nodes
-

@@ -125,10 +125,11 @@ class SimConfig:
                                 SHARING, above=0)
     max_jobs_per_gpu: int = setting(2, "Most jobs one GPU may hold when a policy shares GPUs.", SHARING, min=1)
 
-    # heterogeneous clusters: round-based engine and Gavel's policies (simcluster/hetero)
+    # heterogeneous clusters (GPU types) and Gavel's round policies (simcluster/policies/gavel)
     cluster: str | None = setting(
-        None, "Heterogeneous cluster: GPU counts per type, e.g. 'v100:4,p100:4,k80:4' (optionally "
-        "TYPE:COUNT:MEMORY_MIB), or a node-list CSV (sn,...,gpu,model as openb's). Default: the trace's own.", HETERO,
+        None, "Cluster of GPU types, one VC: GPU counts per type, e.g. 'v100:4,p100:4,k80:4' (optionally "
+        "TYPE:COUNT:MEMORY_MIB), or a node-list CSV (sn,...,gpu,model as openb's); every policy runs on it, and a "
+        "trace's VCs are merged into it (with a warning). Default: the trace's own.", HETERO,
     )
     round_seconds: float = setting(360.0, "Round length (s) of the round-based mechanism.", HETERO, above=0,
                                    cli="--round")

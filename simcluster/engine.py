@@ -19,27 +19,37 @@ Three optional limits, all off by default so the published simulators' figures h
   everything of that instant has happened (:data:`HORIZON`); jobs not finished are left as they
   are and reported unfinished (:meth:`Simulation.unfinished`).
 - ``restart_limit`` (no progress under failures): see :meth:`Simulation._gives_up_on`.
+
+GPU types.  A job runs at the pace of its slowest GPU: its speed on that GPU's type
+(:meth:`~simcluster.job.Job.speed_on`, 1 for jobs of traces without per-type speeds), times its
+sharing factor there (beside a partner: the throughput table's pair speed for jobs that have one,
+else the colocation model's; a fraction of a GPU runs at full speed), times the spread penalty.
 """
 
 from __future__ import annotations
 
 import math
 import random
-from collections.abc import Generator, Iterable
+from collections import Counter
+from collections.abc import Generator, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import simpy
 
-from simcluster.cluster import Cluster, Node, VirtualCluster
+from simcluster.cluster import Cluster, Node, Pool, VirtualCluster
+from simcluster.cluster_spec import ClusterSpec, NodeGroup
 from simcluster.colocation.loader import ColocationModel, load_colocation_model
 from simcluster.config import SimConfig
 from simcluster.job import UNKNOWN_WORKLOAD as UNKNOWN
 from simcluster.job import Job, JobState
 from simcluster.metrics.observer import Observer, overridden_hooks
-from simcluster.placement import Plan, make_placement
+from simcluster.placement import Plan, fraction_plan, make_placement
 from simcluster.policies import POLICIES
 from simcluster.queue import JobQueue
+
+if TYPE_CHECKING:  # pragma: no cover
+    from simcluster.throughputs import ThroughputTable
 
 LATE = 2  # SimPy's own priorities are URGENT=0 and NORMAL=1
 HORIZON = 3  # the --until stop: after everything else of its instant, the scheduler's pass included
@@ -101,16 +111,18 @@ class NoProgressError(ValueError):
     settings are: the command line reports it with exit code 2, a sweep records the run as failed."""
 
 
-def without_borrowed(vc_nodes: dict[str, int], borrowed: dict[str, int], policy: str) -> dict[str, int]:
-    """The VCs' node counts once a policy's partitions took ``borrowed`` nodes out of them."""
-    left = dict(vc_nodes)
+def without_borrowed(spec: ClusterSpec | Mapping[str, int], borrowed: dict[str, int], policy: str) -> ClusterSpec:
+    """The cluster (or nodes per VC) once a policy's partitions took ``borrowed`` nodes out of its VCs (their
+    last nodes)."""
+    if not isinstance(spec, ClusterSpec):
+        spec = ClusterSpec.uniform(spec)
+    nodes = spec.vc_nodes
     for vc, n in borrowed.items():
-        if vc not in left:
+        if vc not in nodes:
             raise ValueError(f"{policy} takes nodes from VC {vc!r}, which the trace does not have")
-        if n > left[vc]:
-            raise ValueError(f"{policy} takes {n} nodes from VC {vc!r}, which has {left[vc]}")
-        left[vc] -= n
-    return left
+        if n > nodes[vc]:
+            raise ValueError(f"{policy} takes {n} nodes from VC {vc!r}, which has {nodes[vc]}")
+    return spec.without(borrowed) if borrowed else spec
 
 
 class _VcContext:
@@ -132,6 +144,13 @@ class _VcContext:
         self.sim.start(job, self.vc, plan)
 
     @property
+    def throughputs(self) -> ThroughputTable | None:
+        return self.sim.throughputs
+
+    def pair_speeds(self, a: Job, b: Job) -> tuple[float, float]:
+        return self.sim.pair_speeds(a, b, self.vc)
+
+    @property
     def colocation(self) -> ColocationModel:
         assert self.sim.colocation is not None, "only sharing policies ask for the colocation model"
         return self.sim.colocation
@@ -140,8 +159,8 @@ class _VcContext:
     def config(self) -> SimConfig:
         return self.sim.config
 
-    def preempt(self, job: Job) -> None:
-        self.sim.preempt(job, self.vc)
+    def preempt(self, job: Job, overhead: float | None = None, moving: bool = False) -> None:
+        self.sim.preempt(job, self.vc, overhead, moving)
 
     def wake_at(self, when: float) -> None:
         self.sim.wake_at(self.vc, when)
@@ -164,27 +183,40 @@ class Simulation:
     def __init__(
         self,
         jobs: list[Job],
-        vc_nodes: dict[str, int],
+        cluster: Mapping[str, int] | ClusterSpec,
         config: SimConfig | None = None,
         observers: Iterable[Observer] = (),
         colocation: ColocationModel | None = None,
+        throughputs: ThroughputTable | None = None,
     ) -> None:
-        """``colocation`` overrides the model that ``config.colocation`` names (for sharing policies)."""
+        """``cluster``: nodes per VC (untyped, ``config.gpus_per_node`` GPUs each) or a :class:`ClusterSpec`.
+        ``colocation`` overrides the model that ``config.colocation`` names (for sharing policies);
+        ``throughputs``: the table the jobs' per-type speeds come from, whose pairs time jobs sharing GPUs."""
         self.config = config = config or SimConfig()
         self.jobs = jobs
         start = min((j.submit_time for j in jobs), default=0)
         self.env = simpy.Environment(initial_time=start)
         self.policy = POLICIES.get(config.policy)(config)
+        spec = cluster if isinstance(cluster, ClusterSpec) else ClusterSpec.uniform(cluster, config.gpus_per_node)
         partitions = self.policy.partitions()
-        if clash := set(partitions) & set(vc_nodes):
+        if clash := set(partitions) & set(spec.vcs):
             raise ValueError(f"the trace has a VC named like {config.policy}'s own partition: {sorted(clash)}")
-        vc_nodes = without_borrowed(vc_nodes, self.policy.borrowed_nodes(), config.policy)
-        self.cluster = Cluster({**vc_nodes, **partitions}, config.gpus_per_node)
+        spec = without_borrowed(spec, self.policy.borrowed_nodes(), config.policy)
+        kind = spec.gpu_types[0] if spec.groups else "gpu"  # a partition's nodes: the cluster's first GPU type
+        spec = spec.with_vcs(NodeGroup(name, kind, n, config.gpus_per_node) for name, n in partitions.items())
+        self.throughputs = throughputs
+        self.cluster = Cluster(spec, config.gpus_per_node, throughputs.type_order() if throughputs else ())
         self.placement = make_placement(config.placement, random.Random(config.seed))
+        fractions = any(j.gpu_milli < 1000 for j in jobs)
+        arriving = Counter(j.queue_vc for j in jobs)
         for vc in self.cluster.vcs.values():
             vc.pending = JobQueue(key=self.policy.pending_key)
             vc.clock = self._now
             vc._since = float(start)
+            vc.to_arrive = arriving[vc.name]
+            if fractions:
+                vc.track_fractions()
+        self._pools: dict[tuple[int, str], list[Pool]] = {}  # (id of a job's speeds, VC) → the pools it may use
         self.colocation: ColocationModel | None = None
         if self.policy.shares_gpus:
             self.colocation = colocation or load_colocation_model(config.colocation)
@@ -252,6 +284,7 @@ class Simulation:
 
         The policy may route the job through another partition first (``job.queue_vc``).
         """
+        self.cluster.vcs[job.queue_vc].to_arrive -= 1
         self.policy.on_submit(job, self.env.now)
         vc = self.cluster.vcs[job.queue_vc]
         self._enqueue(job, vc)
@@ -300,12 +333,33 @@ class Simulation:
 
     # --- state changes -------------------------------------------------------
     def try_start(self, job: Job, vc: VirtualCluster) -> bool:
-        """Start ``job`` where the placement puts it, on idle GPUs; False if it has none now."""
-        plan = self.placement.place(job, vc)
+        """Start ``job`` where the placement puts it, on idle GPUs; False if it has none now.
+
+        A job that cannot run on every GPU type of its VC is placed by the placement within one type
+        it runs on at a time (in the VC's type order); a job asking for GPU fractions gets the fullest
+        GPUs that hold its fraction (:func:`~simcluster.placement.fraction_plan`), whatever the placement.
+        """
+        if job.speeds is None and job.gpu_milli >= 1000:  # the common case: any GPU will do
+            plan = self.placement.place(job, vc)
+        elif job.gpu_milli < 1000:
+            plan = fraction_plan(job, self._pools_of(job, vc))
+        elif getattr(self.placement, "chooses_types", False):
+            plan = self.placement.place(job, vc)
+        else:
+            plan = next((p for pool in self._pools_of(job, vc) if (p := self.placement.place(job, pool))), None)
         if plan is None:
             return False
         self.start(job, vc, plan)
         return True
+
+    def _pools_of(self, job: Job, vc: VirtualCluster) -> list[Pool]:
+        """Where ``job`` may run in ``vc``: the whole VC if every type of it will do, else its types' pools."""
+        key = (id(job.speeds), vc.name)
+        pools = self._pools.get(key)
+        if pools is None:
+            allowed = [t for t in vc.gpu_types if job.speed_on(t) > 0]
+            pools = self._pools[key] = [vc] if len(allowed) == len(vc.gpu_types) else [vc.pools[t] for t in allowed]
+        return pools
 
     def start(self, job: Job, vc: VirtualCluster, plan: Plan) -> None:
         """Start ``job`` on ``plan``: (node, count) takes idle GPUs, (node, [ids]) exactly those (sharing)."""
@@ -317,7 +371,7 @@ class Simulation:
         vc.pending.remove(job)
         vc.running[job] = None
         job.start(now)
-        job.speed = self._spread_speed(job)
+        job.speed = self._solo_speed(job)
         job.started.succeed()
         self.running += 1
         self.pending -= 1
@@ -326,10 +380,17 @@ class Simulation:
         for hook in self._on_start:
             hook(job, now)
 
-    def preempt(self, job: Job, vc: VirtualCluster) -> None:
-        overhead = self.config.preemption_overhead(job.gpu_num)
+    def preempt(self, job: Job, vc: VirtualCluster, overhead: float | None = None, moving: bool = False) -> None:
+        """Checkpoint ``job`` (``overhead``: restore seconds it owes; default the configured overhead), free
+        its GPUs and queue it again.  ``moving``: the policy restarts it elsewhere at once (a round policy
+        changing its GPU type), which counts as a migration, not a preemption."""
+        if overhead is None:
+            overhead = self.config.preemption_overhead(job.gpu_num)
         self._stop(job, vc, overhead=overhead)
-        job.preemptions += 1
+        if moving:
+            job.migrations += 1
+        else:
+            job.preemptions += 1
         job.process.interrupt(Preempted(self.policy.name, overhead))
         for hook in self._on_preempt:
             hook(job, self.env.now)
@@ -450,26 +511,58 @@ class Simulation:
             return 1.0 / (1.0 + penalty)
         return 1.0
 
+    def _solo_speed(self, job: Job) -> float:
+        """The job's speed on its GPUs were none of them shared: its slowest GPU type's, times its spread speed."""
+        if job.speeds is None:
+            return self._spread_speed(job)
+        speed = min(job.speeds.on(node.gpu_type) for node, _ in job.allocation) * self._spread_speed(job)
+        if speed <= 0:
+            raise RuntimeError(f"job {job.job_id} was started on a GPU type it cannot run on "
+                               f"({', '.join(sorted({n.gpu_type for n, _ in job.allocation}))})")
+        return speed
+
     def _speed_of(self, job: Job) -> tuple[float, bool]:
-        """A job runs at the pace of its slowest GPU; on a GPU it shares, its speed is the
-        product of its pairwise speeds with each partner there (the colocation table's measure),
-        times its spread speed (:meth:`_spread_speed`)."""
-        model = self.colocation
-        assert model is not None
-        slowest, sharing = 1.0, False
+        """A job runs at the pace of its slowest GPU: its speed on the GPU's type, times, on a GPU it
+        shares with whole-GPU jobs, the product of its pairwise speeds with each partner there
+        (:meth:`_pair_speed`); times its spread speed (:meth:`_spread_speed`).  A job holding a fraction
+        of a GPU runs at full speed beside the others there."""
+        slowest, sharing = math.inf, False
+        whole = job.gpu_milli >= 1000
         for node, ids in job.allocation:
+            alone = job.speed_on(node.gpu_type)
+            slowest = min(slowest, alone)
             for i in ids:
                 holders = node.gpus[i]
                 if len(holders) < 2:
                     continue
                 sharing = True
-                speed = 1.0
-                for other in holders:
-                    if other is not job:
-                        speed *= model.pair_speeds(job.workload or UNKNOWN, job.gpu_num,
-                                                   other.workload or UNKNOWN, other.gpu_num)[0]
-                slowest = min(slowest, speed)
+                if whole:
+                    speed = alone
+                    for other in holders:
+                        if other is not job:
+                            speed *= self._pair_speed(job, other, node.gpu_type)
+                    slowest = min(slowest, speed)
         return slowest * self._spread_speed(job), sharing
+
+    def _pair_speed(self, job: Job, other: Job, gpu_type: str) -> float:
+        """``job``'s speed beside ``other`` on a GPU of ``gpu_type`` ÷ its speed alone there."""
+        table = self.throughputs
+        if table is not None and job.speeds is not None and job.speeds.key and other.speeds is not None \
+                and other.speeds.key:
+            return table.pair_factor(job.speeds.key, other.speeds.key, gpu_type)
+        assert self.colocation is not None, "jobs without a throughput table share GPUs under sharing policies only"
+        return self.colocation.pair_speeds(job.workload or UNKNOWN, job.gpu_num, other.workload or UNKNOWN,
+                                           other.gpu_num)[0]
+
+    def pair_speeds(self, a: Job, b: Job, vc: VirtualCluster) -> tuple[float, float]:
+        """The speeds (shared ÷ alone) ``a`` and ``b`` are predicted to have sharing GPUs of ``vc``: the
+        throughput table's, averaged over the VC's GPU types where they can share, for jobs that have it;
+        else the colocation model's."""
+        table = self.throughputs
+        if table is not None and a.speeds is not None and a.speeds.key and b.speeds is not None and b.speeds.key:
+            return table.mean_pair_factors(a.speeds.key, b.speeds.key, vc.gpu_types)
+        assert self.colocation is not None, "only sharing policies ask for pair speeds"
+        return self.colocation.pair_speeds(a.workload or UNKNOWN, a.gpu_num, b.workload or UNKNOWN, b.gpu_num)
 
     def _retime(self, jobs: Iterable[Job]) -> None:
         """Give running ``jobs`` their current speed; a job whose speed changed is re-timed by interrupt."""

@@ -5,11 +5,16 @@ A job's *work* is measured in seconds of exclusive execution (the trace's
 (after a preemption it must reload its checkpoint) and then makes progress.
 Keeping the two apart is what lets the simulator be exact: a job's busy time
 is always its duration plus the overheads it was charged.
+
+On a cluster of several GPU types a job's work is counted at its fastest type (speed 1); its
+:class:`TypeSpeeds` say how fast it goes on each type (a Gavel trace: throughput there ÷ the best
+throughput).  Jobs of traces without per-type speeds run at 1× on every GPU.
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +33,26 @@ class Workload:
 
 
 UNKNOWN_WORKLOAD = Workload("unknown", "unknown", 1, 0)  # what a job of a trace without workload columns runs
+
+
+@dataclass(frozen=True, slots=True)
+class TypeSpeeds:
+    """A job's speed on each GPU type relative to its fastest (1.0); a type not listed: 0, it cannot run there.
+
+    ``rate``: its iterations per second at speed 1, so that seconds of work × rate = iterations;
+    ``key``: its row in the throughput table (job type, batch size, scale factor), for pair lookups.
+    Jobs of one job type share one object.
+
+    >>> TypeSpeeds({"v100": 1.0, "k80": 0.25}, rate=8.0).on("k80"), TypeSpeeds({"v100": 1.0}).on("a100")
+    (0.25, 0.0)
+    """
+
+    speeds: Mapping[str, float]
+    rate: float = 1.0
+    key: tuple[str, int, int] | None = None
+
+    def on(self, gpu_type: str) -> float:
+        return self.speeds.get(gpu_type, 0.0)
 
 
 class JobState(enum.Enum):
@@ -53,12 +78,17 @@ class Job:
     job_id: str
     vc: str
     gpu_num: int
-    submit_time: int
-    duration: int
+    submit_time: float  # seconds (whole seconds in job logs)
+    duration: float  # seconds of work at speed 1 (whole seconds in job logs)
     user: str = ""
     workload: Workload | None = None
     memory: float = 0.0  # GPU memory (MiB) on each of its GPUs; what limits sharing
     queue_vc: str = ""  # the partition whose queue and GPUs it uses now: its VC, or a policy's own (lucid's profiler)
+    speeds: TypeSpeeds | None = None  # per GPU type; None: 1× on every GPU
+    gpu_milli: int = 1000  # thousandths of each of its GPUs it takes (openb pods may take less and share by fraction)
+    job_type: str = ""  # Gavel's job type, e.g. "ResNet-50 (batch size 64)"
+    total_steps: float = 0.0  # iterations, for traces that count them (Gavel)
+    priority_weight: float = 1.0  # Gavel's priority weight
 
     state: JobState = JobState.PENDING
     work_left: float = field(init=False)  # seconds of progress still to make
@@ -75,6 +105,7 @@ class Job:
     restarts: int = 0  # node failures survived
     overhead_total: float = 0.0
     lost_work: float = 0.0  # progress thrown away by failures
+    migrations: int = 0  # moves to other GPUs at one instant (a round policy changing its GPU type)
     pending_since: float = field(init=False)
     run_started_at: float = 0.0
     allocation: tuple[tuple[Node, list[int]], ...] = ()  # (node, GPU indices) while running
@@ -90,6 +121,15 @@ class Job:
     @property
     def progress(self) -> float:
         return self.duration - self.work_left
+
+    @property
+    def gpus(self) -> float:
+        """GPUs it occupies: its GPU count, times its fraction of each for a fractional job."""
+        return self.gpu_num if self.gpu_milli >= 1000 else self.gpu_num * self.gpu_milli / 1000
+
+    def speed_on(self, gpu_type: str) -> float:
+        """Its speed alone on a GPU of ``gpu_type``: 0 where it cannot run, 1 on its fastest type."""
+        return 1.0 if self.speeds is None else self.speeds.on(gpu_type)
 
     def remaining_at(self, now: float) -> float:
         """Seconds of exclusive execution (overhead included) still needed at ``now``."""

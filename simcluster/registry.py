@@ -7,6 +7,7 @@ policy is that file plus one import line in its package's ``__init__``.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Iterator
 from typing import Generic, TypeVar
 
@@ -27,11 +28,24 @@ class Registry(Generic[T]):
     ...     '''Four equal sides.'''
     >>> shapes.get("square").name, shapes.describe()["square"]
     ('square', 'Four equal sides.')
+
+    A family whose module is slow to import (Gavel's LPs bring scipy and HiGHS) is registered lazily:
+    its names are known at once, its module is imported when one of them is first used.
+
+    >>> shapes.register_lazy("fractions", "fraction")
+    >>> "fraction" in shapes, shapes.names()
+    (True, ['square', 'fraction'])
     """
 
     def __init__(self, kind: str) -> None:
         self.kind = kind
         self._classes: dict[str, T] = {}
+        self._lazy: dict[str, str] = {}  # name → module that registers it when imported
+
+    def register_lazy(self, module: str, *names: str) -> None:
+        """``names`` are registered by ``module``, imported on the first :meth:`get` of one of them."""
+        for name in names:
+            self._lazy[name] = module
 
     def register(self, name: str) -> Callable[[T], T]:
         def decorate(cls: T) -> T:
@@ -44,6 +58,8 @@ class Registry(Generic[T]):
         return decorate
 
     def get(self, name: str) -> T:
+        if name not in self._classes and name in self._lazy:
+            importlib.import_module(self._lazy[name])
         try:
             return self._classes[name]
         except KeyError:
@@ -52,11 +68,14 @@ class Registry(Generic[T]):
             ) from None
 
     def names(self) -> list[str]:
-        return list(self._classes)
+        return list(dict.fromkeys([*self._classes, *self._lazy]))
 
     def describe(self) -> dict[str, str]:
-        """Name → the first line of the class docstring."""
-        return {n: (c.__doc__ or "").strip().splitlines()[0] for n, c in self._classes.items()}
+        """Name → the first line of the class docstring (imports every lazily registered module)."""
+        return {n: (self.get(n).__doc__ or "").strip().splitlines()[0] for n in self.names()}
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._classes or name in self._lazy
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._classes)
+        return iter(self.names())

@@ -1,22 +1,21 @@
 """Which settings a run reads, so that a setting it ignores is never recorded as if it were used.
 
-Every :class:`~simcluster.config.SimConfig` field has a *reader*: a test on the run (which engine runs
-it, which policy class, the other settings) that says whether the run reads the field.  A field that
+Every :class:`~simcluster.config.SimConfig` field has a *reader*: a test on the run (the policy's
+class, the trace, the other settings) that says whether the run reads the field.  A field that
 has no entry of its own in :data:`READERS` gets its help panel's reader (:data:`PANEL_READERS`): a
-new tiresias setting is read by tiresias, a new sharing setting by the sharing policies.
+new tiresias setting is read by tiresias, a new sharing setting by the sharing policies, a new
+Gavel setting by Gavel's round policies.
 
 A setting that differs from its default and that the run does not read is
 
-* an **error** when ignoring it would simulate another system than the one asked for (``--cluster``
-  on an event-driven policy runs on the trace's own GPUs; ``--node-mtbf`` on the round-based engine,
-  which has no failures);
+* an **error** when ignoring it would simulate another system than the one asked for;
 * a **warning** otherwise (``--quantum`` under fifo changes nothing): printed, and kept in
   ``summary.json`` under ``warnings``.
 
 >>> from simcluster.config import SimConfig
->>> [str(u) for u in unused_settings(SimConfig(policy="fifo", quantum=30), "events")]
+>>> [str(u) for u in unused_settings(SimConfig(policy="fifo", quantum=30))]
 ['--quantum 30 is ignored: fifo does not read it (read by tiresias, tiresias-gittins)']
->>> unused_settings(SimConfig(policy="tiresias", quantum=30), "events")
+>>> unused_settings(SimConfig(policy="tiresias", quantum=30))
 []
 """
 
@@ -39,16 +38,15 @@ from simcluster.config import (
     knobs,
 )
 
-EVENTS, ROUNDS = "events", "rounds"  # the event-driven engine (one policy per VC) and Gavel's round-based one
-
 
 @dataclass(frozen=True)
 class Run:
-    """What a reader looks at: the engine, the policy's class (event-driven engine only) and the settings."""
+    """What a reader looks at: the policy's class (None: unknown), the settings, and whether the trace's
+    jobs have job types with per-GPU-type throughputs (a Gavel trace: ``--throughputs`` is read)."""
 
-    engine: str
     policy: type | None
     config: SimConfig
+    job_types: bool = False
 
 
 @dataclass(frozen=True)
@@ -59,12 +57,8 @@ class Reader:
     error: bool = False
 
 
-def _events(run: Run) -> bool:
-    return run.engine == EVENTS
-
-
 def _policy(test: Callable[[type], bool]) -> Callable[[Run], bool]:
-    return lambda run: run.engine == EVENTS and run.policy is not None and test(run.policy)
+    return lambda run: run.policy is not None and test(run.policy)
 
 
 def _subclass_of(*names: str) -> Callable[[type], bool]:
@@ -73,13 +67,14 @@ def _subclass_of(*names: str) -> Callable[[type], bool]:
 
 _TIRESIAS = _subclass_of("Tiresias")
 _LUCID = _subclass_of("Lucid")
+_ROUNDS = _subclass_of("RoundPolicy")  # Gavel's policies
 # the estimate-driven policies and the estimator each uses for ``--estimator auto``
 _ESTIMATOR_DEFAULTS = {"QuasiShortestServiceFirst": "oracle", "Lucid": "ebm"}
 
 
 def _estimator(run: Run) -> str | None:
     """The estimator the run's policy uses, or None for a policy that uses none."""
-    if run.engine != EVENTS or run.policy is None:
+    if run.policy is None:
         return None
     default = next((d for c in run.policy.__mro__ if (d := _ESTIMATOR_DEFAULTS.get(c.__name__))), None)
     if default is None:
@@ -92,34 +87,34 @@ def _always(run: Run) -> bool:
 
 
 PANEL_READERS: dict[str, Reader] = {
-    POLICY: Reader(_events),
-    CLUSTER: Reader(_events),
-    FAILURES: Reader(_events),
+    POLICY: Reader(_always),
+    CLUSTER: Reader(_always),
+    FAILURES: Reader(_always),
     TIRESIAS: Reader(_policy(_TIRESIAS)),
     ESTIMATES: Reader(lambda run: _estimator(run) is not None),
     SHARING: Reader(_policy(lambda cls: cls.shares_gpus)),
     LUCID: Reader(_policy(_LUCID)),
-    HETERO: Reader(lambda run: run.engine == ROUNDS),
+    HETERO: Reader(_policy(_ROUNDS)),
 }
+
 
 def _draws_random(run: Run) -> bool:
     """Whether a random choice of the run depends on the seed: random placement, node failures, learned
-    models (the ebm estimator, lucid's models), or the round-based engine (agnostic policies draw GPU types)."""
+    models (the ebm estimator, lucid's models), or Gavel's agnostic policies (they draw GPU types, pairs)."""
     config = run.config
-    if run.engine == ROUNDS:
-        return True
+    if run.policy is not None and _ROUNDS(run.policy):
+        return not run.policy.aware or config.node_mtbf > 0
     return (config.placement == "random" or config.node_mtbf > 0 or _estimator(run) == "ebm"
             or (run.policy is not None and _LUCID(run.policy)))
 
 
-_WITH_FAILURES = Reader(lambda run: _events(run) and run.config.node_mtbf > 0)
+_WITH_FAILURES = Reader(lambda run: run.config.node_mtbf > 0)
 
 READERS: dict[str, Reader] = {
     "policy": Reader(_always),
     "seed": Reader(_draws_random),
-    "gpus_per_node": Reader(_always),  # also how the round-based engine sees a Venus trace's GPUs
-    "cluster": Reader(PANEL_READERS[HETERO].reads, error=True),
-    "node_mtbf": Reader(_events, error=True),
+    "cluster": Reader(_always),  # every policy runs on --cluster (a trace's VCs merged into it, with a warning)
+    "placement": Reader(lambda run: run.policy is None or not _ROUNDS(run.policy)),  # rounds place jobs themselves
     "node_repair": _WITH_FAILURES,
     "checkpoint_interval": _WITH_FAILURES,
     "restart_limit": _WITH_FAILURES,
@@ -128,6 +123,11 @@ READERS: dict[str, Reader] = {
     "preempt_overhead_large": Reader(_policy(lambda cls: cls.preemptive)),
     "estimates": Reader(lambda run: _estimator(run) == "file"),
     "retrain_interval": Reader(lambda run: _estimator(run) == "ebm"),
+    "throughputs": Reader(lambda run: run.job_types),
+    "lp_solution": Reader(_policy(lambda cls: _ROUNDS(cls) and getattr(cls, "solves_lps", False))),
+    "makespan_search": Reader(_policy(_subclass_of("MinTotalDuration", "MinTotalDurationPerf",
+                                                   "MinTotalDurationPacked"))),
+    "gandiva_pairing": Reader(_policy(_subclass_of("Gandiva"))),
     "retrain_growth": Reader(lambda run: _estimator(run) == "ebm" or (run.policy is not None and _LUCID(run.policy))),
     "boosting": Reader(lambda run: _estimator(run) == "ebm" or (run.policy is not None and _LUCID(run.policy))),
 }
@@ -165,61 +165,39 @@ class Unused:
         return f"{given} is ignored: {self.policy} does not read it (read by {self.readers})"
 
 
-def engine_of(trace: Any, config: SimConfig) -> str:
-    """The engine that runs ``trace`` under ``config``: ``rounds`` (Gavel's) or ``events``.
-
-    An event-driven policy on a homogeneous trace is decided here, without importing the round-based
-    engine: Gavel's policies bring scipy, about half a second that a small fifo run does not need.
-    Everything else is :func:`simcluster.hetero.run.wants_rounds`'s to decide.
-    """
-    from simcluster.hetero.trace import HeteroTrace
-    from simcluster.policies import POLICIES
-
-    if config.policy in POLICIES and not isinstance(trace, HeteroTrace):
-        return EVENTS
-    from simcluster.hetero.run import wants_rounds
-
-    return ROUNDS if wants_rounds(trace, config) else EVENTS
+def has_job_types(trace: Any) -> bool:
+    """Whether a trace's jobs have job types with per-GPU-type throughputs (a Gavel trace)."""
+    return getattr(trace, "kind", None) == "gavel"
 
 
-def check_policy(name: str) -> None:
-    """Raise :class:`~simcluster.registry.UnknownPlugin` (listing both engines' policies) unless ``name``
-    is a policy; Gavel's (and scipy with them) are imported only for a name that is not event-driven."""
-    from simcluster.policies import POLICIES
-
-    if name in POLICIES:
-        return
-    from simcluster.hetero.cli import check_policy as check_either_engine
-
-    check_either_engine(name)
-
-
-def unused_settings(config: SimConfig, engine: str, names: Iterable[str] | None = None) -> list[Unused]:
+def unused_settings(config: SimConfig, names: Iterable[str] | None = None, job_types: bool = False) -> list[Unused]:
     """The settings among ``names`` (default: every setting that is not its default) that a run of
-    ``config`` on ``engine`` does not read.  A sweep may pass its ``--set`` keys as ``names``."""
+    ``config`` does not read (``job_types``: on a trace with job types).  A sweep may pass its
+    ``--set`` keys as ``names``."""
     defaults = SimConfig()
     if names is None:
         names = [n for n in knobs() if getattr(config, n) != getattr(defaults, n)]
-    run = _run(engine, config)
+    run = _run(config, job_types)
     found = []
     for name in names:
         rule = reader(name)
         if not rule.reads(run):
-            found.append(Unused(name, getattr(config, name), rule.error, _describe_policy(run),
-                                _readers(name, config)))
+            found.append(Unused(name, getattr(config, name), rule.error, config.policy, _readers(name, config)))
     return found
 
 
-def settings_read(config: SimConfig, rounds: bool = False) -> frozenset[str]:
-    """The settings that can change the results of a run of ``config`` (on the round-based engine if
-    ``rounds``): what a sweep compares to say that a ``--set`` key or the seed changes nothing.
+def settings_read(config: SimConfig, job_types: bool = False) -> frozenset[str]:
+    """The settings that can change the results of a run of ``config`` (on a trace with job types if
+    ``job_types``): what a sweep compares to say that a ``--set`` key or the seed changes nothing.
 
     >>> sorted(settings_read(SimConfig(policy="fifo")) & {"estimator", "quantum", "seed", "placement"})
     ['placement']
     >>> "seed" in settings_read(SimConfig(policy="fifo", placement="random"))
     True
+    >>> sorted(settings_read(SimConfig(policy="max_min_fairness_perf")) & {"placement", "round_seconds", "seed"})
+    ['round_seconds']
     """
-    run = _run(ROUNDS if rounds else EVENTS, config)
+    run = _run(config, job_types)
     return frozenset(name for name in knobs() if reader(name).reads(run))
 
 
@@ -233,26 +211,18 @@ def check_settings(trace: Any, config: SimConfig) -> list[str]:
     changes what is simulated; return the warnings for the harmless ones."""
     from simcluster.config import ConfigError
 
-    unused = unused_settings(config, engine_of(trace, config))
+    unused = unused_settings(config, job_types=has_job_types(trace))
     errors = [str(u) for u in unused if u.error]
     if errors:
         raise ConfigError("; ".join(errors))
     return [str(u) for u in unused]
 
 
-def _run(engine: str, config: SimConfig) -> Run:
-    policy = None
-    if engine == EVENTS:
-        from simcluster.policies import POLICIES
+def _run(config: SimConfig, job_types: bool = False) -> Run:
+    from simcluster.policies import POLICIES
 
-        policy = POLICIES.get(config.policy) if config.policy in POLICIES.names() else None
-    return Run(engine, policy, config)
-
-
-def _describe_policy(run: Run) -> str:
-    if run.engine == ROUNDS:
-        return f"{run.config.policy} (round-based engine)"
-    return run.config.policy
+    policy = POLICIES.get(config.policy) if config.policy in POLICIES.names() else None
+    return Run(policy, config, job_types)
 
 
 def _readers(name: str, config: SimConfig) -> str:
@@ -262,18 +232,22 @@ def _readers(name: str, config: SimConfig) -> str:
     if name in _CONDITIONS:
         return _CONDITIONS[name]
     rule = reader(name)
-    policies = [p for p in POLICIES.names() if rule.reads(Run(EVENTS, POLICIES.get(p), config))]
-    rounds = rule.reads(Run(ROUNDS, None, config))
-    if rounds and not policies:
-        return ("the round-based engine (Gavel's policies in `lucid-sim policies`, and heterogeneous traces: "
-                "Gavel .trace, openb), not to event-driven policies, which run on the trace's own GPUs")
+    policies = [p for p in POLICIES.names() if rule.reads(Run(POLICIES.get(p), config))]
+    rounds = [p for p in policies if _ROUNDS(POLICIES.get(p))]
     if len(policies) == len(POLICIES.names()):
-        return "the event-driven policies" + ("" if rounds else ", not the round-based engine")
+        return "every policy"
+    if rounds and len(rounds) == len(policies) > 3:
+        return "Gavel's policies (the round policies in `lucid-sim policies`)"
+    if rounds and len(rounds) == len([p for p in POLICIES.names() if _ROUNDS(POLICIES.get(p))]):
+        others = [p for p in policies if p not in rounds]
+        return ", ".join(others) + (", " if others else "") + "Gavel's policies"
     return ", ".join(policies) or "no policy"
 
 
 _CONDITIONS = {  # settings read only together with another one
-    "seed": "random placement, node failures, learned models (lucid, --estimator ebm) and Gavel's policies",
+    "seed": "random placement, node failures, learned models (lucid, --estimator ebm) and Gavel's agnostic "
+            "policies",
+    "throughputs": "traces with job types (Gavel's .trace files)",
     "node_repair": "runs with node failures (--node-mtbf > 0)",
     "checkpoint_interval": "runs with node failures (--node-mtbf > 0)",
     "restart_limit": "runs with node failures (--node-mtbf > 0)",

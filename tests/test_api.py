@@ -13,7 +13,6 @@ import pytest
 
 import simcluster
 from simcluster import SimConfig, load_trace, run_sweep, simulate
-from simcluster.config import ConfigError
 from simcluster.traces import TraceError
 from simcluster.traces.synth import SynthSpec, synthesize
 
@@ -84,8 +83,9 @@ def test_settings_the_run_ignores_are_warnings_in_the_summary_or_errors_when_the
         "--max-jobs-per-gpu 3 is ignored: fifo does not read it (read by lucid, sjf-ffs, sjf-bsbf, srtf-ars, srtf-wrs)",
     ]
     assert simulate(trace, SimConfig(policy="tiresias", quantum=30)).summary["warnings"] == []
-    with pytest.raises(ConfigError, match=r"--cluster v100:512 applies only to the round-based engine"):
-        simulate(trace, SimConfig(policy="srtf", cluster="v100:512"))
+    merged = simulate(trace, SimConfig(policy="srtf", cluster="v100:512")).summary  # --cluster: every policy
+    assert merged["gpus"] == 512 and merged["warnings"] == [
+        "--cluster v100:512: the trace's 1 VC(s) (vc0) are merged into one VC 'cluster' of v100:512"]
 
 
 def colocation_tables(folder: Path, measured: bool, fast_speed: float) -> Path:

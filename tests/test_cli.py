@@ -65,12 +65,12 @@ def test_the_embedded_default_trace_is_what_synth_makes(tmp_path):
     assert (tmp_path / "d" / "cluster_full_log.csv").read_text() == (DEFAULT_TRACE / "cluster_full_log.csv").read_text()
 
 
-def test_cluster_on_an_event_driven_policy_is_an_error_that_says_what_it_applies_to(tmp_path):
-    result = runner.invoke(app, ["run", "--cluster", "v100:512", "--policy", "srtf", "--out", str(tmp_path / "x")])
-    assert result.exit_code == 2
-    assert "--cluster v100:512 applies only to the round-based engine" in result.stderr
-    assert "srtf would ignore it" in result.stderr
-    assert not (tmp_path / "x").exists()
+def test_cluster_runs_every_policy_and_says_it_merges_the_traces_vcs(tmp_path):
+    result = runner.invoke(app, ["run", "--cluster", "v100:32,k80:32", "--policy", "srtf", "--out", str(tmp_path / "x")])
+    assert result.exit_code == 0, result.output
+    summary = json.loads((tmp_path / "x" / "summary.json").read_text())
+    assert summary["gpus"] == 64 and summary["cluster"]["k80"]["gpus"] == 32
+    assert any("merged into one VC 'cluster'" in w for w in summary["warnings"])
 
 
 def test_a_setting_the_policy_does_not_read_is_a_warning_printed_and_kept_in_the_summary(tmp_path):
@@ -81,9 +81,13 @@ def test_a_setting_the_policy_does_not_read_is_a_warning_printed_and_kept_in_the
     assert json.loads((tmp_path / "r" / "summary.json").read_text())["warnings"] == [line]
 
 
-def test_failures_on_the_round_based_engine_are_an_error(tmp_path):
-    result = runner.invoke(app, ["run", "--policy", "max_min_fairness", "--node-mtbf", "3600",
-                                 "--out", str(tmp_path / "x")])
-    assert result.exit_code == 2
-    assert "--node-mtbf 3600 applies only to the event-driven policies, not the round-based engine" in " ".join(
-        result.stderr.split())
+def test_gavels_round_policies_run_under_node_failures_and_finish_every_job():
+    from simcluster.api import simulate
+    from simcluster.config import SimConfig
+    from simcluster.traces.synth import SynthSpec, synthesize
+
+    trace = synthesize(SynthSpec(jobs=200, nodes=4, vcs=2, seed=3))
+    result = simulate(trace, SimConfig(policy="max_min_fairness", node_mtbf=400_000, node_repair=600,
+                                       checkpoint_interval=600))
+    assert result.summary["node_failures"] > 0 and result.jobs["end_time"].notna().all()
+    assert result.summary["warnings"] == []

@@ -47,18 +47,25 @@ def test_a_small_fifo_run_leaves_the_round_based_engine_and_scipy_unimported(tmp
     assert (tmp_path / "out" / "jobs.csv").is_file()
     assert {"pandas", "simpy"} <= loaded  # it did load and simulate
     assert not loaded & {"scipy", "interpret", "torch", "sklearn", "matplotlib", "ray"}
-    assert not {m for m in loaded if m.startswith(("simcluster.hetero.policies", "simcluster.hetero.run"))}
+    assert not {m for m in loaded if m.startswith("simcluster.policies.gavel")}
 
 
-def test_a_gavel_policy_still_runs_on_the_round_based_engine(tmp_path):
+def test_a_gavel_policy_imports_its_family_when_used(tmp_path):
     loaded = modules_after(["run", "--policy", "max_min_fairness", "--out", str(tmp_path / "out"), "--quiet"],
                            tmp_path)
-    assert "simcluster.hetero.run" in loaded
+    assert "simcluster.policies.gavel.max_min_fairness" in loaded
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["policy"] == "max_min_fairness"
 
 
-def test_an_unknown_policy_is_still_named_with_both_engines_choices(tmp_path):
+def test_the_lazily_registered_gavel_names_are_the_ones_its_family_registers():
+    from simcluster.policies import GAVEL_POLICIES, POLICIES
+    from simcluster.policies.gavel import RoundPolicy
+
+    assert sorted(GAVEL_POLICIES) == sorted(n for n in POLICIES.names() if issubclass(POLICIES.get(n), RoundPolicy))
+
+
+def test_an_unknown_policy_is_named_with_every_choice(tmp_path):
     done = subprocess.run([sys.executable, "-m", "simcluster.cli", "run", "--policy", "nope", "--out",
                            str(tmp_path / "out")], cwd=tmp_path, capture_output=True, text=True, timeout=300,
                           check=False, env={**_environment(), "COLUMNS": "200"})

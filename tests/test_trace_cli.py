@@ -159,4 +159,8 @@ def test_a_log_without_vcs_runs_under_a_gavel_policy_on_the_cluster_given(tmp_pa
                     "--json", "--out", tmp_path / "r")
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
-    assert summary["engine"] == "rounds" and summary["gpus"] == 16 and summary["trace_format"] == "itp"
+    assert summary["placement"] == "rounds" and summary["gpus"] == 16 and summary["trace_format"] == "itp"
+    srtf = invoke("run", "--trace", itp(tmp_path), "--cluster", "v100:8,k80:8", "--policy", "srtf", "--json",
+                  "--out", tmp_path / "s")
+    assert srtf.exit_code == 0, srtf.output
+    assert json.loads(srtf.stdout)["cluster"]["k80"]["gpus"] == 8  # the event-driven policies run on it too

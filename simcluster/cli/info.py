@@ -15,17 +15,18 @@ from simcluster.paths import DEFAULT_TRACE
 
 @app.command(rich_help_panel="Reference")
 def policies(as_json: Annotated[bool, typer.Option("--json", help="Print name → description as JSON.")] = False) -> None:
-    """List the scheduling policies, one line each."""
-    from simcluster.hetero.cli import describe_policies
+    """List the scheduling policies, one line each: every policy runs on every trace and cluster."""
     from simcluster.policies import POLICIES
+    from simcluster.policies.gavel import RoundPolicy
 
+    described = POLICIES.describe()
     if as_json:
-        merged = POLICIES.describe()
-        merged |= {(n if n not in merged else f"{n} (heterogeneous)"): d for n, d in describe_policies().items()}
-        print(json.dumps(merged, indent=2))
+        print(json.dumps(described, indent=2))
         return
-    plugin_table("Scheduling policies", POLICIES.describe(), as_json)
-    plugin_table("Heterogeneous-cluster policies (round-based, Gavel OSDI'20; --cluster)", describe_policies(), as_json)
+    rounds = {n for n in described if issubclass(POLICIES.get(n), RoundPolicy)}
+    plugin_table("Scheduling policies", {n: d for n, d in described.items() if n not in rounds}, as_json)
+    plugin_table("Gavel's policies (OSDI'20): allocations realised in rounds, each VC its own",
+                 {n: d for n, d in described.items() if n in rounds}, as_json)
 
 
 @app.command(rich_help_panel="Reference")

@@ -95,9 +95,9 @@ def check_plugins(config: SimConfig) -> None:
     """Unknown policy, placement or estimator: an error listing the choices."""
     from simcluster.estimators import ESTIMATORS
     from simcluster.placement import PLACEMENTS
-    from simcluster.scope import check_policy
+    from simcluster.policies import POLICIES
 
-    check_policy(config.policy)
+    POLICIES.get(config.policy)
     PLACEMENTS.get(config.placement)
     if config.estimator != "auto":
         ESTIMATORS.get(config.estimator)
@@ -183,16 +183,18 @@ def print_warnings(warnings: list[str]) -> None:
 
 
 def print_plan(loaded: Any, config: SimConfig, target: Path, warnings: list[str], fmt: str) -> None:
-    """``--dry-run``: the trace, the engine, the settings that differ from the defaults, where results go."""
+    """``--dry-run``: the trace, the cluster, the settings that differ from the defaults, where results go."""
+    from simcluster.api import cluster_of
+    from simcluster.policies import POLICIES
     from simcluster.results import read_marker
-    from simcluster.scope import engine_of
 
     defaults = SimConfig()
     changed = {k: v for k, v in config.as_dict().items()
                if k in knobs() and k not in ("policy", "placement") and v != getattr(defaults, k)}
-    engine = {"rounds": "round-based engine (Gavel)", "events": "event-driven engine"}[engine_of(loaded, config)]
+    spec, _ = cluster_of(loaded, config)
+    placement = getattr(POLICIES.get(config.policy), "own_placement", None) or config.placement
     out.print(f"would simulate [bold]{loaded.source}[/] ({len(loaded):,} jobs) with {config.policy}/"
-              f"{config.placement} on the {engine}", highlight=False)
+              f"{placement} on {spec.describe()} ({spec.total_gpus:,} GPUs)", highlight=False)
     if config.preset:
         out.print(f"  preset {config.preset}", highlight=False)
     for name, value in changed.items():

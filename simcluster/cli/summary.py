@@ -49,8 +49,8 @@ def print_summary(summary: dict[str, Any], target: Path, shown: Collection[str] 
     out.print(f"makespan {summary['makespan']:,.0f} s · preemptions {summary['preemptions']:,} · "
               f"restarts {summary['restarts']:,} · simulation {summary['sim_cpu_seconds']:.2f} CPU-s · "
               f"loading {summary['load_cpu_seconds']:.2f} CPU-s\nresults in [bold]{target}[/]", highlight=False)
-    if summary.get("engine") == "rounds":
-        from simcluster.hetero.cli import rounds_line
+    if "rounds" in summary:
+        from simcluster.cli.gavel import rounds_line
 
         out.print(rounds_line(summary), highlight=False)
     print_warnings([w for w in summary.get("warnings", []) if w not in shown], out)

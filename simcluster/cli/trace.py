@@ -27,7 +27,7 @@ def trace_synth(
     seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
 ) -> None:
     """Generate a synthetic trace shaped like Venus (GPU counts, durations, diurnal arrivals, workloads), or like Gavel's."""
-    from simcluster.hetero.cli import synth_gavel
+    from simcluster.cli.gavel import synth_gavel
     from simcluster.traces.synth import SynthSpec, save_trace, synthesize
 
     if style == "gavel":
@@ -63,7 +63,7 @@ def _load(values: dict[str, Any], sized: bool) -> Any:
 def trace_check(ctx: typer.Context, **values: Any) -> None:
     """Validate a trace and print what it holds: format, time rule, jobs and offered load per VC, GPU-count
     histogram, duration percentiles, submission span (and, for a log without VCs, --nodes per target load)."""
-    from simcluster.hetero.cli import check_lines
+    from simcluster.cli.gavel import check_lines
 
     loaded = _load(values, sized=False)
     hetero = check_lines(loaded)

@@ -103,8 +103,7 @@ def _label(groups: list[Configuration]) -> None:
 
     def read_by(g: Configuration) -> frozenset[str]:
         try:
-            return settings_read(SimConfig(**{k: v for k, v in g.settings.items() if k in config_fields()}),
-                                 rounds=g.settings.get("placement") == "rounds")
+            return settings_read(SimConfig(**{k: v for k, v in g.settings.items() if k in config_fields()}))
         except (TypeError, ValueError):
             return frozenset(g.settings)
 

@@ -29,24 +29,18 @@ class Note:
     run_ids: tuple[str, ...]
 
 
-def runs_on_rounds(spec: RunSpec) -> bool:
-    """Whether the run goes to the round-based engine (a heterogeneous trace, or a Gavel-only policy)."""
-    from simcluster.policies import POLICIES
+def has_job_types(spec: RunSpec) -> bool:
+    """Whether the run's trace has job types with per-GPU-type throughputs (a Gavel trace)."""
     from simcluster.traces.formats import trace_format
 
-    if spec.config.policy not in POLICIES:  # Gavel's policies (and scipy) are imported only for such a name
-        from simcluster.hetero.policies import HETERO_POLICIES
-
-        if spec.config.policy in HETERO_POLICIES:
-            return True
-    return not spec.trace.startswith(SYNTH_PREFIX) and trace_format(spec.trace) in ("gavel", "openb")
+    return not spec.trace.startswith(SYNTH_PREFIX) and trace_format(spec.trace) == "gavel"
 
 
 def ignored_setting_notes(specs: Sequence[RunSpec]) -> list[Note]:
     """One note per ``--set`` key that some runs do not read, naming their policies."""
     notes = []
     keys = list(dict.fromkeys(k for s in specs for k, _ in s.params))
-    reads = {s.run_id: settings_read(s.config, runs_on_rounds(s)) for s in specs}
+    reads = {s.run_id: settings_read(s.config, has_job_types(s)) for s in specs}
     for key in keys:
         given = [s for s in specs if key in dict(s.params)]
         ignoring = [s for s in given if key not in reads[s.run_id]]
@@ -82,7 +76,7 @@ def seed_notes(specs: Sequence[RunSpec], rows: Mapping[str, Mapping[str, Any]]) 
     notes = []
     for (trace, policy), found in same.items():
         seeds = sorted({s.config.seed for runs in found for s in runs})
-        deterministic = not any("seed" in settings_read(runs[0].config, runs_on_rounds(runs[0])) for runs in found)
+        deterministic = not any("seed" in settings_read(runs[0].config, has_job_types(runs[0])) for runs in found)
         why = (why_seed_is_ignored(found[0][0].config) if deterministic
                else "its random choices decide nothing on this trace")
         where = f" ({len(found)} settings)" if len(found) > 1 else ""

@@ -72,7 +72,7 @@ def execute_part(spec: RunSpec, vc: str) -> Part:
 
 def splittable(config: SimConfig) -> bool:
     """True when the run's VCs can be simulated apart and merged into exactly the whole run."""
-    if config.policy not in POLICIES or config.cluster:  # heterogeneous clusters run as one round loop
+    if config.policy not in POLICIES or config.cluster:  # --cluster merges the trace's VCs into one
         return False
     policy = POLICIES.get(config.policy)
     allowed = getattr(policy, "vc_independent", config.policy in VC_INDEPENDENT)
@@ -82,15 +82,12 @@ def splittable(config: SimConfig) -> bool:
 
 
 def vcs_of(spec: RunSpec) -> list[str]:
-    """The VCs to simulate apart.  A synthetic trace's come from its spec: its jobs are not drawn here."""
-    from simcluster.scope import ROUNDS, engine_of
-
+    """The VCs a run may be split into: a job log's own, untyped (a part is rebuilt from its VC's node count).
+    A synthetic trace's come from its spec: its jobs are not drawn here."""
     if spec.trace.startswith(SYNTH_PREFIX):
-        if engine_of(None, spec.config) == ROUNDS:  # synthetic traces are homogeneous: only the policy decides
-            return []
         return list(vc_nodes_of(synth_spec(spec.trace, spec.config.gpus_per_node)))
     trace = load_trace_arg(spec.trace, spec.config.gpus_per_node, spec.vc_config)
-    return [] if engine_of(trace, spec.config) == ROUNDS else list(trace.vc_nodes)
+    return list(trace.vc_nodes) if isinstance(trace, Trace) and trace.cluster is None else []
 
 
 def merge_parts(spec: RunSpec, parts: Sequence[Part], out: Path) -> dict[str, Any]:

@@ -46,9 +46,9 @@ from simcluster.atomic import atomic_write
 from simcluster.config import ConfigError, SimConfig, coerce, knobs
 from simcluster.estimators import ESTIMATORS
 from simcluster.placement import PLACEMENTS
+from simcluster.policies import POLICIES
 from simcluster.registry import UnknownPlugin
 from simcluster.results import FORMATS, write_run
-from simcluster.scope import check_policy
 from simcluster.traces import Trace, TraceError, load_trace
 from simcluster.traces.synth import SynthSpec, synthesize
 
@@ -171,7 +171,7 @@ def build_grid(traces: Sequence[str], policies: Sequence[str], seeds: Sequence[i
                         config = SimConfig.from_settings({"policy": policy, "seed": seed, **{k: v for k, _, v in combo}},
                                                          "--set", base=base)
                         config = absolute_paths(config)
-                        check_policy(config.policy)
+                        POLICIES.get(config.policy)
                         PLACEMENTS.get(config.placement)
                         if config.estimator != "auto":  # auto: the policy picks its own
                             ESTIMATORS.get(config.estimator)

@@ -46,10 +46,10 @@ def jobs_frame(jobs: Iterable[Job], now: float | None = None,
             "vc": [j.vc for j in rows],
             "user": [j.user for j in rows],
             "gpu_num": np.fromiter((j.gpu_num for j in rows), np.int64, len(rows)),
-            "submit_time": np.fromiter((j.submit_time for j in rows), np.int64, len(rows)),
+            "submit_time": _whole_if_whole(np.fromiter((j.submit_time for j in rows), float, len(rows))),
             "start_time": np.fromiter((maybe(j.start_time) for j in rows), float, len(rows)),
             "end_time": np.fromiter((maybe(j.end_time) for j in rows), float, len(rows)),
-            "duration": np.fromiter((j.duration for j in rows), np.int64, len(rows)),
+            "duration": _whole_if_whole(np.fromiter((j.duration for j in rows), float, len(rows))),
             "queue": np.fromiter((queue(j) for j in rows), float, len(rows)),
             "preemptions": np.fromiter((j.preemptions for j in rows), np.int64, len(rows)),
             "restarts": np.fromiter((j.restarts for j in rows), np.int64, len(rows)),
@@ -66,6 +66,12 @@ def jobs_frame(jobs: Iterable[Job], now: float | None = None,
     frame["mean_speed"] = np.where(working > 0, work / working.where(working > 0, 1.0), 1.0)
     frame.loc[frame["end_time"].isna(), "mean_speed"] = np.nan  # its work is not done: no speed to tell
     return frame[JOB_COLUMNS]
+
+
+def _whole_if_whole(values: np.ndarray) -> np.ndarray:
+    """Integers when every value is whole (job logs count whole seconds), else the floats (Gavel traces)."""
+    whole = np.isfinite(values).all() and (values == np.round(values)).all() and (np.abs(values) < 2**53).all()
+    return values.astype(np.int64) if whole else values
 
 
 def figures(frame: pd.DataFrame, gpus: int, sharing: tuple[float, float] = (0.0, 0.0),

@@ -1,6 +1,13 @@
 """Placements: map one job to GPUs of its VC.  One file each, registered by name."""
 
-from simcluster.placement import consolidate, consolidate_first, random_nodes, tiresias_relaxed  # noqa: F401
+from simcluster.placement import (  # noqa: F401
+    consolidate,
+    consolidate_first,
+    fastest_free,
+    random_nodes,
+    tiresias_relaxed,
+)
 from simcluster.placement.base import PLACEMENTS, Placement, Plan, make_placement
+from simcluster.placement.fractions import fraction_plan
 
-__all__ = ["PLACEMENTS", "Placement", "Plan", "make_placement"]
+__all__ = ["PLACEMENTS", "Placement", "Plan", "fraction_plan", "make_placement"]

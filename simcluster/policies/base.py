@@ -28,8 +28,10 @@ class SchedulingContext(Protocol):
         """Place and start a pending job; False if placement found no GPUs."""
         ...
 
-    def preempt(self, job: Job) -> None:
-        """Checkpoint a running job, free its GPUs and queue it again."""
+    def preempt(self, job: Job, overhead: float | None = None, moving: bool = False) -> None:
+        """Checkpoint a running job, free its GPUs and queue it again.  ``overhead``: restore seconds it
+        owes (default: the configured preemption overhead); ``moving``: the caller restarts it elsewhere
+        at once (counted as a migration, not a preemption)."""
         ...
 
     def wake_at(self, when: float) -> None:
@@ -49,6 +51,15 @@ class SchedulingContext(Protocol):
         """The colocation model (slowdowns, memory) when the policy shares GPUs."""
         ...
 
+    @property
+    def throughputs(self) -> Any:
+        """The throughput table the jobs' per-type speeds come from (pairs included), or None."""
+        ...
+
+    def pair_speeds(self, a: Job, b: Job) -> tuple[float, float]:
+        """Predicted speeds (shared ÷ alone) of two jobs sharing GPUs of this VC."""
+        ...
+
 
 class Policy:
     """Base class: FIFO queue order and no timers; subclasses override."""
@@ -56,6 +67,7 @@ class Policy:
     name: str = "?"
     preemptive: bool = False
     shares_gpus: bool = False  # True: the engine loads a colocation model and times shared GPUs
+    own_placement: str | None = None  # the policy places jobs itself (named so in summaries); None: --placement
 
     def __init__(self, config: SimConfig | None = None) -> None:
         self.config = config or SimConfig()

@@ -212,15 +212,17 @@ class Lucid(Policy):
                 return
 
     def _partner(self, job: Job, candidates: list[Job], ctx: SchedulingContext) -> Job | None:
-        score = self._score(job, ctx)
+        score = self._score(job, ctx) if job.gpu_milli >= 1000 else None  # GPU fractions share by fraction
         if score is None:
             return None
         config, priority = self.config, self._priority[job]
         first = config.pair_choice == "first"
         best: tuple[tuple[int, int], Job] | None = None
         for other in candidates:  # in start order
-            if job.memory + other.memory > config.gpu_memory:
+            if job.memory + other.memory > config.gpu_memory or other.gpu_milli < 1000:
                 continue
+            if job.speeds is not None and not all(job.speed_on(node.gpu_type) for node, _ in other.allocation):
+                continue  # its partner's GPUs are of a type it cannot run on
             other_score = self._score(other, ctx)
             if other_score is None or score + other_score > config.max_score_sum:
                 continue

@@ -20,7 +20,9 @@ Two rules from the "wise resource sharing" line of work (IWQoS'24):
   ascending t_con, and if not enough GPUs qualify A keeps waiting.
 
 Sharing never preempts.  A GPU holds at most ``max_jobs_per_gpu`` jobs and
-only while their memory fits in ``gpu_memory``.
+only while their memory fits in its memory (``gpu_memory`` where the cluster does not say).
+Slowdowns come from :meth:`~simcluster.policies.base.SchedulingContext.pair_speeds`: the colocation
+model, or for jobs of a trace with a throughput table (Gavel's), its pairs.
 """
 
 from __future__ import annotations
@@ -28,7 +30,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from simcluster.cluster import Node, VirtualCluster
-from simcluster.job import UNKNOWN_WORKLOAD as UNKNOWN
 from simcluster.job import Job
 from simcluster.placement import Plan
 from simcluster.policies.base import SchedulingContext
@@ -61,8 +62,7 @@ def wise_partner_cost(ctx: SchedulingContext) -> PartnerCost:
     now = ctx.now
 
     def cost(waiting: Job, resident: Job) -> float | None:
-        speed_w, speed_r = ctx.colocation.pair_speeds(
-            waiting.workload or UNKNOWN, waiting.gpu_num, resident.workload or UNKNOWN, resident.gpu_num)
+        speed_w, speed_r = ctx.pair_speeds(waiting, resident)
         t_con, t_seq = completion_times(waiting.remaining_at(now), resident.remaining_at(now), 1 / speed_w, 1 / speed_r)
         return t_con if t_con < t_seq else None
 
@@ -83,9 +83,9 @@ def shared_plan(job: Job, vc: VirtualCluster, ctx: SchedulingContext, partner_co
     def usable(node: Node) -> tuple[list[int], list[tuple[float, int]]]:
         shareable = []
         for i, holders in enumerate(node.gpus):
-            if not holders or len(holders) >= config.max_jobs_per_gpu:
-                continue
-            if node.memory_used(i) + job.memory > config.gpu_memory:
+            if not holders or len(holders) >= config.max_jobs_per_gpu or holders[0].gpu_milli < 1000:
+                continue  # idle, full, or shared by fraction
+            if node.memory_used(i) + job.memory > (node.gpu_memory or config.gpu_memory):
                 continue
             worst = 0.0
             for resident in holders:
@@ -101,7 +101,7 @@ def shared_plan(job: Job, vc: VirtualCluster, ctx: SchedulingContext, partner_co
         return list(node.free_ids), shareable
 
     need = job.gpu_num
-    candidates = [(node, *usable(node)) for node in vc.nodes if node.up and node.used]
+    candidates = [(node, *usable(node)) for node in vc.nodes if node.up and node.used and job.speed_on(node.gpu_type)]
     if need <= vc.gpus_per_node:
         best = None
         for node, idle, shareable in candidates:
@@ -113,7 +113,7 @@ def shared_plan(job: Job, vc: VirtualCluster, ctx: SchedulingContext, partner_co
                 best = (key, node, idle + [i for _, i in shareable[:shared_needed]])
         return None if best is None else [(best[1], sorted(best[2]))]
     idle_nodes: list[tuple[Node, list[int], list[tuple[float, int]]]] = [
-        (node, list(node.free_ids), []) for node in vc.nodes if node.up and not node.used]
+        (node, list(node.free_ids), []) for node in vc.nodes if node.up and not node.used and job.speed_on(node.gpu_type)]
     pool = sorted(candidates + idle_nodes, key=lambda c: (-(len(c[1]) + len(c[2])), c[0].index))
     plan: Plan = []
     left = need
@@ -132,6 +132,8 @@ def share_waiting_jobs(vc: VirtualCluster, ctx: SchedulingContext, partner_cost:
     """Offer each still-waiting job, in queue order, a shared placement."""
     pairs_only = ctx.config.max_jobs_per_gpu == 2
     for job in list(vc.pending):
+        if job.gpu_milli < 1000:
+            continue  # a fraction of a GPU is placed by fraction (try_start), never beside whole-GPU jobs
         room_on_used = vc.used_gpus - vc.shared_gpus if pairs_only else vc.used_gpus
         if job.gpu_num > vc.free_gpus + room_on_used:
             if stop_at_first_failure:

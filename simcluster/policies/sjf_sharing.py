@@ -19,7 +19,7 @@ class _SjfSharing(ShortestJobFirst):
         while (job := vc.pending.first()) is not None:
             if ctx.try_start(job):
                 continue
-            plan = shared_plan(job, vc, ctx, cost)
+            plan = shared_plan(job, vc, ctx, cost) if job.gpu_milli >= 1000 else None
             if plan is None:
                 return  # head-of-line blocking, as in sjf
             ctx.start_on(job, plan)

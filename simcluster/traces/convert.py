@@ -83,17 +83,17 @@ def hetero_durations(trace: Any, throughputs: str | None = None) -> np.ndarray:
     """Seconds each job of a heterogeneous trace runs alone on its fastest GPU type."""
     if trace.uniform:
         return trace.frame["total_steps"].to_numpy(dtype=float)
-    from simcluster.hetero.throughputs import job_key, load_throughputs
+    from simcluster.throughputs import job_key, load_throughputs
 
     table = load_throughputs(throughputs)
     out = np.empty(len(trace.frame))
     for i, (job_type, scale, steps, line) in enumerate(
             trace.frame[["job_type", "gpu_num", "total_steps", "line"]].itertuples(index=False)):
-        speeds = table.solo_for(job_key(str(job_type), int(scale)), table.gpu_types)
-        if speeds is None or not (speeds > 0).any():
+        speeds = table.speeds(job_key(str(job_type), int(scale)))
+        if speeds is None:
             raise TraceError(trace.source, f"job type {job_type!r} with scale factor {scale} is not in the throughput "
                              f"table ({table.source})", line=int(line), field="job_type")
-        out[i] = float(steps) / float(speeds.max())
+        out[i] = float(steps) / speeds.rate
     return out
 
 

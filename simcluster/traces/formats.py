@@ -6,8 +6,8 @@ The format is told by the file: a ``.trace`` suffix is Gavel's; a CSV is recogni
 folder is read through the one job log it holds: ``cluster_full_log.csv`` (or ``cluster_log.csv``)
 when present, else the only file of a known format besides the side files (``vc_config.csv``, the
 throughput log, node lists).  Gavel traces and openb pod lists become a
-:class:`~simcluster.hetero.trace.HeteroTrace`, which :func:`simcluster.api.simulate` runs on the
-round-based engine; job logs become a :class:`~simcluster.traces.venus.Trace`.
+:class:`~simcluster.traces.hetero.HeteroTrace`, whose jobs carry per-GPU-type speeds into
+the one engine; job logs become a :class:`~simcluster.traces.venus.Trace`.
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ the Helios artifact's Philly config, ``vc,node num``; the first column may be un
 without one is a single VC (``cluster``) whose size the user chooses:
 
 * ``--nodes N``: N nodes of ``--gpus-per-node`` GPUs;
-* ``--cluster v100:512``: the spec's GPUs (all types together) in nodes of ``--gpus-per-node``;
-  GPU types matter only to the heterogeneous (Gavel) policies;
+* ``--cluster v100:512``: the spec's GPUs in nodes of ``--gpus-per-node``; the run then simulates
+  the spec itself, its GPU types included, under every policy;
 * ``--load X``: the fewest nodes on which the log's offered load is at most X, and never fewer
   than its largest job needs.
 
@@ -45,7 +45,9 @@ def limit_error(where: str | Path, gpus: int, how: str, line: int | None = None,
 
 
 def load_vc_config(path: str | Path, gpus_per_node: int = 8) -> dict[str, int]:
-    """``vc,num`` (or ``vc,node num``): nodes per virtual cluster (the first column may be unnamed)."""
+    """``vc,num`` (or ``vc,node num``): nodes per virtual cluster (the first column may be unnamed).  With a
+    ``gpu_type`` column a VC may list one row per type: its nodes are summed here
+    (:func:`~simcluster.cluster_spec.vc_config_spec` reads the types)."""
     from simcluster.traces.venus import read_csv
 
     path = Path(path)
@@ -66,9 +68,9 @@ def load_vc_config(path: str | Path, gpus_per_node: int = 8) -> dict[str, int]:
             raise TraceError(path, "empty VC name", line=line, field="vc")
         if not re.fullmatch(r"\d+", num) or int(num) <= 0:
             raise TraceError(path, f"node count must be a positive integer, got {num!r}", line=line, field=count)
-        if vc in nodes:
+        if vc in nodes and "gpu_type" not in raw.columns:  # with GPU types a VC lists one row per type
             raise TraceError(path, f"VC {vc!r} is listed twice", line=line, field="vc")
-        nodes[vc] = int(num)
+        nodes[vc] = nodes.get(vc, 0) + int(num)
         total += int(num) * gpus_per_node
         if total > MAX_GPUS:
             raise limit_error(path, total, f"VC {vc!r} ({int(num):,} nodes × {gpus_per_node} GPUs) would",
@@ -95,7 +97,7 @@ def cluster_gpus(spec: str) -> int:
     """Total GPUs of a ``--cluster`` spec (``type:count[:memory]`` items, or a node-list CSV), read
     without building the cluster, so that a huge figure is refused at once."""
     if spec.endswith(".csv") or Path(spec).is_file():
-        from simcluster.hetero.cluster import load_node_list
+        from simcluster.cluster_spec import load_node_list
 
         return load_node_list(spec).total_gpus
     total = 0

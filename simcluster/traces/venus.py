@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from simcluster.cluster_spec import ClusterSpec, vc_config_spec
 from simcluster.job import Job, Workload
 from simcluster.traces.columns import (
     CUSTOM,
@@ -74,6 +75,7 @@ class Trace:
     time_rule: str = ""  # how submit times were read (times.TimeRule.describe)
     epoch: str | None = None  # the wall-clock time of second 0, when known
     sizing: str = ""  # where the VCs' sizes came from
+    cluster: ClusterSpec | None = None  # the VCs' nodes by GPU type, when the VC config has a gpu_type column
 
     def __len__(self) -> int:
         return len(self.frame)
@@ -137,8 +139,12 @@ def load_trace(
                                  nodes, cluster, load, sized)
     frame, vc_nodes, skipped = _settle(frame, len(raw), vc_nodes, gpus_per_node, problems, mapping, skip_invalid)
     throughput = log_path.parent / THROUGHPUT_LOG
+    typed = None
+    if mapping["vc"]:  # a VC config with a gpu_type column gives the VCs' nodes by GPU type
+        typed = vc_config_spec(Path(vc_config) if vc_config else log_path.with_name("vc_config.csv"), gpus_per_node)
     return Trace(str(log_path), frame, vc_nodes, skipped, time.process_time() - t0,
-                 str(throughput) if throughput.is_file() else None, fmt.name, *_time_zero(rule, log_path), sizing)
+                 str(throughput) if throughput.is_file() else None, fmt.name, *_time_zero(rule, log_path), sizing,
+                 typed.only(vc_nodes) if typed else None)
 
 
 def trace_from_frame(jobs: pd.DataFrame, vc_nodes: dict[str, int], *, gpus_per_node: int = 8,
@@ -353,8 +359,7 @@ def _vc_sizes(path: Path, frame: pd.DataFrame, problems: RowProblems, vc_column:
         return {ONE_VC: count}, f"one VC of {count:,} nodes × {gpus_per_node} GPUs (--nodes)"
     if cluster is not None:
         count = check_nodes(nodes_of_cluster(cluster, gpus_per_node), gpus_per_node, "--cluster")
-        return {ONE_VC: count}, (f"one VC of {count:,} nodes × {gpus_per_node} GPUs (--cluster {cluster}; GPU types "
-                                 "matter only to heterogeneous policies)")
+        return {ONE_VC: count}, f"one VC of {count:,} nodes × {gpus_per_node} GPUs (--cluster {cluster})"
     assert load is not None
     if not load > 0:
         raise ValueError(f"--load must be positive, got {load}")

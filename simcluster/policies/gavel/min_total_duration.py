@@ -6,9 +6,11 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import LinearConstraint
 
-from simcluster.hetero.policies.base import HETERO_POLICIES, Allocation, AllocationInput, HeteroPolicy
-from simcluster.hetero.policies.finish_time_fairness import blind
-from simcluster.hetero.policies.lp import LPFailed, Program, tie_break, top_pairs
+from simcluster.policies.base import POLICIES
+from simcluster.policies.gavel.allocation import Allocation, AllocationInput
+from simcluster.policies.gavel.finish_time_fairness import blind
+from simcluster.policies.gavel.lp import LPFailed, Program, tie_break, top_pairs
+from simcluster.policies.gavel.rounds import RoundPolicy
 
 PAIRS_PER_JOB = 10
 
@@ -71,7 +73,7 @@ def bisect_makespan(inp: AllocationInput, pairs: np.ndarray | None, central: boo
     return prog.allocation(x), T, solves
 
 
-def makespan_allocation(policy: HeteroPolicy, inp: AllocationInput, pairs: np.ndarray | None) -> Allocation:
+def makespan_allocation(policy: RoundPolicy, inp: AllocationInput, pairs: np.ndarray | None) -> Allocation:
     if policy.options.makespan_search == "bisection":
         allocation, _, solves = bisect_makespan(inp, pairs, policy.options.central)
         policy.solves += solves
@@ -80,12 +82,14 @@ def makespan_allocation(policy: HeteroPolicy, inp: AllocationInput, pairs: np.nd
     return min_makespan(inp, pairs, policy.options.central)[0]
 
 
-@HETERO_POLICIES.register("min_total_duration")
-class MinTotalDuration(HeteroPolicy):
+@POLICIES.register("min_total_duration")
+class MinTotalDuration(RoundPolicy):
     """Makespan, agnostic: minimise when the last active job finishes, GPU types taken as equal.
 
     Every GPU type is taken as equally fast for a job (its mean throughput; Gavel takes its V100
     throughput).  One LP in z = 1/makespan (``min_makespan``) or Gavel's bisection."""
+
+    solves_lps = True  # reads --lp-solution
 
     aware = False
 
@@ -93,23 +97,27 @@ class MinTotalDuration(HeteroPolicy):
         return makespan_allocation(self, blind(inp), None)
 
 
-@HETERO_POLICIES.register("min_total_duration_perf")
-class MinTotalDurationPerf(HeteroPolicy):
+@POLICIES.register("min_total_duration_perf")
+class MinTotalDurationPerf(RoundPolicy):
     """Makespan, aware: minimise when the last active job finishes, with true per-type throughputs.
 
     minimise T s.t. Σ_j T[i,j] x[i,j] · T ≥ R_i for every job, as one LP in z = 1/T, or by Gavel's
     bisection on T (``--makespan-search bisection``, :func:`bisect_makespan`)."""
 
+    solves_lps = True  # reads --lp-solution
+
     def allocate(self, inp: AllocationInput) -> Allocation:
         return makespan_allocation(self, inp, None)
 
 
-@HETERO_POLICIES.register("min_total_duration_packed")
-class MinTotalDurationPacked(HeteroPolicy):
+@POLICIES.register("min_total_duration_packed")
+class MinTotalDurationPacked(RoundPolicy):
     """Makespan with space sharing: ``min_total_duration_perf`` plus pairs sharing GPUs.
 
     Pairs of equal-scale jobs sharing GPUs are extra variables; up to 10 best partners per
     job (``lp.top_pairs``)."""
+
+    solves_lps = True  # reads --lp-solution
 
     packing = True
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from simcluster.hetero.policies import HETERO_POLICIES, AllocationInput, PolicyOptions
-from simcluster.hetero.policies.finish_time_fairness import finish_time_fair
-from simcluster.hetero.policies.lp import isolated_allocation, max_min, proportional_throughput
-from simcluster.hetero.policies.min_total_duration import bisect_makespan, min_makespan
+from simcluster.config import SimConfig
+from simcluster.policies import POLICIES
+from simcluster.policies.gavel import AllocationInput
+from simcluster.policies.gavel.finish_time_fairness import finish_time_fair
+from simcluster.policies.gavel.lp import isolated_allocation, max_min, proportional_throughput
+from simcluster.policies.gavel.min_total_duration import bisect_makespan, min_makespan
 
 
 def inp(T, capacity, *, scale=None, weight=None, remaining=None, age=None, pairs=None, pair_tput=None):
@@ -24,7 +26,7 @@ def inp(T, capacity, *, scale=None, weight=None, remaining=None, age=None, pairs
 
 def test_weights_split_one_gpu_in_proportion():
     # one GPU, weights 1 and 3: s_i x_i / w_i equal and x_1 + x_2 = 1 → 1/4 and 3/4
-    a = HETERO_POLICIES.get("max_min_fairness")().allocate(inp([[1.0], [1.0]], [1], weight=[1, 3]))
+    a = POLICIES.get("max_min_fairness")().allocate(inp([[1.0], [1.0]], [1], weight=[1, 3]))
     assert a.single.ravel() == pytest.approx([0.25, 0.75], abs=1e-6)
 
 
@@ -35,7 +37,7 @@ def test_a_four_gpu_job_gets_the_gpu_time_of_a_one_gpu_job_whatever_the_policy_f
     T = [[2.0, 1.0]] * 3 + [[2.0, 1.0]]
     problem = inp(T, [2, 2], scale=[1, 1, 1, 4])
     for name in ("max_min_fairness", "max_min_fairness_perf"):
-        a = HETERO_POLICIES.get(name)().allocate(problem)
+        a = POLICIES.get(name)().allocate(problem)
         gpu_time = a.single.sum(axis=1) * problem.scale
         assert gpu_time == pytest.approx([gpu_time[0]] * 4, rel=1e-6), name
 
@@ -54,12 +56,12 @@ def test_aware_max_min_puts_each_job_where_it_is_comparatively_fast():
     allocation, t = max_min(problem, coef)
     assert t == pytest.approx(4 / 3, rel=1e-6)
     assert allocation.single == pytest.approx(np.array([[1.0, 0.0], [0.0, 1.0]]), abs=1e-6)
-    policy = HETERO_POLICIES.get("max_min_fairness_perf")()
+    policy = POLICIES.get("max_min_fairness_perf")()
     assert policy.allocate(problem).single == pytest.approx(allocation.single, abs=1e-6)
 
 
 def test_agnostic_max_min_spreads_time_by_type_size():
-    a = HETERO_POLICIES.get("max_min_fairness")().allocate(inp([[3.0, 1.0], [1.0, 2.0]], [1, 1]))
+    a = POLICIES.get("max_min_fairness")().allocate(inp([[3.0, 1.0], [1.0, 2.0]], [1, 1]))
     assert a.single == pytest.approx(np.full((2, 2), 0.5), abs=1e-6)
 
 
@@ -67,12 +69,12 @@ def test_packing_pays_when_paired_throughputs_sum_above_one():
     # one GPU, two jobs at 1 it/s alone and 0.8 each together: alone each gets 1/2 → normalised 1;
     # packed the pair runs all the time → 0.8 / 0.5 = 1.6 each
     problem = inp([[1.0], [1.0]], [1], pairs=[[0, 1]], pair_tput=[[[0.8, 0.8]]])
-    a = HETERO_POLICIES.get("max_min_fairness_packed")().allocate(problem)
+    a = POLICIES.get("max_min_fairness_packed")().allocate(problem)
     assert a.pair[0, 0] == pytest.approx(1.0, abs=1e-6)
     assert a.single.sum() == pytest.approx(0.0, abs=1e-6)
     # pairs that slow each other down more than time-slicing are never used
     bad = inp([[1.0], [1.0]], [1], pairs=[[0, 1]], pair_tput=[[[0.4, 0.4]]])
-    b = HETERO_POLICIES.get("max_min_fairness_packed")().allocate(bad)
+    b = POLICIES.get("max_min_fairness_packed")().allocate(bad)
     assert b.pair.sum() == pytest.approx(0.0, abs=1e-6)
     assert b.single.ravel() == pytest.approx([0.5, 0.5], abs=1e-6)
 
@@ -114,12 +116,12 @@ def test_isolated_gives_each_job_an_equal_slice():
 
 
 def test_fifo_perf_takes_the_fastest_type_with_room_in_arrival_order():
-    a = HETERO_POLICIES.get("fifo_perf")().allocate(inp([[4.0, 1.0], [4.0, 1.0], [4.0, 1.0]], [1, 1]))
+    a = POLICIES.get("fifo_perf")().allocate(inp([[4.0, 1.0], [4.0, 1.0], [4.0, 1.0]], [1, 1]))
     assert a.single.tolist() == [[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]]
 
 
 @pytest.mark.parametrize("name", ["max_sum_throughput_perf", "min_total_duration_perf", "finish_time_fairness_perf",
-                                  "isolated", "gandiva", "fifo", "fifo_packed", "min_total_duration_packed",
+                                  "isolated", "gandiva", "gavel_fifo", "fifo_packed", "min_total_duration_packed",
                                   "finish_time_fairness_packed", "finish_time_fairness", "min_total_duration"])
 def test_every_policy_respects_the_base_constraints(name):
     rng = np.random.default_rng(3)
@@ -127,7 +129,7 @@ def test_every_policy_respects_the_base_constraints(name):
     pairs = np.array([[0, 1], [2, 3], [1, 4]])
     problem = inp(T, [2, 1, 2], remaining=list(rng.uniform(50, 500, 6)), age=list(rng.uniform(0, 100, 6)),
                   pairs=pairs, pair_tput=T[pairs].transpose(0, 2, 1) * 0.7)
-    a = HETERO_POLICIES.get(name)().allocate(problem)
+    a = POLICIES.get(name)().allocate(problem)
     per_job = a.single.sum(axis=1).copy()
     for p, (i, k) in enumerate(pairs):
         per_job[i] += a.pair[p].sum()
@@ -145,29 +147,29 @@ def test_finish_time_fairness_gives_the_heavier_job_the_earlier_finish():
     assert allocation.single.sum() == pytest.approx(1.0, abs=1e-6)
 
 
-CENTRAL = PolicyOptions(lp_solution="central")
+CENTRAL = SimConfig(lp_solution="central")
 
 
 def test_a_central_solution_splits_a_tie_where_a_vertex_takes_a_side():
     # two identical jobs, one GPU: every split maximises total throughput; a vertex gives it all to one job,
     # the interior point (Gavel's ECOS) halves it
     problem = inp([[1.0], [1.0]], [1])
-    vertex = HETERO_POLICIES.get("max_sum_throughput_perf")().allocate(problem)
-    central = HETERO_POLICIES.get("max_sum_throughput_perf")(options=CENTRAL).allocate(problem)
+    vertex = POLICIES.get("max_sum_throughput_perf")().allocate(problem)
+    central = POLICIES.get("max_sum_throughput_perf")(CENTRAL).allocate(problem)
     assert sorted(vertex.single.ravel()) == pytest.approx([0.0, 1.0], abs=1e-6)
     assert central.single.ravel() == pytest.approx([0.5, 0.5], abs=1e-4)
 
 
 def test_max_sum_throughput_sums_raw_iterations_per_second():
     # one GPU; A runs 10 it/s, B 1 it/s: the paper's objective gives the GPU to A (a sum of speed-ups would tie)
-    a = HETERO_POLICIES.get("max_sum_throughput_perf")().allocate(inp([[10.0], [1.0]], [1]))
+    a = POLICIES.get("max_sum_throughput_perf")().allocate(inp([[10.0], [1.0]], [1]))
     assert a.single.ravel() == pytest.approx([1.0, 0.0], abs=1e-6)
 
 
 def test_central_max_min_keeps_the_least_and_spreads_the_rest():
     problem = inp([[3.0, 1.0], [1.0, 2.0]], [1, 1])
-    vertex = HETERO_POLICIES.get("max_min_fairness_perf")().allocate(problem)
-    central = HETERO_POLICIES.get("max_min_fairness_perf")(options=CENTRAL).allocate(problem)
+    vertex = POLICIES.get("max_min_fairness_perf")().allocate(problem)
+    central = POLICIES.get("max_min_fairness_perf")(CENTRAL).allocate(problem)
     norm = problem.throughput / proportional_throughput(problem)[:, None]
     assert (norm * central.single).sum(axis=1).min() == pytest.approx((norm * vertex.single).sum(axis=1).min(),
                                                                        rel=1e-5)
@@ -181,6 +183,6 @@ def test_gavels_bisection_finds_the_makespan_within_five_percent_and_favours_no_
     # both jobs finish before the makespan found: the slack is shared, not given to one job as a vertex would
     slack = allocation.single.ravel() * makespan - np.array([100, 300])
     assert (slack > 1e-3).all()
-    policy = HETERO_POLICIES.get("min_total_duration_perf")(options=PolicyOptions(makespan_search="bisection"))
+    policy = POLICIES.get("min_total_duration_perf")(SimConfig(makespan_search="bisection"))
     policy.allocate(problem)
     assert policy.solves == solves

@@ -22,7 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import Bounds, LinearConstraint
 
-from simcluster.hetero.policies.base import Allocation, AllocationInput
+from simcluster.policies.gavel.allocation import Allocation, AllocationInput
 
 TIE_BREAK = 1e-3  # weight of the secondary objective (mean effective throughput) next to the main one
 DUST = 1e-7  # interior-point solutions hold tiny positive values where a vertex would hold 0

@@ -1,4 +1,5 @@
-"""The heterogeneous-cluster parts of ``lucid-sim`` (kept here so that ``simcluster/cli.py`` only calls in)."""
+"""What ``lucid-sim`` says about Gavel traces and round policies: ``trace check`` and ``trace synth --style gavel``
+for Gavel's format, and the rounds line of a round policy's summary."""
 
 from __future__ import annotations
 
@@ -9,25 +10,9 @@ import typer
 from rich.console import Console
 
 from simcluster.colocation.importers import gavel_path
-from simcluster.hetero.policies import HETERO_POLICIES
-from simcluster.hetero.throughputs import job_key, load_throughputs
-from simcluster.hetero.trace import HeteroTrace
-from simcluster.registry import UnknownPlugin
+from simcluster.throughputs import job_key, load_throughputs
 from simcluster.traces.errors import TraceError
-
-
-def check_policy(name: str) -> None:
-    """Raise UnknownPlugin (listing both families) unless ``name`` is a known policy."""
-    from simcluster.policies import POLICIES
-
-    if name in HETERO_POLICIES or name in POLICIES:
-        return
-    raise UnknownPlugin(f"unknown policy {name!r}; choose one of: {', '.join(POLICIES.names())} "
-                        f"(event-driven) or {', '.join(HETERO_POLICIES.names())} (heterogeneous clusters, rounds)")
-
-
-def describe_policies() -> dict[str, str]:
-    return HETERO_POLICIES.describe()
+from simcluster.traces.hetero import HeteroTrace
 
 
 def check_lines(loaded: Any, throughputs: str | None = None) -> list[str] | None:
@@ -66,7 +51,9 @@ def synth_gavel(out_dir: Path, jobs: int, jobs_per_hour: float, seed: int, multi
 
 
 def rounds_line(summary: dict[str, Any]) -> str:
+    """A round policy's figures: rounds, allocations, LPs, lease extensions (and the cluster's GPU types)."""
     cluster = ", ".join(f"{t}:{v['gpus']}" for t, v in summary.get("cluster", {}).items())
-    return (f"cluster {cluster} · {summary['rounds']:,} rounds of {summary['round_seconds']:g} s · "
+    return ((f"cluster {cluster} · " if cluster else "")
+            + f"{summary['rounds']:,} rounds of {summary['round_seconds']:g} s · "
             f"{summary['allocations']:,} allocations ({summary['lp_solves']:,} LPs) · "
-            f"{summary['lease_extensions']:,} lease extensions · {summary['migrations']:,} migrations")
+            f"{summary['lease_extensions']:,} lease extensions · {summary.get('migrations', 0):,} migrations")

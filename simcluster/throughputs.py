@@ -1,5 +1,9 @@
 """Throughput tables: each job type's iterations/s on each GPU type, alone and paired.
 
+What a trace with per-type throughputs (Gavel's) runs on: a job's speed on a type is its
+throughput there ÷ its best (:meth:`ThroughputTable.speeds`), and two jobs sharing a GPU each run
+at their pair throughput ÷ their solo throughput there (:meth:`ThroughputTable.pair_factor`).
+
 The format is our colocation tables (:mod:`simcluster.colocation.schema`) with one more column,
 ``gpu_type``: a single-job table (``model, dataset, batchsize, amp, gpu_num, iters_per_s, …``) and
 a pair table (``…1, …2, iters_per_s1, iters_per_s2, …``), one block of rows per GPU type.  A job
@@ -24,8 +28,10 @@ import numpy as np
 import pandas as pd
 
 from simcluster.colocation.importers import GAVEL_UNBATCHED, gavel_gpu_types, gavel_path, import_gavel
+from simcluster.job import TypeSpeeds
 
 JobKey = tuple[str, int, int]  # (model, batch size, scale factor)
+PAIR_FLOOR = 0.05  # speed of a job beside a partner the table says it cannot share with (as colocation lookups' floor)
 _BATCHED = re.compile(r"^\s*(?P<model>.+?)\s*\(batch size (?P<bs>\d+)\)\s*$")
 UNIFORM_MODEL = "any"
 
@@ -48,7 +54,7 @@ def job_type_name(key: JobKey) -> str:
     return model if model in GAVEL_UNBATCHED else f"{model} (batch size {batch})"
 
 
-@dataclass
+@dataclass(eq=False)
 class ThroughputTable:
     """Solo and paired throughputs per GPU type (iterations/s); 0 = cannot run / cannot share."""
 
@@ -56,24 +62,50 @@ class ThroughputTable:
     solo: dict[JobKey, np.ndarray]  # key -> (types,)
     pairs: dict[tuple[JobKey, JobKey], np.ndarray] = field(default_factory=dict)  # (a, b) -> (types, 2)
     source: str = ""
-    uniform: bool = False  # every job type runs at 1 iteration/s everywhere (traces without workload types)
 
     def job_types(self) -> list[JobKey]:
         return sorted(self.solo)
 
-    def solo_for(self, key: JobKey, types: tuple[str, ...]) -> np.ndarray | None:
-        """Throughputs of ``key`` on ``types`` (in that order); None if the table lacks the job type."""
-        if self.uniform:
-            return np.ones(len(types))
+    def speeds(self, key: JobKey, allowed: tuple[str, ...] | None = None) -> TypeSpeeds | None:
+        """The job type's speed per GPU type (throughput ÷ its best), only on ``allowed`` types if given;
+        None if the table lacks the job type (or it runs on none of the allowed types)."""
         row = self.solo.get(key)
         if row is None:
             return None
-        return np.array([row[self.gpu_types.index(t)] if t in self.gpu_types else 0.0 for t in types])
+        pairs = [(t, float(v)) for t, v in zip(self.gpu_types, row) if v > 0 and (allowed is None or t in allowed)]
+        best = max((v for _, v in pairs), default=0.0)
+        if best <= 0:
+            return None
+        return TypeSpeeds({t: v / best for t, v in pairs}, best, key)
+
+    def type_order(self) -> tuple[str, ...]:
+        """GPU types fastest first, by mean throughput over the job types (how aware policies fill them)."""
+        if not self.solo:
+            return ()
+        mean = np.mean(np.stack(list(self.solo.values())), axis=0)
+        return tuple(self.gpu_types[i] for i in sorted(range(len(self.gpu_types)), key=lambda i: -float(mean[i])))
+
+    @functools.cache  # noqa: B019 — a table lives as long as the process's runs
+    def pair_factor(self, a: JobKey, b: JobKey, gpu_type: str) -> float:
+        """a's throughput beside b on ``gpu_type`` ÷ a's throughput alone there; PAIR_FLOOR where they
+        cannot share (a zero in the table)."""
+        pair = self.pair_for(a, b, (gpu_type,))
+        solo = self.solo.get(a)
+        if pair is None or solo is None or gpu_type not in self.gpu_types or pair[0, 0] <= 0:
+            return PAIR_FLOOR
+        alone = float(solo[self.gpu_types.index(gpu_type)])
+        return float(pair[0, 0]) / alone if alone > 0 else PAIR_FLOOR
+
+    def mean_pair_factors(self, a: JobKey, b: JobKey, types: tuple[str, ...]) -> tuple[float, float]:
+        """(a's, b's) factor averaged over the GPU types where they can share; PAIR_FLOOR where nowhere."""
+        shared = [t for t in types if self.pair_factor(a, b, t) > PAIR_FLOOR and self.pair_factor(b, a, t) > PAIR_FLOOR]
+        if not shared:
+            return PAIR_FLOOR, PAIR_FLOOR
+        return (float(np.mean([self.pair_factor(a, b, t) for t in shared])),
+                float(np.mean([self.pair_factor(b, a, t) for t in shared])))
 
     def pair_for(self, a: JobKey, b: JobKey, types: tuple[str, ...]) -> np.ndarray | None:
         """(types, 2) throughputs of a and b sharing, or None when they cannot share anywhere."""
-        if self.uniform:
-            return None
         row = self.pairs.get((a, b))
         flipped = row is None
         if flipped:
@@ -84,10 +116,6 @@ class ThroughputTable:
         assert row is not None
         out = np.array([row[self.gpu_types.index(t)] if t in self.gpu_types else (0.0, 0.0) for t in types])
         return out if (out.min(axis=1) > 0).any() else None
-
-    @classmethod
-    def uniform_table(cls, types: tuple[str, ...]) -> ThroughputTable:
-        return cls(tuple(types), {}, {}, "uniform: 1 iteration/s on every GPU type (no workload types)", True)
 
     @classmethod
     def from_tables(cls, single: pd.DataFrame, pair: pd.DataFrame, source: str = "") -> ThroughputTable:

@@ -4,20 +4,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from simcluster.hetero.policies.base import (
-    HETERO_POLICIES,
-    Allocation,
-    AllocationInput,
-    HeteroPolicy,
-    PolicyOptions,
-)
-from simcluster.hetero.policies.lp import isolated_allocation
+from simcluster.config import SimConfig
+from simcluster.policies.base import POLICIES
+from simcluster.policies.gavel.allocation import Allocation, AllocationInput
+from simcluster.policies.gavel.lp import isolated_allocation
+from simcluster.policies.gavel.rounds import RoundPolicy
 
 Pair = tuple[int, int]  # engine job indices, smaller first
 
 
-@HETERO_POLICIES.register("gandiva")
-class Gandiva(HeteroPolicy):
+@POLICIES.register("gandiva")
+class Gandiva(RoundPolicy):
     """Gandiva: random pairs of jobs share GPUs while the cluster is oversubscribed; equal shares (agnostic).
 
     While jobs ask for more GPUs than the cluster has, unpaired jobs are paired at random (equal scale
@@ -38,9 +35,9 @@ class Gandiva(HeteroPolicy):
     aware = False
     packing = True
 
-    def __init__(self, seed: int = 0, options: PolicyOptions | None = None) -> None:
-        super().__init__(seed, options)
-        self.rng = np.random.default_rng(seed)
+    def __init__(self, config: SimConfig | None = None) -> None:
+        super().__init__(config)
+        self.rng = np.random.default_rng(self.seed)
         self.kept: set[Pair] = set()
 
     def allocate(self, inp: AllocationInput) -> Allocation:

@@ -5,12 +5,14 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from simcluster.hetero.policies.base import HETERO_POLICIES, Allocation, AllocationInput, HeteroPolicy
-from simcluster.hetero.policies.lp import LPFailed, Program
+from simcluster.policies.base import POLICIES
+from simcluster.policies.gavel.allocation import Allocation, AllocationInput
+from simcluster.policies.gavel.lp import LPFailed, Program
+from simcluster.policies.gavel.rounds import RoundPolicy
 
 
-@HETERO_POLICIES.register("max_sum_throughput_perf")
-class MaxSumThroughputPerf(HeteroPolicy):
+@POLICIES.register("max_sum_throughput_perf")
+class MaxSumThroughputPerf(RoundPolicy):
     """Maximise the total effective throughput Σ_i θ_i(x) in iterations/s (the paper's objective); no fairness.
 
     maximise Σ_i w_i θ_i(x), θ_i = Σ_j T[i,j] x[i,j], subject to the base constraints (w = priority
@@ -18,6 +20,8 @@ class MaxSumThroughputPerf(HeteroPolicy):
     iterations/s are summed, so job types with many cheap iterations weigh more than those with few
     costly ones, as in the paper; a job may get nothing while it waits.  (Up to issue 15 we summed
     speed-ups over the isolated share instead, which the paper does not.)"""
+
+    solves_lps = True  # reads --lp-solution
 
     def allocate(self, inp: AllocationInput) -> Allocation:
         prog = Program(inp, None, extra=0, central=self.options.central)

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from simcluster.hetero.cluster import load_node_list, parse_cluster
-from simcluster.hetero.trace import HeteroTrace
+from simcluster.cluster_spec import load_node_list, parse_cluster
 from simcluster.traces import TraceError, load_trace
 from simcluster.traces.gavel import GavelSynthSpec, load_gavel_trace, save_gavel_trace, synthesize_gavel
+from simcluster.traces.hetero import HeteroTrace
 
 GOOD = "ResNet-18 (batch size 64)\tpython3 main.py\tdir\t--num_steps\t1\t1000\t1\t1\t-1.000000\t0\n"
 
@@ -52,12 +52,13 @@ def test_skip_invalid_drops_and_counts_bad_lines(tmp_path):
 
 def test_cluster_spec_and_node_list(tmp_path):
     c = parse_cluster("v100:4,p100:4,k80:4")
-    assert c.types == ("v100", "p100", "k80") and c.total_gpus == 12 and c.memory_mib[2] == 12 * 1024
+    assert c.gpu_types == ("v100", "p100", "k80") and c.total_gpus == 12 and c.as_dict()["k80"]["memory_mib"] == 12 * 1024
+    assert c.vcs == ("cluster",) and [g.gpus_per_node for g in parse_cluster("v100:12", 8).groups] == [8, 4]
     with pytest.raises(ValueError, match="TYPE:COUNT"):
         parse_cluster("v100=4")
     nodes = write(tmp_path, "nodes.csv", "sn,cpu_milli,memory_mib,gpu,model\nn0,1,1,2,V100M16\nn1,1,1,8,T4\n")
     c = load_node_list(nodes)
-    assert dict(zip(c.types, c.counts)) == {"t4": 8, "v100m16": 2}
+    assert c.type_gpus() == {"t4": 8, "v100m16": 2} and c.gpu_types == ("t4", "v100m16")
     bad = write(tmp_path, "bad.csv", "sn,cpu_milli,memory_mib,gpu,model\nn0,1,1,two,T4\n")
     with pytest.raises(TraceError) as caught:
         load_node_list(bad)

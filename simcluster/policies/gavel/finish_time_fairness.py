@@ -6,14 +6,11 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import LinearConstraint
 
-from simcluster.hetero.policies.base import (
-    HETERO_POLICIES,
-    Allocation,
-    AllocationInput,
-    HeteroPolicy,
-    PolicyOptions,
-)
-from simcluster.hetero.policies.lp import Program, isolated_allocation, isolated_throughput, top_pairs
+from simcluster.config import SimConfig
+from simcluster.policies.base import POLICIES
+from simcluster.policies.gavel.allocation import Allocation, AllocationInput
+from simcluster.policies.gavel.lp import Program, isolated_allocation, isolated_throughput, top_pairs
+from simcluster.policies.gavel.rounds import RoundPolicy
 
 BISECTION_STEPS = 10
 PAIRS_PER_JOB = 10
@@ -107,11 +104,13 @@ class IsolatedClock:
         return done
 
 
-class _FinishTimeFairnessBase(HeteroPolicy):
+class _FinishTimeFairnessBase(RoundPolicy):
     """Holds each job's isolated clock across allocations (see :class:`IsolatedClock`)."""
 
-    def __init__(self, seed: int = 0, options: PolicyOptions | None = None) -> None:
-        super().__init__(seed, options)
+    solves_lps = True  # reads --lp-solution
+
+    def __init__(self, config: SimConfig | None = None) -> None:
+        super().__init__(config)
         self.clock = IsolatedClock()
 
     def solve_for(self, view: AllocationInput, pairs: np.ndarray | None) -> Allocation:
@@ -121,7 +120,7 @@ class _FinishTimeFairnessBase(HeteroPolicy):
         return allocation
 
 
-@HETERO_POLICIES.register("finish_time_fairness")
+@POLICIES.register("finish_time_fairness")
 class FinishTimeFairness(_FinishTimeFairnessBase):
     """Finish-time fairness (Themis), agnostic: minimise the largest ρ, GPU types taken as equal.
 
@@ -134,7 +133,7 @@ class FinishTimeFairness(_FinishTimeFairnessBase):
         return self.solve_for(blind(inp), None)
 
 
-@HETERO_POLICIES.register("finish_time_fairness_perf")
+@POLICIES.register("finish_time_fairness_perf")
 class FinishTimeFairnessPerf(_FinishTimeFairnessBase):
     """Finish-time fairness (Themis), aware: minimise the largest ρ with true per-type throughputs.
 
@@ -147,7 +146,7 @@ class FinishTimeFairnessPerf(_FinishTimeFairnessBase):
         return self.solve_for(inp, None)
 
 
-@HETERO_POLICIES.register("finish_time_fairness_packed")
+@POLICIES.register("finish_time_fairness_packed")
 class FinishTimeFairnessPacked(_FinishTimeFairnessBase):
     """Finish-time fairness with space sharing: ``finish_time_fairness_perf`` plus pairs sharing GPUs.
 

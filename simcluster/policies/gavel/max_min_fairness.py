@@ -4,24 +4,28 @@ from __future__ import annotations
 
 import numpy as np
 
-from simcluster.hetero.policies.base import HETERO_POLICIES, Allocation, AllocationInput, HeteroPolicy
-from simcluster.hetero.policies.lp import max_min, proportional_throughput, top_pairs
+from simcluster.policies.base import POLICIES
+from simcluster.policies.gavel.allocation import Allocation, AllocationInput
+from simcluster.policies.gavel.lp import max_min, proportional_throughput, top_pairs
+from simcluster.policies.gavel.rounds import RoundPolicy
 
 PAIRS_PER_JOB = 10  # candidate partners per job kept as LP variables in the packed form
 
 
-@HETERO_POLICIES.register("max_min_fairness")
-class MaxMinFairness(HeteroPolicy):
+@POLICIES.register("max_min_fairness")
+class MaxMinFairness(RoundPolicy):
     """Max-min fairness, agnostic: equal (weighted) GPU time, every GPU type counted as equally fast.
 
     LP: maximise t subject to (s_i / w_i) · Σ_j x[i,j] ≥ t for every job i and the base constraints
-    (simcluster.hetero.policies.lp): all throughputs are taken as 1, so each job gets an equal share
+    (simcluster.policies.gavel.lp): all throughputs are taken as 1, so each job gets an equal share
     of GPU-time (a job of s GPUs gets 1/s of the time of a 1-GPU job), divided by priority weight.
     Ties are broken towards more total allocation (ε · mean of the fairness terms).  The LP does not
     care on which type a job's time is; each job's share is spread over the types it can use in
     proportion to their sizes.  GPU types are filled in random order each round, as Gavel does for
     agnostic policies.
     """
+
+    solves_lps = True  # reads --lp-solution
 
     aware = False
 
@@ -38,8 +42,8 @@ class MaxMinFairness(HeteroPolicy):
         return allocation
 
 
-@HETERO_POLICIES.register("max_min_fairness_perf")
-class MaxMinFairnessPerf(HeteroPolicy):
+@POLICIES.register("max_min_fairness_perf")
+class MaxMinFairnessPerf(RoundPolicy):
     """Max-min fairness, aware: maximise the least normalised effective throughput (Gavel's LAS).
 
     LP: maximise t subject to (s_i / w_i) · Σ_j T[i,j] x[i,j] / X_i ≥ t for every job i and the base
@@ -52,6 +56,8 @@ class MaxMinFairnessPerf(HeteroPolicy):
     that squared the scale factor and gave a 4-GPU job a quarter of the GPU time Gavel gives it.)
     """
 
+    solves_lps = True  # reads --lp-solution
+
     def allocate(self, inp: AllocationInput) -> Allocation:
         coef = inp.throughput * (inp.scale / (inp.weight * proportional_throughput(inp)))[:, None]
         self.solves += 1
@@ -59,8 +65,8 @@ class MaxMinFairnessPerf(HeteroPolicy):
         return allocation
 
 
-@HETERO_POLICIES.register("max_min_fairness_packed")
-class MaxMinFairnessPacked(HeteroPolicy):
+@POLICIES.register("max_min_fairness_packed")
+class MaxMinFairnessPacked(RoundPolicy):
     """Max-min fairness with space sharing: variables for jobs alone and for pairs sharing GPUs.
 
     Variables x[i,j] (job alone on type j) and y[p,j] (pair p = {a, b} of equal scale factor on s
@@ -72,6 +78,8 @@ class MaxMinFairnessPacked(HeteroPolicy):
     each job keeps its best candidate partners (by combined normalised throughput > 1; 10, fewer when
     many jobs are active: ``lp.top_pairs``).
     """
+
+    solves_lps = True  # reads --lp-solution
 
     packing = True
 

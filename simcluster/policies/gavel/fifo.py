@@ -1,16 +1,17 @@
-"""First in, first out on a heterogeneous cluster (Gavel's FIFO baselines)."""
+"""First in, first out in rounds (Gavel's FIFO baselines).
+
+Gavel's agnostic FIFO is registered as ``gavel_fifo``: ``fifo`` is the event-driven FIFO of the
+Helios and Lucid simulators (:mod:`simcluster.policies.fifo`), which needs no rounds.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
-from simcluster.hetero.policies.base import (
-    HETERO_POLICIES,
-    Allocation,
-    AllocationInput,
-    HeteroPolicy,
-    PolicyOptions,
-)
+from simcluster.config import SimConfig
+from simcluster.policies.base import POLICIES
+from simcluster.policies.gavel.allocation import Allocation, AllocationInput
+from simcluster.policies.gavel.rounds import RoundPolicy
 
 PACKING_THRESHOLD = 1.5  # fifo_packed pairs a waiting job only if Σ paired/solo throughput exceeds this
 
@@ -30,9 +31,9 @@ def _greedy(inp: AllocationInput, single: np.ndarray, free: np.ndarray, queue: l
     return left
 
 
-@HETERO_POLICIES.register("fifo")
-class Fifo(HeteroPolicy):
-    """FIFO, agnostic: arrival order, a random GPU type with room; a placed job keeps its type.
+@POLICIES.register("gavel_fifo")
+class GavelFifo(RoundPolicy):
+    """Gavel's FIFO, agnostic: arrival order in rounds, a random GPU type with room; a placed job keeps its type.
 
     A job keeps its GPU type once placed; the next jobs take a random GPU type with room (seeded); head-of-line blocking when the next job fits nowhere.
 
@@ -43,9 +44,9 @@ class Fifo(HeteroPolicy):
     aware = False
     fifo = True
 
-    def __init__(self, seed: int = 0, options: PolicyOptions | None = None) -> None:
-        super().__init__(seed, options)
-        self.rng = np.random.default_rng(seed)
+    def __init__(self, config: SimConfig | None = None) -> None:
+        super().__init__(config)
+        self.rng = np.random.default_rng(self.seed)
         self.placed: dict[int, int] = {}  # job index -> GPU type
 
     def allocate(self, inp: AllocationInput) -> Allocation:
@@ -64,9 +65,9 @@ class Fifo(HeteroPolicy):
         return out
 
 
-@HETERO_POLICIES.register("fifo_perf")
-class FifoPerf(HeteroPolicy):
-    """FIFO, aware: arrival order, each job on the fastest GPU type (for it) with room.
+@POLICIES.register("fifo_perf")
+class FifoPerf(RoundPolicy):
+    """Gavel's FIFO, aware: arrival order in rounds, each job on the fastest GPU type (for it) with room.
 
     At every reallocation jobs, oldest first, take the fastest GPU type (for them) that still has room; head-of-line blocking.  No LP."""
 
@@ -80,9 +81,9 @@ class FifoPerf(HeteroPolicy):
         return out
 
 
-@HETERO_POLICIES.register("fifo_packed")
+@POLICIES.register("fifo_packed")
 class FifoPacked(FifoPerf):
-    """FIFO with packing: ``fifo_perf``, then waiting jobs pair with placed ones when that helps.
+    """Gavel's FIFO with packing: ``fifo_perf``, then waiting jobs pair with placed ones when that helps.
 
     ``fifo_perf``, then the jobs still waiting (oldest first) share GPUs with a placed job of the
     same scale factor when their combined normalised throughput (Σ paired ÷ solo) exceeds 1.5 —

@@ -1,43 +1,30 @@
-"""The round-based mechanism: invariants (hypothesis) and the mid-round behaviour we chose."""
+"""Gavel's round mechanism as a policy of the engine: invariants (hypothesis) and the mid-round behaviour we chose."""
 
 from __future__ import annotations
-
-from collections import Counter
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from simcluster.hetero.cluster import parse_cluster
-from simcluster.hetero.engine import RoundEngine
-from simcluster.hetero.mechanism import Mechanism
-from simcluster.hetero.policies import HETERO_POLICIES
-from simcluster.hetero.run import make_jobs, simulate_hetero
-from simcluster.metrics.observer import Observer
+from simcluster.api import simulate
+from simcluster.cluster import VirtualCluster
+from simcluster.policies import POLICIES
+from simcluster.policies.gavel import RoundPolicy
+from simcluster.policies.gavel.mechanism import Mechanism
+from simcluster.policies.gavel.rounds import Rounds
 from simcluster.presets import resolve_config
-from tests.hetero.conftest import make_trace, small_table
+from tests.gavel.conftest import make_trace, small_table
+from tests.shapes import Audit
 
 TABLE = small_table()
+ROUND_POLICIES = [n for n in POLICIES.names() if issubclass(POLICIES.get(n), RoundPolicy)]
 
 
-def run(rows, policy="fifo_perf", cluster="fast:1,slow:1", audit=None, weights=None, observers=(), preset=None,
-        **config):
+def run(rows, policy="fifo_perf", cluster="fast:1,slow:1", weights=None, observers=(), preset=None, **config):
     settings = resolve_config(preset=preset, overrides={"policy": policy, "cluster": cluster, **config})
-    return simulate_hetero(make_trace(rows, weights), settings, observers=observers, audit=audit, table=TABLE)
-
-
-class Lifecycle(Observer):
-    """Counts every start and finish, and fails on a finished job that runs again."""
-
-    def __init__(self) -> None:
-        self.finished: Counter[int] = Counter()
-
-    def on_start(self, job, now):
-        assert job.index not in self.finished, f"{job.job_id} started after it finished"
-
-    def on_finish(self, job, now):
-        self.finished[job.index] += 1
+    result = simulate(make_trace(rows, weights), settings, observers=observers, throughputs=TABLE)
+    return result.jobs, result.timeline, result.summary
 
 
 jobs_strategy = st.lists(
@@ -47,23 +34,19 @@ jobs_strategy = st.lists(
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(rows=jobs_strategy, policy=st.sampled_from(HETERO_POLICIES.names()), preset=st.sampled_from([None, "gavel"]),
+@given(rows=jobs_strategy, policy=st.sampled_from(ROUND_POLICIES), preset=st.sampled_from([None, "gavel"]),
        counts=st.tuples(st.integers(2, 4), st.integers(2, 4)), round_seconds=st.sampled_from([60.0, 360.0]))
-def test_every_policy_in_both_modes_keeps_capacity_finishes_each_job_once_and_conserves_steps(
+def test_every_policy_in_both_modes_keeps_capacity_finishes_each_job_once_and_does_all_its_work(
         rows, policy, preset, counts, round_seconds):
-    audit: list = []
-    lifecycle = Lifecycle()
-    frame, timeline, summary = run(rows, policy, f"fast:{counts[0]},slow:{counts[1]}", audit, observers=[lifecycle],
+    audit = Audit(one_type=True)
+    frame, timeline, _ = run(rows, policy, f"fast:{counts[0]},slow:{counts[1]}", observers=[audit],
                                    preset=preset, round_seconds=round_seconds)
-    for _, busy, milli, fullest in audit:
-        assert busy[0] <= counts[0] and busy[1] <= counts[1]
-        assert max(fullest) <= 1000
-        assert milli[0] <= 1000 * counts[0] and milli[1] <= 1000 * counts[1]
+    assert audit.most_busy["fast"] <= counts[0] and audit.most_busy["slow"] <= counts[1]
     assert (timeline["busy_gpus"] <= sum(counts)).all()
-    assert len(frame) == len(rows) and frame["job_id"].is_unique and summary["unfinished"] == 0
-    assert sorted(lifecycle.finished.values()) == [1] * len(rows)
+    assert len(frame) == len(rows) and frame["job_id"].is_unique and frame["end_time"].notna().all()
+    assert sorted(audit.finished.values()) == [1] * len(rows)
     assert (frame["end_time"] >= frame["submit_time"]).all()
-    assert np.allclose(frame["steps_done"], frame["total_steps"], rtol=1e-9, atol=1e-6)
+    assert audit.work_left_at_finish < 1e-6
 
 
 def test_a_gpu_freed_mid_round_goes_to_the_waiting_job_at_once():
@@ -122,10 +105,10 @@ def test_gavel_reallocation_interval_is_available():
 
 def test_multi_gpu_jobs_of_equal_scale_share_their_gpus():
     # two 2-GPU jobs on two fast GPUs: (A, B) at scale 2 share at 5.0 and 3.0 it/s (normalised 5/3.5 + 3/... > 1)
-    frame, _, summary = run([("A", 2, 5000, 0.0), ("B", 2, 3000, 0.0)], policy="max_min_fairness_packed",
+    frame, _, _ = run([("A", 2, 5000, 0.0), ("B", 2, 3000, 0.0)], policy="max_min_fairness_packed",
                             cluster="fast:2")
     assert (frame["shared_seconds"] > 0).all()
-    assert summary["unfinished"] == 0
+    assert frame["end_time"].notna().all()
 
 
 DEFERRED = {"realloc_interval": 1920.0, "midround_release": False}
@@ -165,51 +148,56 @@ def test_with_gavels_clock_an_idle_cluster_waits_for_the_next_arrival_then_reset
 def test_gavel_fills_the_fastest_type_first_for_gandiva_too():
     gavel = Mechanism(type_order="gavel")
     ours = Mechanism()
-    for name, aware in [("gandiva", False), ("max_min_fairness", False), ("fifo", False),
+    for name, aware in [("gandiva", False), ("max_min_fairness", False), ("gavel_fifo", False),
                         ("max_min_fairness_perf", True), ("fifo_packed", True)]:
-        policy = HETERO_POLICIES.get(name)()
+        policy = POLICIES.get(name)()
         assert ours.fills_fastest_first(policy) is aware, name
         assert gavel.fills_fastest_first(policy) is (aware or name == "gandiva"), name
 
 
-def test_the_partner_of_a_finished_pair_keeps_the_pair_share_until_the_next_reset():
-    # white box: after a reset that gave the pair (A, C) 60 % of the fast GPU and C alone 10 %, A finishes
-    # 200 s later: the pair leaves the allocation, C's share, time received and deficit take in the pair's
+class Context:
+    throughputs = TABLE
+
+
+def pair_state(mechanism=None):
+    """White box: a VC's round state after a reset that gave the pair (A, C) 60 % of the fast GPU and C
+    alone 10 %, both jobs arrived."""
     trace = make_trace([("A", 1, 350, 0.0), ("C", 1, 5000, 0.0)])
-    cluster = parse_cluster("fast:1,slow:1")
-    jobs = make_jobs(trace, TABLE, cluster)
-    engine = RoundEngine(jobs, cluster, TABLE, HETERO_POLICIES.get("max_min_fairness_packed")())
-    engine.active = {0: jobs[0], 1: jobs[1]}
-    engine.in_alloc[:] = True
-    engine.X[1] = [0.1, 0.0]
-    engine.alloc = {(0, 1): np.array([0.6, 0.0])}
-    engine.received = {(0, 1): np.array([180.0 + 150.0, 180.0])}  # R/2 + 150 s shared on fast
-    engine.deficit = {(0, 1): np.array([20.0, 0.0])}
-    del engine.active[0]
-    engine._retire_pairs(0)
-    assert engine.alloc == {} and engine.received == {} and engine.deficit == {}
-    assert engine.X[1].tolist() == pytest.approx([0.7, 0.0])
-    assert engine.G[1].tolist() == pytest.approx([180.0 + 150.0, 180.0])
-    assert engine.Dm[1].tolist() == pytest.approx([20.0, 0.0])
+    vc = VirtualCluster("cluster", groups=[("fast", 1, 1, 0.0), ("slow", 1, 1, 0.0)])
+    rounds = Rounds(vc, POLICIES.get("max_min_fairness_packed")(), mechanism or Mechanism())
+    jobs = trace.make_jobs(TABLE)
+    for job in jobs:
+        rounds.arrive(job, Context())
+    rounds.in_alloc[:2] = True
+    rounds.X[1] = [0.1, 0.0]
+    rounds.alloc = {(0, 1): np.array([0.6, 0.0])}
+    return rounds
+
+
+def test_the_partner_of_a_finished_pair_keeps_the_pair_share_until_the_next_reset():
+    # A finishes 200 s after the reset: the pair leaves the allocation, C's share, time received and
+    # deficit take in the pair's
+    rounds = pair_state()
+    rounds.received = {(0, 1): np.array([180.0 + 150.0, 180.0])}  # R/2 + 150 s shared on fast
+    rounds.deficit = {(0, 1): np.array([20.0, 0.0])}
+    del rounds.active[0]
+    rounds._retire_pairs(0)
+    assert rounds.alloc == {} and rounds.received == {} and rounds.deficit == {}
+    assert rounds.X[1].tolist() == pytest.approx([0.7, 0.0])
+    assert rounds.G[1].tolist() == pytest.approx([180.0 + 150.0, 180.0])
+    assert rounds.Dm[1].tolist() == pytest.approx([20.0, 0.0])
 
 
 def test_with_gavels_rule_a_finished_jobs_pair_share_lapses():
-    trace = make_trace([("A", 1, 350, 0.0), ("C", 1, 5000, 0.0)])
-    cluster = parse_cluster("fast:1,slow:1")
-    jobs = make_jobs(trace, TABLE, cluster)
-    engine = RoundEngine(jobs, cluster, TABLE, HETERO_POLICIES.get("max_min_fairness_packed")(),
-                         Mechanism(pair_share_on_finish="drop"))
-    engine.active = {1: jobs[1]}
-    engine.in_alloc[:] = True
-    engine.X[1] = [0.1, 0.0]
-    engine.alloc = {(0, 1): np.array([0.6, 0.0])}
-    engine._retire_pairs(0)
-    assert engine.alloc == {} and engine.X[1].tolist() == pytest.approx([0.1, 0.0])
+    rounds = pair_state(Mechanism(pair_share_on_finish="drop"))
+    del rounds.active[0]
+    rounds._retire_pairs(0)
+    assert rounds.alloc == {} and rounds.X[1].tolist() == pytest.approx([0.1, 0.0])
 
 
 def test_gavel_preset_runs_a_packed_policy_whose_pairs_outlive_a_partner():
     # the crash of issue 15: with deferred reallocation a finished job's pair used to be restarted
     rows = [("A", 1, 350, 0.0), ("C", 1, 5000, 0.0), ("B", 1, 20000, 0.0), ("B", 1, 900, 400.0)]
     for policy in ("max_min_fairness_packed", "gandiva", "fifo_packed"):
-        frame, _, summary = run(rows, policy, cluster="fast:1", preset="gavel")
-        assert len(frame) == 4 and summary["unfinished"] == 0, policy
+        frame, _, _ = run(rows, policy, cluster="fast:1", preset="gavel")
+        assert len(frame) == 4 and frame["end_time"].notna().all(), policy

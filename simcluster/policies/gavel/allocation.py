@@ -1,9 +1,9 @@
-"""What a heterogeneity-aware allocation policy sees and returns.
+"""What one of Gavel's policies sees and returns when it allocates.
 
-A policy turns the active jobs into an *allocation*: for every job (and, for ``*_packed`` and
-gandiva, for every candidate pair of jobs sharing GPUs) the fraction of time it should spend on each
-GPU type.  The round-based mechanism (:mod:`simcluster.hetero.engine`) then realises it round by
-round.  Policies are registered by name in :data:`HETERO_POLICIES` (Gavel's names).
+A policy turns the active jobs of a VC into an *allocation*: for every job (and, for ``*_packed``
+and gandiva, for every candidate pair of jobs sharing GPUs) the fraction of time it should spend on
+each GPU type.  The round mechanism (:mod:`simcluster.policies.gavel.rounds`) then realises it round
+by round.
 """
 
 from __future__ import annotations
@@ -13,14 +13,12 @@ from typing import Any
 
 import numpy as np
 
-from simcluster.registry import Registry
-
 
 @dataclass
 class AllocationInput:
     """The active jobs as arrays (row i = job ``ids[i]``, in arrival order)."""
 
-    ids: list[int]  # engine job indices
+    ids: list[int]  # the jobs' slots in their VC's round state (arrival order)
     throughput: np.ndarray  # (n, m) iterations/s alone; 0 = cannot run there
     scale: np.ndarray  # (n,) GPUs each job occupies (fractional for openb pods sharing by fraction)
     weight: np.ndarray  # (n,) priority weights (higher = more)
@@ -66,23 +64,3 @@ class Allocation:
     @classmethod
     def empty(cls, inp: AllocationInput) -> Allocation:
         return cls(np.zeros((inp.n, inp.m)), np.zeros((len(inp.pairs), inp.m)))
-
-
-class HeteroPolicy:
-    """Base class. Class attributes tell the mechanism how to run the allocation."""
-
-    name: str = ""
-    aware: bool = True  # heterogeneity-aware: GPU types are filled fastest first (else in random order)
-    packing: bool = False  # needs candidate pairs of jobs sharing GPUs
-    fifo: bool = False  # never give GPUs to jobs the allocation leaves out (Gavel's FIFO rule)
-
-    def __init__(self, seed: int = 0, options: PolicyOptions | None = None) -> None:
-        self.seed = seed
-        self.options = options or PolicyOptions()
-        self.solves = 0  # linear programs solved
-
-    def allocate(self, inp: AllocationInput) -> Allocation:  # pragma: no cover - interface
-        raise NotImplementedError
-
-
-HETERO_POLICIES: Registry[type[HeteroPolicy]] = Registry("heterogeneous-cluster policy")

@@ -10,26 +10,30 @@ from typer.testing import CliRunner
 from simcluster.api import simulate
 from simcluster.cli import app
 from simcluster.config import SimConfig
-from simcluster.hetero.policies import HETERO_POLICIES
+from simcluster.policies import POLICIES
+from simcluster.policies.gavel import RoundPolicy
 from simcluster.presets import resolve_config
 from simcluster.traces import load_trace
 
 CLUSTER = "v100:4,p100:4,k80:4"
+GAVEL_POLICIES = [name for name in POLICIES.names() if issubclass(POLICIES.get(name), RoundPolicy)]
 
 
 @pytest.fixture(scope="module")
 def t100_results(gavel_traces):
     trace = load_trace(gavel_traces / "t100.trace")
-    return {name: simulate(trace, SimConfig(policy=name, cluster=CLUSTER)) for name in HETERO_POLICIES.names()}
+    return {name: simulate(trace, SimConfig(policy=name, cluster=CLUSTER)) for name in GAVEL_POLICIES}
 
 
 def test_every_policy_finishes_every_job(t100_results):
     for name, result in t100_results.items():
-        assert len(result.jobs) == 100 and result.summary["unfinished"] == 0, name
+        assert len(result.jobs) == 100 and "unfinished_jobs" not in result.summary and result.jobs["end_time"].notna().all(), name
         assert set(result.jobs.columns) >= {"job_id", "vc", "gpu_num", "submit_time", "start_time", "end_time",
                                             "duration", "queue", "jct"}
         assert set(result.timeline.columns) >= {"time", "busy_gpus", "running_jobs", "pending_jobs"}
         assert result.summary["per_vc"]["cluster"]["jobs"] == 100
+        done = result.jobs["steps_done"] / result.jobs["total_steps"]
+        assert ((done - 1).abs() < 1e-6).all(), name  # every iteration of every job was run
         assert 0 < result.summary["gpu_utilization"] <= 1 + 1e-9
 
 
@@ -37,7 +41,7 @@ def test_every_policy_finishes_every_job(t100_results):
 def t100_gavel_preset(gavel_traces):
     trace = load_trace(gavel_traces / "t100.trace")
     return {name: simulate(trace, resolve_config(preset="gavel", overrides={"policy": name, "cluster": CLUSTER}))
-            for name in HETERO_POLICIES.names()}
+            for name in GAVEL_POLICIES}
 
 
 # Average JCT (s) of Gavel's own simulator on t100 (stanford-futuredata/gavel at its published HEAD,
@@ -46,12 +50,12 @@ def t100_gavel_preset(gavel_traces):
 GAVEL_T100 = {"max_min_fairness": (31_286, 0.05), "max_min_fairness_perf": (18_003, 0.05),
               "max_min_fairness_packed": (11_947, 0.05), "gandiva": (18_947, 0.05),
               "finish_time_fairness_perf": (18_352, 0.10), "min_total_duration_perf": (45_555, 0.10),
-              "max_sum_throughput_perf": (19_475, 0.10), "fifo": (31_988, 0.12)}
+              "max_sum_throughput_perf": (19_475, 0.10), "gavel_fifo": (31_988, 0.12)}
 
 
 def test_the_gavel_preset_runs_every_policy_to_the_end(t100_gavel_preset):
     for name, result in t100_gavel_preset.items():
-        assert len(result.jobs) == 100 and result.summary["unfinished"] == 0, name
+        assert len(result.jobs) == 100 and "unfinished_jobs" not in result.summary and result.jobs["end_time"].notna().all(), name
         assert result.summary["config"]["preset"] == "gavel"
 
 
@@ -65,7 +69,7 @@ def test_heterogeneity_awareness_and_packing_lower_average_jct(t100_results):
     jct = {name: r.summary["avg_jct"] for name, r in t100_results.items()}
     assert jct["max_min_fairness_perf"] < jct["max_min_fairness"]
     assert jct["max_min_fairness_packed"] < jct["max_min_fairness_perf"]
-    assert jct["fifo_perf"] < jct["fifo"]
+    assert jct["fifo_perf"] < jct["gavel_fifo"]
 
 
 def test_cli_runs_a_gavel_trace_and_prints_the_summary(gavel_traces, tmp_path):
@@ -75,7 +79,7 @@ def test_cli_runs_a_gavel_trace_and_prints_the_summary(gavel_traces, tmp_path):
     assert result.exit_code == 0, result.output
     assert "max_min_fairness_perf" in result.output and "lease extensions" in result.output
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["jobs"] == 100 and summary["engine"] == "rounds"
+    assert summary["jobs"] == 100 and summary["placement"] == "rounds"
 
 
 def test_cli_reports_bad_input_with_a_nonzero_exit(tmp_path, gavel_traces):
@@ -99,16 +103,28 @@ def test_cli_synthesises_and_checks_a_gavel_style_trace(tmp_path, gavel_traces):
 def test_policies_lists_the_gavel_family():
     result = CliRunner().invoke(app, ["policies", "--json"])
     listed = json.loads(result.output)
-    assert "max_min_fairness_packed" in listed and "fifo (heterogeneous)" in listed
+    assert "max_min_fairness_packed" in listed and "gavel_fifo" in listed and "fifo" in listed
 
 
-def test_a_venus_trace_runs_under_a_gavel_policy():
+@pytest.mark.parametrize("policy", ["fifo", "sjf", "srtf", "tiresias", "qssf", "lucid", "srtf-wrs", "sjf-ffs"])
+@pytest.mark.parametrize("placement", ["consolidate", "fastest-free"])
+def test_every_classic_policy_runs_a_gavel_trace_on_a_heterogeneous_cluster(gavel_traces, policy, placement):
+    trace = load_trace(gavel_traces / "t100.trace")
+    result = simulate(trace, SimConfig(policy=policy, placement=placement, cluster=CLUSTER, estimator="oracle"))
+    jobs = result.jobs
+    assert len(jobs) == 100 and jobs["end_time"].notna().all() and result.summary["placement"] == placement
+    assert ((jobs["steps_done"] / jobs["total_steps"] - 1).abs() < 1e-6).all()
+    assert set(result.summary["gpu_seconds_per_type"]) == {"v100", "p100", "k80"}
+
+
+def test_a_venus_trace_runs_under_a_gavel_policy_inside_each_vc():
     from simcluster.traces.synth import SynthSpec, synthesize
 
     trace = synthesize(SynthSpec(jobs=40, nodes=4, vcs=2, seed=3))
     result = simulate(trace, SimConfig(policy="max_min_fairness_perf"))
-    assert result.summary["engine"] == "rounds" and result.summary["jobs"] == 40
-    assert simulate(trace, SimConfig(policy="fifo")).summary.get("engine") is None  # Venus fifo stays event-driven
+    assert result.summary["placement"] == "rounds" and result.summary["jobs"] == 40
+    assert set(result.summary["per_vc"]) == set(trace.vc_nodes)  # each VC its own allocation, not merged
+    assert simulate(trace, SimConfig(policy="fifo")).summary["placement"] == "consolidate"
 
 
 def test_trace_check_names_a_job_type_missing_from_the_table(tmp_path, gavel_traces):

@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from simcluster.hetero.throughputs import ThroughputTable
-from simcluster.hetero.trace import FRAME_COLUMNS, HeteroTrace
 from simcluster.paths import shared_data_dir
+from simcluster.throughputs import ThroughputTable
+from simcluster.traces.hetero import FRAME_COLUMNS, HeteroTrace
 
 
 @pytest.fixture(scope="session")

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from simcluster.hetero.policies.base import HETERO_POLICIES, Allocation, AllocationInput, HeteroPolicy
-from simcluster.hetero.policies.lp import isolated_allocation
+from simcluster.policies.base import POLICIES
+from simcluster.policies.gavel.allocation import Allocation, AllocationInput
+from simcluster.policies.gavel.lp import isolated_allocation
+from simcluster.policies.gavel.rounds import RoundPolicy
 
 
-@HETERO_POLICIES.register("isolated")
-class Isolated(HeteroPolicy):
+@POLICIES.register("isolated")
+class Isolated(RoundPolicy):
     """Isolated baseline: each of the n active jobs gets 1/n of every GPU type (Gavel's ``isolated``).
 
     Each job gets 1/n of every GPU type's time, divided by its scale factor, scaled so that no job is given more than 100 % of the time (Gavel's ``isolated``; no LP).  The

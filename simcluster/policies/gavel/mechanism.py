@@ -1,8 +1,7 @@
 """How the round-based mechanism realises an allocation: our choices, and Gavel's simulator's.
 
 One frozen record, read from :class:`~simcluster.config.SimConfig` (the HETERO panel), so that the
-engine's loop stays free of settings plumbing and the same record can drive a round policy on
-another engine.  ``simcluster/presets/gavel.toml`` sets Gavel's choices; the README sets them side
+round policies' state (:mod:`simcluster.policies.gavel.rounds`) stays free of settings plumbing.  ``simcluster/presets/gavel.toml`` sets Gavel's choices; the README sets them side
 by side with ours.
 
 >>> gavel = Mechanism(realloc_interval=1920.0, reset_rule="gavel")
@@ -13,9 +12,12 @@ by side with ours.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from simcluster.config import SimConfig
-from simcluster.hetero.policies.base import HeteroPolicy
+
+if TYPE_CHECKING:  # pragma: no cover
+    from simcluster.policies.gavel.rounds import RoundPolicy
 
 RESET_RULES = ("interval", "gavel")
 TYPE_ORDERS = ("aware", "gavel")
@@ -65,7 +67,7 @@ class Mechanism:
             return True
         return now - last_reset >= self.realloc_interval - 1e-6
 
-    def fills_fastest_first(self, policy: HeteroPolicy) -> bool:
+    def fills_fastest_first(self, policy: RoundPolicy) -> bool:
         """Whether rounds visit GPU types fastest first (else in a seeded random order, which is how
         Gavel keeps heterogeneity-agnostic policies from favouring fast GPUs).  Gavel's simulator
         decides by the policy's class name — random only without "Perf" or "Packing" in it — so its

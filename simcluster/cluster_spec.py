@@ -1,0 +1,233 @@
+"""One description of a cluster for every source: a trace's VC config, ``--cluster``, a node list.
+
+A :class:`ClusterSpec` is rows of (VC, GPU type, nodes, GPUs per node, GPU memory), in node order;
+:class:`~simcluster.cluster.Cluster` builds the nodes from it.  The sources:
+
+* a VC config (``vc,num``: nodes per VC, of ``--gpus-per-node`` GPUs of the untyped type ``gpu``),
+  with an optional ``gpu_type`` column (and ``memory_mib``): a VC may then list several rows, one
+  per type (:func:`vc_config_spec`);
+* ``--cluster v100:4,p100:4,k80:4`` — GPU counts per type (``TYPE:COUNT[:MEMORY_MIB]``, separated by
+  ``,`` or ``+``), each type's GPUs on nodes of ``--gpus-per-node`` (the last node may hold fewer),
+  all in one VC named ``cluster`` (:func:`parse_cluster`);
+* a node-list CSV (``sn,cpu_milli,memory_mib,gpu,model``, the Alibaba openb form): one row per node,
+  its GPU count and model, one VC (:func:`load_node_list`).
+
+GPU memory comes from :data:`GPU_MEMORY_MIB` unless given.
+
+>>> spec = parse_cluster("v100:12,k80:4:12288", gpus_per_node=8)
+>>> [(g.gpu_type, g.nodes, g.gpus_per_node) for g in spec.groups], spec.describe()
+([('v100', 1, 8), ('v100', 1, 4), ('k80', 1, 4)], 'v100:12, k80:4')
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+DEFAULT_GPU_TYPE = "gpu"  # the type of every GPU of a trace or cluster that names none
+ONE_VC = "cluster"  # the VC of a cluster given as --cluster or a node list
+GPU_MEMORY_MIB: dict[str, int] = {
+    "k80": 12 * 1024, "p100": 16 * 1024, "v100": 16 * 1024, "t4": 16 * 1024, "a10": 24 * 1024,
+    "v100m16": 16 * 1024, "v100m32": 32 * 1024, "a100": 40 * 1024, "rtx3090": 24 * 1024,
+    # Alibaba's in-house G2 and G3 are not documented; 16 GiB is our assumption (see the README)
+    "g2": 16 * 1024, "g3": 16 * 1024,
+}
+DEFAULT_MEMORY_MIB = 16 * 1024
+_ITEM = re.compile(r"^\s*([A-Za-z][\w.-]*)\s*:\s*(\d+)\s*(?::\s*(\d+)\s*)?$")
+
+
+@dataclass(frozen=True)
+class NodeGroup:
+    """``nodes`` nodes of ``gpus_per_node`` GPUs of one type in one VC."""
+
+    vc: str
+    gpu_type: str
+    nodes: int
+    gpus_per_node: int
+    memory_mib: float = 0.0  # per GPU; 0: not known
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """The cluster's nodes as rows, in node order; ``type_order`` orders the GPU types (default: as met)."""
+
+    groups: tuple[NodeGroup, ...]
+    source: str = ""
+    type_order: tuple[str, ...] = ()
+
+    @property
+    def vcs(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(g.vc for g in self.groups))
+
+    @property
+    def gpu_types(self) -> tuple[str, ...]:
+        met = tuple(dict.fromkeys(g.gpu_type for g in self.groups))
+        return tuple(t for t in self.type_order if t in met) + tuple(t for t in met if t not in self.type_order)
+
+    @property
+    def typed(self) -> bool:
+        """Whether any GPU has a type of its own (not the untyped ``gpu`` of traces without types)."""
+        return any(g.gpu_type != DEFAULT_GPU_TYPE for g in self.groups)
+
+    def groups_of(self, vc: str) -> list[tuple[str, int, int, float]]:
+        """``vc``'s rows as (GPU type, nodes, GPUs per node, memory), nodes of a type together in type order."""
+        rank = {t: i for i, t in enumerate(self.gpu_types)}
+        rows = [g for g in self.groups if g.vc == vc]
+        rows.sort(key=lambda g: rank[g.gpu_type])  # stable: node order within a type is kept
+        return [(g.gpu_type, g.nodes, g.gpus_per_node, g.memory_mib) for g in rows]
+
+    @property
+    def vc_nodes(self) -> dict[str, int]:
+        nodes: dict[str, int] = {}
+        for g in self.groups:
+            nodes[g.vc] = nodes.get(g.vc, 0) + g.nodes
+        return nodes
+
+    @property
+    def vc_gpus(self) -> dict[str, int]:
+        gpus: dict[str, int] = {}
+        for g in self.groups:
+            gpus[g.vc] = gpus.get(g.vc, 0) + g.nodes * g.gpus_per_node
+        return gpus
+
+    @property
+    def total_gpus(self) -> int:
+        return sum(g.nodes * g.gpus_per_node for g in self.groups)
+
+    def type_gpus(self, vc: str | None = None) -> dict[str, int]:
+        """GPUs per type (of one VC, or of the whole cluster), in type order."""
+        gpus = dict.fromkeys(self.gpu_types, 0)
+        for g in self.groups:
+            if vc is None or g.vc == vc:
+                gpus[g.gpu_type] += g.nodes * g.gpus_per_node
+        return {t: n for t, n in gpus.items() if n}
+
+    def describe(self) -> str:
+        text = ", ".join(f"{t}:{n}" for t, n in self.type_gpus().items())
+        return text if len(self.vcs) == 1 else f"{text} in {len(self.vcs)} VCs"
+
+    def as_dict(self) -> dict[str, dict[str, float]]:
+        """GPUs and memory per type, for ``summary.json``."""
+        memory = {g.gpu_type: g.memory_mib for g in self.groups}
+        return {t: {"gpus": n, "memory_mib": memory[t]} for t, n in self.type_gpus().items()}
+
+    @classmethod
+    def uniform(cls, vc_nodes: Mapping[str, int], gpus_per_node: int = 8, source: str = "") -> ClusterSpec:
+        """Untyped nodes of ``gpus_per_node`` GPUs, ``vc_nodes[vc]`` per VC."""
+        return cls(tuple(NodeGroup(vc, DEFAULT_GPU_TYPE, n, gpus_per_node) for vc, n in vc_nodes.items()), source)
+
+    def merged(self, vc: str = ONE_VC) -> ClusterSpec:
+        """The same nodes in one VC."""
+        return replace(self, groups=tuple(replace(g, vc=vc) for g in self.groups))
+
+    def without(self, borrowed: Mapping[str, int]) -> ClusterSpec:
+        """The cluster once ``borrowed[vc]`` nodes are taken out of each VC (its last nodes)."""
+        left = dict(borrowed)
+        groups = []
+        for g in reversed(self.groups):
+            take = min(left.get(g.vc, 0), g.nodes)
+            left[g.vc] = left.get(g.vc, 0) - take
+            if g.nodes > take:
+                groups.append(replace(g, nodes=g.nodes - take))
+        return replace(self, groups=tuple(reversed(groups)))
+
+    def only(self, vcs: Iterable[str]) -> ClusterSpec:
+        keep = set(vcs)
+        return replace(self, groups=tuple(g for g in self.groups if g.vc in keep))
+
+    def with_vcs(self, added: Iterable[NodeGroup]) -> ClusterSpec:
+        return replace(self, groups=self.groups + tuple(added))
+
+
+def parse_cluster(text: str, gpus_per_node: int = 8) -> ClusterSpec:
+    """``--cluster``: ``"v100:4,p100:4,k80:4"`` (``+`` also separates, so that a sweep's ``--set
+    cluster=v100:4+k80:4`` stays one value; ``TYPE:COUNT:MEMORY_MIB`` sets the memory), or a node-list
+    CSV path — one VC."""
+    if text.endswith(".csv") or Path(text).is_file():
+        return load_node_list(text)
+    if gpus_per_node <= 0:
+        raise ValueError(f"--gpus-per-node must be positive, got {gpus_per_node}")
+    groups: list[NodeGroup] = []
+    seen: set[str] = set()
+    for part in re.split(r"[,+]", text):
+        match = _ITEM.match(part)
+        if not match:
+            raise ValueError(f"--cluster: expected TYPE:COUNT[:MEMORY_MIB] items separated by commas, got {part!r} "
+                             f"in {text!r}")
+        name, count = match[1].lower(), int(match[2])
+        if name in seen:
+            raise ValueError(f"--cluster: GPU type {name!r} is listed twice in {text!r}")
+        if count <= 0:
+            raise ValueError(f"--cluster: GPU count of {name!r} must be positive, got {count}")
+        seen.add(name)
+        memory = float(match[3]) if match[3] else float(GPU_MEMORY_MIB.get(name, DEFAULT_MEMORY_MIB))
+        full, rest = divmod(count, gpus_per_node)
+        if full:
+            groups.append(NodeGroup(ONE_VC, name, full, gpus_per_node, memory))
+        if rest:
+            groups.append(NodeGroup(ONE_VC, name, 1, rest, memory))
+    return ClusterSpec(tuple(groups), text)
+
+
+def load_node_list(path: str | Path) -> ClusterSpec:
+    """An openb-style node list (``sn,...,gpu,model``): nodes with ``gpu`` GPUs of ``model`` each, one VC;
+    GPU types in alphabetical order, nodes in the file's order."""
+    from simcluster.traces.errors import TraceError
+    from simcluster.traces.side_files import read_side_csv
+
+    raw = read_side_csv(path, "node-list file", ("gpu", "model"))
+    groups: list[NodeGroup] = []
+    for row, (gpus, model) in enumerate(zip(raw["gpu"], raw["model"])):
+        if not gpus.strip().isdigit():
+            raise TraceError(path, f"GPU count must be a non-negative integer, got {gpus!r}", line=row + 2, field="gpu")
+        if int(gpus) == 0:
+            continue
+        if not model.strip():
+            raise TraceError(path, "empty GPU model", line=row + 2, field="model")
+        name, count = model.strip().lower(), int(gpus)
+        last = groups[-1] if groups else None
+        if last is not None and (last.gpu_type, last.gpus_per_node) == (name, count):
+            groups[-1] = replace(last, nodes=last.nodes + 1)
+        else:
+            groups.append(NodeGroup(ONE_VC, name, 1, count, float(GPU_MEMORY_MIB.get(name, DEFAULT_MEMORY_MIB))))
+    if not groups:
+        raise TraceError(path, "no node with GPUs")
+    return ClusterSpec(tuple(groups), str(path), tuple(sorted({g.gpu_type for g in groups})))
+
+
+def vc_config_spec(path: str | Path, gpus_per_node: int = 8) -> ClusterSpec | None:
+    """A VC config with a ``gpu_type`` column (``vc,num,gpu_type[,memory_mib]``; a VC may list one row per
+    type) as a spec; None for a config without types (``vc,num``: the VC-to-nodes mapping says it all).
+    Counts and names are checked by the VC-config loader; this reads the types."""
+    from simcluster.traces.errors import TraceError
+    from simcluster.traces.side_files import read_side_csv
+
+    raw = read_side_csv(path, "VC config", ())
+    raw.columns = [str(c).strip() for c in raw.columns]
+    if "gpu_type" not in raw.columns:
+        return None
+    count = next((c for c in ("num", "node num") if c in raw.columns), None)
+    if count is None:
+        raise TraceError(path, "expected a node count column 'num'", line=1)
+    names = raw["vc"] if "vc" in raw.columns else raw.iloc[:, 0]
+    memory = raw["memory_mib"] if "memory_mib" in raw.columns else [""] * len(raw)
+    groups, seen = [], set()
+    for row, (vc, num, gpu_type, mib) in enumerate(zip(names, raw[count], raw["gpu_type"], memory)):
+        vc, num, gpu_type, mib = str(vc).strip(), str(num).strip(), str(gpu_type).strip().lower(), str(mib).strip()
+        if not vc and not num:
+            continue
+        if not re.fullmatch(r"[A-Za-z][\w.-]*", gpu_type):
+            raise TraceError(path, f"GPU type must be a name such as v100, got {gpu_type!r}", line=row + 2,
+                             field="gpu_type")
+        if (vc, gpu_type) in seen:
+            raise TraceError(path, f"VC {vc!r} lists GPU type {gpu_type!r} twice", line=row + 2, field="gpu_type")
+        if mib and not re.fullmatch(r"\d+(\.\d*)?", mib):
+            raise TraceError(path, f"memory must be a number of MiB, got {mib!r}", line=row + 2, field="memory_mib")
+        if not num.isdigit() or int(num) <= 0:
+            raise TraceError(path, f"node count must be a positive integer, got {num!r}", line=row + 2, field=count)
+        seen.add((vc, gpu_type))
+        groups.append(NodeGroup(vc, gpu_type, int(num), gpus_per_node,
+                                float(mib) if mib else float(GPU_MEMORY_MIB.get(gpu_type, 0))))
+    return ClusterSpec(tuple(groups), str(path))
