@@ -77,6 +77,7 @@ from simcluster.estimators.from_file import TieOrder
 from simcluster.job import UNKNOWN_WORKLOAD as UNKNOWN
 from simcluster.job import Job
 from simcluster.policies.base import POLICIES, Policy, SchedulingContext
+from simcluster.throughputs import PAIR_FLOOR
 
 PROFILER = "profiler"
 SHARING_MODES = ("adaptive", "always", "never")
@@ -223,6 +224,8 @@ class Lucid(Policy):
                 continue
             if job.speeds is not None and not all(job.speed_on(node.gpu_type) for node, _ in other.allocation):
                 continue  # its partner's GPUs are of a type it cannot run on
+            if not can_share(job, other, ctx.throughputs):
+                continue
             other_score = self._score(other, ctx)
             if other_score is None or score + other_score > config.max_score_sum:
                 continue
@@ -298,3 +301,18 @@ class Lucid(Policy):
         if self.forecaster is not None:
             lucid["throughput"] = {**self.forecaster.report(), "top_terms": top_terms(self.forecaster.model)}
         return {"estimator": self.estimator.name, "estimate_quality": self.quality.report(), "lucid": lucid}
+
+
+def can_share(job: Job, partner: Job, table: Any) -> bool:
+    """Whether ``job`` may join ``partner`` on its GPUs as far as a pair throughput table knows.
+
+    Jobs of a trace with such a table (Gavel's) run beside each other at the table's pair speeds, and the
+    table marks pairs that cannot share at all; the packing model's scores come from Venus workloads and
+    cannot see that, so such a pair would crawl at the floor speed.  Without a table: no objection.
+    """
+    if table is None or job.speeds is None or partner.speeds is None or not job.speeds.key \
+            or not partner.speeds.key:
+        return True
+    return all(min(table.pair_factor(job.speeds.key, partner.speeds.key, node.gpu_type),
+                   table.pair_factor(partner.speeds.key, job.speeds.key, node.gpu_type)) > PAIR_FLOOR
+               for node, _ in partner.allocation)

@@ -132,3 +132,21 @@ def test_trace_check_names_a_job_type_missing_from_the_table(tmp_path, gavel_tra
     bad.write_text("Nope\tc\td\t--x\t0\t5\t1\t1\t-1\t0\n")
     result = CliRunner().invoke(app, ["trace", "check", str(bad)])
     assert result.exit_code == 2 and "line 1" in result.output and "job_type" in result.output
+
+
+def test_lucid_pairs_only_jobs_the_throughput_table_lets_share(gavel_traces):
+    from types import SimpleNamespace
+
+    from simcluster.policies.lucid import can_share
+    from simcluster.throughputs import PAIR_FLOOR, load_throughputs
+
+    table = load_throughputs()
+    jobs = load_trace(gavel_traces / "t100.trace").make_jobs(table)
+    for partner in jobs[1:]:
+        partner.allocation = ((SimpleNamespace(gpu_type="v100"), [0]),)
+    worst = {p.index: min(table.pair_factor(jobs[0].speeds.key, p.speeds.key, "v100"),
+                          table.pair_factor(p.speeds.key, jobs[0].speeds.key, "v100")) for p in jobs[1:]}
+    verdicts = {p.index: can_share(jobs[0], p, table) for p in jobs[1:]}
+    assert {i for i, ok in verdicts.items() if not ok} == {i for i, f in worst.items() if f <= PAIR_FLOOR} != set()
+    assert any(verdicts.values())
+    assert can_share(jobs[0], jobs[1], None)  # no table (Venus workloads): the colocation model decides
