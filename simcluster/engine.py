@@ -51,6 +51,7 @@ from simcluster.queue import JobQueue
 if TYPE_CHECKING:  # pragma: no cover
     from simcluster.throughputs import ThroughputTable
 
+NORMAL = 1  # SimPy's priority of ordinary events (a timeout's)
 LATE = 2  # SimPy's own priorities are URGENT=0 and NORMAL=1
 HORIZON = 3  # the --until stop: after everything else of its instant, the scheduler's pass included
 Process = Generator[simpy.Event, Any, None]  # the life story of a SimPy process
@@ -293,8 +294,7 @@ class Simulation:
             hook(job, self.env.now)
         while True:
             try:
-                yield job.started  # at once if we are already running (a rate change)
-                yield self.env.timeout(job.time_left())
+                yield job.run_end  # pending while it waits; once it has GPUs, due at the end of its run
             except simpy.Interrupt as stop:
                 if isinstance(stop.cause, Abandoned):
                     return
@@ -372,11 +372,12 @@ class Simulation:
         vc.running[job] = None
         job.start(now)
         job.speed = self._solo_speed(job)
-        job.started.succeed()
         self.running += 1
         self.pending -= 1
         if vc.shared_gpus:
             self._retime({job, *self._partners(job)})
+        if not job.run_end.triggered:  # (a partner's arrival above may have timed it already)
+            self._time_run(job, job.run_end)
         for hook in self._on_start:
             hook(job, now)
 
@@ -398,7 +399,7 @@ class Simulation:
     def move(self, job: Job, partition: str) -> None:
         """Send ``job`` to the queue of another partition; a running job keeps its progress.
 
-        A waiting job keeps its ``started`` event, which its process is waiting on.
+        A waiting job keeps its ``run_end`` event, which its process is waiting on.
         """
         here, there = self.cluster.vcs[job.queue_vc], self.cluster.vcs[partition]
         if job.state is JobState.RUNNING:
@@ -484,9 +485,19 @@ class Simulation:
 
     def _enqueue(self, job: Job, vc: VirtualCluster) -> None:
         """Queue ``job``; the caller asks for a pass if one is needed (a preemption is the pass's own doing)."""
-        job.started = self.env.event()
+        job.run_end = self.env.event()
         vc.pending.push(job)
         self.pending += 1
+
+    def _time_run(self, job: Job, run_end: simpy.Event) -> None:
+        """Make ``run_end`` (the event the job's process waits on) due when the job's run ends at its speed.
+
+        One event per run, scheduled as SimPy schedules a timeout: the process sleeps from submission
+        to the end of its run, unless interrupted (a stale ``run_end`` then fires with no one waiting)."""
+        run_end._ok = True
+        run_end._value = None
+        self.env.schedule(run_end, NORMAL, job.time_left())
+        job.run_end = run_end
 
     def _release(self, job: Job, vc: VirtualCluster) -> None:
         partners = self._partners(job) if vc.shared_gpus else ()
@@ -573,7 +584,8 @@ class Simulation:
             speed, sharing = self._speed_of(job)
             if speed != job.speed or sharing != job.sharing:
                 job.change_speed(now, speed, sharing)
-                if job.started.processed:  # else its process has not timed this run yet and will read the speed
+                if job.run_end.triggered:  # else it is being started and :meth:`start` times its run
+                    self._time_run(job, self.env.event())
                     job.process.interrupt(RateChanged(speed))
                 for hook in self._on_speed:
                     hook(job, now)
@@ -582,7 +594,7 @@ class Simulation:
         now = self.env.now
         job.finish(now)
         self._release(job, vc)
-        job.process = job.started = None  # a finished job keeps no SimPy objects alive
+        job.process = job.run_end = None  # a finished job keeps no SimPy objects alive
         self._futile.pop(job, None)
         self.policy.on_finish(job, now)
         for hook in self._on_finish:

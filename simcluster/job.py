@@ -110,7 +110,7 @@ class Job:
     run_started_at: float = 0.0
     allocation: tuple[tuple[Node, list[int]], ...] = ()  # (node, GPU indices) while running
     process: Any = None  # the SimPy process living this job's life
-    started: Any = None  # SimPy event: succeeds when the scheduler gives the job GPUs
+    run_end: Any = None  # SimPy event its process waits on: pending while it waits, due at the end of its run
 
     def __post_init__(self) -> None:
         self.work_left = float(self.duration)
