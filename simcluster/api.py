@@ -102,18 +102,18 @@ def simulate(trace: Trace | HeteroTrace, config: SimConfig | None = None, observ
     table = throughputs if throughputs is not None else throughput_table(trace, config)
     load_cpu = trace.load_cpu_seconds + (time.process_time() - load0 if table is not None else 0.0)  # table: loading
     cpu0 = time.process_time()
-    jobs = trace.make_jobs(table) if isinstance(trace, HeteroTrace) else trace.make_jobs()
-    if merged:
-        for job in jobs:
-            job.vc = job.queue_vc = ONE_VC
     policy_class = POLICIES.get(config.policy)
-    if spec.typed or merged or isinstance(trace, HeteroTrace):  # the loader checked a job log against its VCs
-        check_fits(trace, jobs, spec, getattr(policy_class, "one_type_per_job", False))
     finished, timeline = FinishedJobs(), ClusterTimeline()
     per_type = TypeSeconds(spec.gpu_types) if spec.typed else None
-    watchers = [finished, timeline, *([per_type] if per_type else []), *observers]
-    sim = Simulation(jobs, spec, config, watchers, colocation, table)
-    with _quiet_gc():
+    with _quiet_gc():  # from the jobs' making on: tens of thousands of objects that live as long as the run
+        jobs = trace.make_jobs(table) if isinstance(trace, HeteroTrace) else trace.make_jobs()
+        if merged:
+            for job in jobs:
+                job.vc = job.queue_vc = ONE_VC
+        if spec.typed or merged or isinstance(trace, HeteroTrace):  # the loader checked a job log against its VCs
+            check_fits(trace, jobs, spec, getattr(policy_class, "one_type_per_job", False))
+        watchers = [finished, timeline, *([per_type] if per_type else []), *observers]
+        sim = Simulation(jobs, spec, config, watchers, colocation, table)
         sim.run()
     sim_cpu = time.process_time() - cpu0
 

@@ -69,7 +69,7 @@ class Node:
 
     def allocate(self, job: Job, count: int) -> list[int]:
         """Give ``count`` idle GPUs (lowest indices first) to ``job``."""
-        assert count <= self.free_gpus, (self.name, count, self.free_gpus)
+        assert self.up and count <= self.gpu_count - self.used, (self.name, count, self.free_gpus)
         taken = self.free_ids[:count]
         del self.free_ids[:count]
         for i in taken:
@@ -290,7 +290,7 @@ class VirtualCluster(Pool):
 
     def _refile(self, node: Node, used_delta: int, shared_delta: int = 0, extra_delta: int = 0) -> None:
         """Move ``node`` to the bucket of its current free count and update the VC's counts."""
-        before, after = node.bucket, (node.free_gpus if node.up else None)
+        before, after = node.bucket, (node.gpu_count - node.used if node.up else None)  # (free_gpus, inlined)
         if before != after:
             self._move(node.index, before, after)
             node.bucket = after

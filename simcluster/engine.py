@@ -1,4 +1,4 @@
-"""The simulation: SimPy processes for jobs, nodes, arrivals and the scheduler.
+"""The simulation: SimPy processes for jobs, nodes and arrivals; scheduler passes on late wake-ups.
 
 Event-driven throughout: the clock jumps from one arrival, completion,
 failure or repair to the next, so the cost grows with the number of events,
@@ -45,7 +45,7 @@ from simcluster.job import UNKNOWN_WORKLOAD as UNKNOWN
 from simcluster.job import Job, JobState
 from simcluster.metrics.observer import Observer, overridden_hooks
 from simcluster.placement import Plan, fraction_plan, make_placement
-from simcluster.policies import POLICIES
+from simcluster.policies import POLICIES, Policy
 from simcluster.queue import JobQueue
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -237,9 +237,13 @@ class Simulation:
         self._on_node_up = overridden_hooks(observers, "on_node_up")
         self._on_sample = overridden_hooks(observers, "on_sample")
         self._contexts = {name: _VcContext(self, vc) for name, vc in self.cluster.vcs.items()}
+        # the policy's job hooks and the spread penalty, looked up once: most runs have neither
+        self._policy_on_submit = type(self.policy).on_submit is not Policy.on_submit
+        self._policy_on_finish = type(self.policy).on_finish is not Policy.on_finish
+        self._spread_penalty = config.spread_penalty
         self._dirty: dict[str, None] = {}
         self._timers: set[tuple[str, float]] = set()  # (VC, time) of policy wake-ups already set
-        self._wakeup = self.env.event()
+        self._pass_due = False  # a scheduler pass is due at this instant
         self._unfinished = len(jobs)
         self._all_done = self.env.event()
         self.running = self.pending = 0
@@ -255,7 +259,6 @@ class Simulation:
     def run(self) -> None:
         env = self.env
         env.process(self._arrivals(sorted(self.jobs, key=lambda j: (j.submit_time, j.index))))
-        env.process(self._scheduler())
         for node in self.cluster.nodes:
             env.process(self._node_life(node, random.Random(f"{self.config.seed}:{node.name}")))
         if not self._unfinished:
@@ -286,7 +289,8 @@ class Simulation:
         The policy may route the job through another partition first (``job.queue_vc``).
         """
         self.cluster.vcs[job.queue_vc].to_arrive -= 1
-        self.policy.on_submit(job, self.env.now)
+        if self._policy_on_submit:
+            self.policy.on_submit(job, self.env.now)
         vc = self.cluster.vcs[job.queue_vc]
         self._enqueue(job, vc)
         self._request_pass(vc)
@@ -302,18 +306,20 @@ class Simulation:
             self._finish(job, self.cluster.vcs[job.queue_vc])
             return
 
-    def _scheduler(self) -> Process:
-        """Sleeps until something changed, then runs the policy on each changed VC."""
-        env = self.env
-        while True:
-            yield self._wakeup
-            self._wakeup = env.event()
-            dirty, self._dirty = self._dirty, {}
-            for name in dirty:
-                self.policy.schedule(self.cluster.vcs[name], self._contexts[name])
+    def _scheduler_pass(self, _: simpy.Event) -> None:
+        """Runs the policy on each VC where something changed (the callback of a late wake-up event).
+
+        A plain callback, not a process: a pass needs no state of its own between wake-ups, and resuming
+        a generator at every scheduling instant cost more than the pass itself on a FIFO queue."""
+        self._pass_due = False  # from here on, a change asks for another pass at this instant
+        dirty, self._dirty = self._dirty, {}
+        vcs, contexts, schedule = self.cluster.vcs, self._contexts, self.policy.schedule
+        for name in dirty:
+            schedule(vcs[name], contexts[name])
+        if self._on_sample:
             counts = self.cluster.counts
             for hook in self._on_sample:
-                hook(env.now, counts.used, counts.shared, self.running, self.pending)
+                hook(self.env.now, counts.used, counts.shared, self.running, self.pending)
 
     def _node_life(self, node: Node, rng: random.Random) -> Process:
         """Fails after an exponential time with mean ``node_mtbf``, is repaired, and so on."""
@@ -364,14 +370,14 @@ class Simulation:
     def start(self, job: Job, vc: VirtualCluster, plan: Plan) -> None:
         """Start ``job`` on ``plan``: (node, count) takes idle GPUs, (node, [ids]) exactly those (sharing)."""
         now = self.env.now
-        job.allocation = tuple(
+        job.allocation = tuple([
             (node, node.allocate(job, where) if isinstance(where, int) else node.attach(job, where))
             for node, where in plan
-        )
+        ])
         vc.pending.remove(job)
         vc.running[job] = None
         job.start(now)
-        job.speed = self._solo_speed(job)
+        job.speed = self._solo_speed(job) if job.speeds is not None or self._spread_penalty else 1.0
         self.running += 1
         self.pending -= 1
         if vc.shared_gpus:
@@ -596,7 +602,8 @@ class Simulation:
         self._release(job, vc)
         job.process = job.run_end = None  # a finished job keeps no SimPy objects alive
         self._futile.pop(job, None)
-        self.policy.on_finish(job, now)
+        if self._policy_on_finish:
+            self.policy.on_finish(job, now)
         for hook in self._on_finish:
             hook(job, now)
         self._request_pass(vc)
@@ -621,5 +628,8 @@ class Simulation:
 
     def _request_pass(self, vc: VirtualCluster) -> None:
         self._dirty[vc.name] = None
-        if not self._wakeup.triggered:
-            trigger_late(self._wakeup)
+        if not self._pass_due:
+            self._pass_due = True
+            wakeup = simpy.Event(self.env)
+            wakeup.callbacks.append(self._scheduler_pass)  # type: ignore[union-attr]
+            trigger_late(wakeup)

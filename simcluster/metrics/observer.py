@@ -6,6 +6,7 @@ Default hooks do nothing, so an observer implements only what it needs.
 
 from __future__ import annotations
 
+import math
 from array import array
 
 from simcluster.job import Job
@@ -43,9 +44,10 @@ class ClusterTimeline(Observer):
         self.shared_gpus = array("q")
         self.running = array("q")
         self.pending = array("q")
+        self._last = math.nan  # the last sample's time (NaN equals nothing)
 
     def on_sample(self, now: float, used_gpus: int, shared_gpus: int, running: int, pending: int) -> None:
-        if self.time and self.time[-1] == now:
+        if now == self._last:  # (a float attribute: cheaper than reading the array's last item)
             self.used_gpus[-1], self.shared_gpus[-1] = used_gpus, shared_gpus
             self.running[-1], self.pending[-1] = running, pending
             return
@@ -54,6 +56,7 @@ class ClusterTimeline(Observer):
         self.shared_gpus.append(shared_gpus)
         self.running.append(running)
         self.pending.append(pending)
+        self._last = now
 
 
 class FinishedJobs(Observer):

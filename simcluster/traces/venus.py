@@ -89,7 +89,8 @@ class Trace:
         workloads: list[Workload | None] = [None] * len(f)
         if all(c in f for c in WORKLOAD):
             interned: dict[tuple, Workload] = {}
-            for i, key in enumerate(zip(f["model"], f["dataset"], f["batchsize"], f["amp"])):
+            columns = (f[c].tolist() for c in WORKLOAD)  # lists: iterating a column goes value by value through pandas
+            for i, key in enumerate(zip(*columns)):
                 workloads[i] = interned.get(key) or interned.setdefault(key, Workload(*key))
         # GPU memory per job (MiB) when the trace profiled it, as Venus' does; else the colocation model's
         memory = f["gmem"].fillna(0.0).tolist() if "gmem" in f else [0.0] * len(f)
