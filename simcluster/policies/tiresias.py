@@ -75,6 +75,7 @@ class Tiresias(Policy):
     # --- decisions ----------------------------------------------------------------
     def schedule(self, vc: VirtualCluster, ctx: SchedulingContext) -> None:
         now = ctx.now
+        attained, queue_of = self.attained, self.queue_of
         boundary = self._boundary_at_or_after(now)
         if boundary != now:
             ctx.wake_at(boundary)
@@ -82,7 +83,10 @@ class Tiresias(Policy):
         if self.knob > 0:
             self._promote_starving(vc, now)
         if vc.pending:
-            running = [(self.running_key(j, now), j) for j in vc.running]
+            if type(self).running_key is Tiresias.running_key:  # inlined: this runs for every job at every pass
+                running = [((queue_of(attained(j, now)), j.submit_time), j) for j in vc.running]
+            else:
+                running = [(self.running_key(j, now), j) for j in vc.running]
             # the artifact lists running jobs before waiting ones, then sorts stably by submit time
             walk_quota(vc, ctx, running, self.pending_streams(vc, now), pending_first_on_ties=False)
         self._set_timers(vc, ctx, now)
@@ -109,12 +113,15 @@ class Tiresias(Policy):
     def _set_timers(self, vc: VirtualCluster, ctx: SchedulingContext, now: float) -> None:
         if not vc.pending:
             return  # nobody waits: a crossing or promotion changes nothing until an event
+        thresholds, last_queue = self.thresholds, len(self.thresholds)
+        wake: dict[float, None] = {}  # the running jobs' next crossings, each once, in the order first met
         for job in vc.running:
             attained = self.attained(job, now)
-            queue = self.queue_of(attained)
-            if queue < len(self.thresholds):
-                crossing = now + (self.thresholds[queue] - attained) / job.gpu_num
-                ctx.wake_at(self._boundary_after(crossing))
+            queue = bisect_left(thresholds, attained)  # queue_of, inlined
+            if queue < last_queue:
+                wake[self._boundary_after(now + (thresholds[queue] - attained) / job.gpu_num)] = None
+        for when in wake:
+            ctx.wake_at(when)
         if self.knob > 0:
             for job in vc.pending:
                 last = self.last_run(job)
