@@ -68,16 +68,22 @@ def walk_quota(vc: VirtualCluster, ctx: SchedulingContext, running: list[tuple[A
 
     to_preempt: list[Job] = []
     to_start: list[Job] = []
-    walked = 0  # running jobs walked so far
-    while quota > 0 and (heap or walked < len(ordered)):
-        if walked < len(ordered) and (not heap or ordered[walked] < heap[0]):
-            job = ordered[walked][3]
-            walked += 1
-            need = quota_of(job)
-            if need <= quota:
-                quota -= need
-            else:
-                to_preempt.append(job)
+    walked, n = 0, len(ordered)  # running jobs walked so far, of n
+    by_count = quota_of is gpu_count  # (the common quota, inlined below)
+    while quota > 0 and (heap or walked < n):
+        if walked < n and (not heap or ordered[walked] < heap[0]):
+            # every running job before the next pending one, in one go (the heap does not change meanwhile)
+            head = heap[0] if heap else None
+            while True:
+                job = ordered[walked][3]
+                walked += 1
+                need = job.gpu_num if by_count else quota_of(job)
+                if need <= quota:
+                    quota -= need
+                else:
+                    to_preempt.append(job)
+                if quota <= 0 or walked == n or (head is not None and not ordered[walked] < head):
+                    break
             continue
         job, stream = heap[0][3], heap[0][4]
         if job.gpu_num > quota:
