@@ -75,7 +75,6 @@ class Tiresias(Policy):
     # --- decisions ----------------------------------------------------------------
     def schedule(self, vc: VirtualCluster, ctx: SchedulingContext) -> None:
         now = ctx.now
-        attained, queue_of = self.attained, self.queue_of
         boundary = self._boundary_at_or_after(now)
         if boundary != now:
             ctx.wake_at(boundary)
@@ -83,10 +82,14 @@ class Tiresias(Policy):
         if self.knob > 0:
             self._promote_starving(vc, now)
         if vc.pending:
-            if type(self).running_key is Tiresias.running_key:  # inlined: this runs for every job at every pass
-                running = [((queue_of(attained(j, now)), j.submit_time), j) for j in vc.running]
-            else:
+            if type(self).running_key is not Tiresias.running_key:
                 running = [(self.running_key(j, now), j) for j in vc.running]
+            elif not self._forgiven:  # running_key and attained, inlined: this runs for every job at every pass
+                thresholds = self.thresholds
+                running = [((bisect_left(thresholds, j.gpu_num * (j.busy_time + (now - j.run_started_at))),
+                             j.submit_time), j) for j in vc.running]
+            else:
+                running = [((self.queue_of(self.attained(j, now)), j.submit_time), j) for j in vc.running]
             # the artifact lists running jobs before waiting ones, then sorts stably by submit time
             walk_quota(vc, ctx, running, self.pending_streams(vc, now), pending_first_on_ties=False)
         self._set_timers(vc, ctx, now)
@@ -116,7 +119,8 @@ class Tiresias(Policy):
         thresholds, last_queue = self.thresholds, len(self.thresholds)
         wake: dict[float, None] = {}  # the running jobs' next crossings, each once, in the order first met
         for job in vc.running:
-            attained = self.attained(job, now)
+            attained = self.attained(job, now) if self._forgiven else \
+                job.gpu_num * (job.busy_time + (now - job.run_started_at))  # (attained, inlined)
             queue = bisect_left(thresholds, attained)  # queue_of, inlined
             if queue < last_queue:
                 wake[self._boundary_after(now + (thresholds[queue] - attained) / job.gpu_num)] = None
