@@ -31,8 +31,9 @@ from __future__ import annotations
 import math
 import random
 from collections import Counter
-from collections.abc import Generator, Iterable, Mapping
+from collections.abc import Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
 import simpy
@@ -51,8 +52,8 @@ from simcluster.queue import JobQueue
 if TYPE_CHECKING:  # pragma: no cover
     from simcluster.throughputs import ThroughputTable
 
-NORMAL = 1  # SimPy's priority of ordinary events (a timeout's)
-LATE = 2  # SimPy's own priorities are URGENT=0 and NORMAL=1
+URGENT, NORMAL = 0, 1  # SimPy's own priorities: a process's start and interrupts; ordinary events (a timeout's)
+LATE = 2
 HORIZON = 3  # the --until stop: after everything else of its instant, the scheduler's pass included
 Process = Generator[simpy.Event, Any, None]  # the life story of a SimPy process
 
@@ -129,17 +130,16 @@ def without_borrowed(spec: ClusterSpec | Mapping[str, int], borrowed: dict[str, 
 class _VcContext:
     """What a policy may do to one VC at one instant."""
 
-    __slots__ = ("sim", "vc")
+    __slots__ = ("sim", "try_start", "vc")
 
     def __init__(self, sim: Simulation, vc: VirtualCluster) -> None:
         self.sim, self.vc = sim, vc
+        # try_start(job): the engine's, bound to this VC (policies call it for every job they start)
+        self.try_start: Callable[[Job], bool] = partial(sim.try_start, vc=vc)
 
     @property
     def now(self) -> float:
         return self.sim.env.now
-
-    def try_start(self, job: Job) -> bool:
-        return self.sim.try_start(job, self.vc)
 
     def start_on(self, job: Job, plan: Plan) -> None:
         self.sim.start(job, self.vc, plan)
@@ -258,7 +258,8 @@ class Simulation:
     # --- the run -----------------------------------------------------------
     def run(self) -> None:
         env = self.env
-        env.process(self._arrivals(sorted(self.jobs, key=lambda j: (j.submit_time, j.index))))
+        arrivals = sorted(self.jobs, key=lambda j: (j.submit_time, j.index))
+        self._call_at(0.0, lambda _: self._arrive(arrivals, 0), URGENT)  # first, as a process would start
         for node in self.cluster.nodes:
             env.process(self._node_life(node, random.Random(f"{self.config.seed}:{node.name}")))
         if not self._unfinished:
@@ -275,13 +276,25 @@ class Simulation:
             raise SimulationStalled(f"simulation stalled at t={env.now}: jobs {stuck} can never run") from exc
 
     # --- processes -----------------------------------------------------------
-    def _arrivals(self, jobs: list[Job]) -> Process:
-        """Submits each job at its submit time (jobs of one second in trace order)."""
+    def _arrive(self, jobs: list[Job], first: int) -> None:
+        """Submits ``jobs[first:]`` (sorted by submit time, then trace order) at their submit times.
+
+        Starts the processes of the jobs due now, then sets one event at the next submit time whose
+        callback goes on from there: an event per distinct submit time, and no generator to resume."""
         env = self.env
-        for job in jobs:
-            if job.submit_time > env.now:
-                yield env.timeout(job.submit_time - env.now)
+        now = env.now
+        for i in range(first, len(jobs)):
+            job = jobs[i]
+            if job.submit_time > now:
+                self._call_at(job.submit_time - now, lambda _, i=i: self._arrive(jobs, i))
+                return
             job.process = env.process(self._job_life(job))
+
+    def _call_at(self, delay: float, callback: Callable[[simpy.Event], None], priority: int = NORMAL) -> None:
+        """Call ``callback`` ``delay`` seconds from now, ordered among that instant's events by ``priority``."""
+        event = simpy.Event(self.env)
+        event.callbacks.append(callback)  # type: ignore[union-attr]
+        trigger_late(event, delay, priority)
 
     def _job_life(self, job: Job) -> Process:
         """Queue, wait for GPUs, run; a preemption or failure sends it back to waiting.
@@ -630,6 +643,4 @@ class Simulation:
         self._dirty[vc.name] = None
         if not self._pass_due:
             self._pass_due = True
-            wakeup = simpy.Event(self.env)
-            wakeup.callbacks.append(self._scheduler_pass)  # type: ignore[union-attr]
-            trigger_late(wakeup)
+            self._call_at(0.0, self._scheduler_pass, LATE)
