@@ -294,7 +294,8 @@ class Simulation:
         """Call ``callback`` ``delay`` seconds from now, ordered among that instant's events by ``priority``."""
         event = simpy.Event(self.env)
         event.callbacks.append(callback)  # type: ignore[union-attr]
-        trigger_late(event, delay, priority)
+        event._ok, event._value = True, None  # trigger_late, inlined: this runs at every scheduling instant
+        self.env.schedule(event, cast(Any, priority), delay)
 
     def _job_life(self, job: Job) -> Process:
         """Queue, wait for GPUs, run; a preemption or failure sends it back to waiting.

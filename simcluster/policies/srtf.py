@@ -35,11 +35,18 @@ class ShortestRemainingTimeFirst(Policy):
             running = [(j.remaining_at(now), j) for j in vc.running]
         else:  # at full speed: remaining_at, inlined (this line runs for every running job at every event)
             running = [(j.run_started_at + j.overhead_left + j.work_left - now, j) for j in vc.running]
-        if running and self.pending_key(vc.pending.first()) > max(map(itemgetter(0), running)):  # type: ignore[arg-type]
+        head = self.pending_key(vc.pending.first())  # type: ignore[arg-type]
+        if running and head > max(map(itemgetter(0), running)):
             running = []  # every running job comes first and fits: only what is left is handed out
             quota_used = sum(self.quota_of(j) for j in vc.running)
             if quota_used >= vc.total_gpus:
                 return  # and nothing is left
+        elif running and self.quota_of is gpu_count:
+            # the running jobs shorter than every waiting one come first and fit (they hold the VC's GPUs, which
+            # its quota counts): hand them their GPUs up front, walk only the rest.  Whole GPU counts, so the
+            # sum is exact in any order (a sharing variant's fractions would not be: it walks them all)
+            quota_used = sum(j.gpu_num for key, j in running if key < head)
+            running = [(key, j) for key, j in running if key >= head]
         else:
             quota_used = 0
         streams = queue_streams(vc, vc.total_gpus - quota_used)
