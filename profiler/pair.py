@@ -65,7 +65,7 @@ def profile_pair(
 
     Solo throughputs come from ``single_table``; missing ones are measured first
     (see :func:`solo_throughput` for ``retry_solo``).  A pair that seems faster
-    shared than alone (:data:`~profiler.tables.SUSPECT_SPEED`) had a solo run
+    shared than alone (:data:`~simcluster.doubts.SUSPECT_SPEED`) had a solo run
     measured too slow: both solo runs and the pair are measured again once
     (``remeasure``), and a pair still too fast is recorded failed, with why.
     """

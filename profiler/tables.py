@@ -30,13 +30,13 @@ from simcluster.colocation import (
     validate_single_table,
     write_table,
 )
+from simcluster.doubts import SUSPECT_SPEED
 
 Row = dict[str, Any]
 
-SUSPECT_SPEED = 1.05
-"""Jobs never run faster shared than alone; a pair that seems to by more than this has a solo run measured
-too slow (a busy machine, a CPU).  The profiler measures the solo runs again once (:mod:`profiler.pair`)
-and marks the pair failed if it still seems faster, so the table never records it as a speed."""
+# SUSPECT_SPEED (simcluster.doubts, the same bound the simulator warns by): jobs never run faster shared than
+# alone; a pair that seems to by more has a solo run measured too slow (a busy machine, a CPU).  The profiler
+# measures the solo runs again once (profiler.pair) and marks the pair failed if it still seems faster.
 
 
 def single_row(config: JobConfig, outcome: RunOutcome) -> Row:

@@ -86,13 +86,6 @@ class ClusterSpec:
         return nodes
 
     @property
-    def vc_gpus(self) -> dict[str, int]:
-        gpus: dict[str, int] = {}
-        for g in self.groups:
-            gpus[g.vc] = gpus.get(g.vc, 0) + g.nodes * g.gpus_per_node
-        return gpus
-
-    @property
     def total_gpus(self) -> int:
         return sum(g.nodes * g.gpus_per_node for g in self.groups)
 
@@ -117,10 +110,6 @@ class ClusterSpec:
     def uniform(cls, vc_nodes: Mapping[str, int], gpus_per_node: int = 8, source: str = "") -> ClusterSpec:
         """Untyped nodes of ``gpus_per_node`` GPUs, ``vc_nodes[vc]`` per VC."""
         return cls(tuple(NodeGroup(vc, DEFAULT_GPU_TYPE, n, gpus_per_node) for vc, n in vc_nodes.items()), source)
-
-    def merged(self, vc: str = ONE_VC) -> ClusterSpec:
-        """The same nodes in one VC."""
-        return replace(self, groups=tuple(replace(g, vc=vc) for g in self.groups))
 
     def without(self, borrowed: Mapping[str, int]) -> ClusterSpec:
         """The cluster once ``borrowed[vc]`` nodes are taken out of each VC (its last nodes)."""

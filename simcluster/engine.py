@@ -43,7 +43,7 @@ from simcluster.cluster_spec import ClusterSpec, NodeGroup
 from simcluster.colocation.loader import ColocationModel, load_colocation_model
 from simcluster.config import SimConfig
 from simcluster.job import UNKNOWN_WORKLOAD as UNKNOWN
-from simcluster.job import Job, JobState
+from simcluster.job import Job, JobState, table_keys
 from simcluster.metrics.observer import Observer, overridden_hooks
 from simcluster.placement import Plan, fraction_plan, make_placement
 from simcluster.policies import POLICIES, Policy
@@ -514,9 +514,7 @@ class Simulation:
 
         One event per run, scheduled as SimPy schedules a timeout: the process sleeps from submission
         to the end of its run, unless interrupted (a stale ``run_end`` then fires with no one waiting)."""
-        run_end._ok = True
-        run_end._value = None
-        self.env.schedule(run_end, NORMAL, job.time_left())
+        trigger_late(run_end, job.time_left(), NORMAL)
         job.run_end = run_end
 
     def _release(self, job: Job, vc: VirtualCluster) -> None:
@@ -577,10 +575,9 @@ class Simulation:
 
     def _pair_speed(self, job: Job, other: Job, gpu_type: str) -> float:
         """``job``'s speed beside ``other`` on a GPU of ``gpu_type`` ÷ its speed alone there."""
-        table = self.throughputs
-        if table is not None and job.speeds is not None and job.speeds.key and other.speeds is not None \
-                and other.speeds.key:
-            return table.pair_factor(job.speeds.key, other.speeds.key, gpu_type)
+        keys = table_keys(self.throughputs, job, other)
+        if keys is not None:
+            return self.throughputs.pair_factor(*keys, gpu_type)  # type: ignore[union-attr]
         assert self.colocation is not None, "jobs without a throughput table share GPUs under sharing policies only"
         return self.colocation.pair_speeds(job.workload or UNKNOWN, job.gpu_num, other.workload or UNKNOWN,
                                            other.gpu_num)[0]
@@ -589,9 +586,9 @@ class Simulation:
         """The speeds (shared ÷ alone) ``a`` and ``b`` are predicted to have sharing GPUs of ``vc``: the
         throughput table's, averaged over the VC's GPU types where they can share, for jobs that have it;
         else the colocation model's."""
-        table = self.throughputs
-        if table is not None and a.speeds is not None and a.speeds.key and b.speeds is not None and b.speeds.key:
-            return table.mean_pair_factors(a.speeds.key, b.speeds.key, vc.gpu_types)
+        keys = table_keys(self.throughputs, a, b)
+        if keys is not None:
+            return self.throughputs.mean_pair_factors(*keys, vc.gpu_types)  # type: ignore[union-attr]
         assert self.colocation is not None, "only sharing policies ask for pair speeds"
         return self.colocation.pair_speeds(a.workload or UNKNOWN, a.gpu_num, b.workload or UNKNOWN, b.gpu_num)
 

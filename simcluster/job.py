@@ -207,3 +207,11 @@ class Job:
     def jct(self) -> float:
         assert self.end_time is not None
         return self.end_time - self.submit_time
+
+
+def table_keys(table: Any, a: Job, b: Job) -> tuple[tuple[str, int, int], tuple[str, int, int]] | None:
+    """The rows of ``a`` and ``b`` in a throughput table when there is one and both have a row (their
+    sharing is then the table's to say), else None (the colocation model's)."""
+    if table is None or a.speeds is None or b.speeds is None or not a.speeds.key or not b.speeds.key:
+        return None
+    return a.speeds.key, b.speeds.key

@@ -33,7 +33,6 @@ from simcluster.job import TypeSpeeds
 JobKey = tuple[str, int, int]  # (model, batch size, scale factor)
 PAIR_FLOOR = 0.05  # speed of a job beside a partner the table says it cannot share with (as colocation lookups' floor)
 _BATCHED = re.compile(r"^\s*(?P<model>.+?)\s*\(batch size (?P<bs>\d+)\)\s*$")
-UNIFORM_MODEL = "any"
 
 
 def job_key(job_type: str, scale_factor: int) -> JobKey:
@@ -62,9 +61,6 @@ class ThroughputTable:
     solo: dict[JobKey, np.ndarray]  # key -> (types,)
     pairs: dict[tuple[JobKey, JobKey], np.ndarray] = field(default_factory=dict)  # (a, b) -> (types, 2)
     source: str = ""
-
-    def job_types(self) -> list[JobKey]:
-        return sorted(self.solo)
 
     def speeds(self, key: JobKey, allowed: tuple[str, ...] | None = None) -> TypeSpeeds | None:
         """The job type's speed per GPU type (throughput ÷ its best), only on ``allowed`` types if given;
@@ -179,9 +175,3 @@ def load_throughputs(path: str | None = None) -> ThroughputTable:
     single, pair = gavel_tables(p)
     return ThroughputTable.from_tables(single, pair, str(p))
 
-
-def reference_duration(table: ThroughputTable, key: JobKey, steps: float) -> float:
-    """Seconds ``steps`` take on the job type's fastest GPU type (its "isolated duration")."""
-    row = table.solo.get(key)
-    best = float(row.max()) if row is not None and row.size else 1.0
-    return steps / best if best > 0 else math.inf

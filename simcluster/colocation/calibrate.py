@@ -48,6 +48,13 @@ from scipy.optimize import least_squares, minimize_scalar
 from scipy.sparse import lil_matrix
 
 from simcluster.colocation.analytic import (
+    _ALLOCATOR_SLACK,
+    _AMP_ACTIVATIONS,
+    _AMP_BANDWIDTH,
+    _AMP_FIXED,
+    _AMP_HOST,
+    _BYTES_PER_PARAM,
+    _CUDA_CONTEXT_MIB,
     ASSUMPTIONS,
     WorkloadAssumption,
     analytic_model,
@@ -86,11 +93,10 @@ LOSS_SCALE = 0.05  # soft-L1 scale: errors beyond it count linearly (a mean abso
 FACTOR_PULL = 0.3  # each log factor costs LOSS_SCALE * FACTOR_PULL * |log factor|: a weak pull towards 1
 
 PRIOR_CONSTANTS = {  # the analytic model's own constants (overlap: its hard maximum, softened)
-    "context_mib": 600.0, "amp_host": 1.25, "amp_fixed": 1.1, "amp_activations": 0.6, "amp_bandwidth": 0.8,
-    "overlap": 8.0,
+    "context_mib": _CUDA_CONTEXT_MIB, "amp_host": _AMP_HOST, "amp_fixed": _AMP_FIXED,
+    "amp_activations": _AMP_ACTIVATIONS, "amp_bandwidth": _AMP_BANDWIDTH, "overlap": 8.0,
 }  # fmt: skip
 START_PAIR = {"kappa": 0.7, "own_exponent": 1.5, "partner_exponent": 1.5}
-_BYTES_PER_PARAM, _SLACK = 16.0, 1.1
 
 
 # ----------------------------------------------------------------------------- data
@@ -123,9 +129,9 @@ def pair_rows(pair: pd.DataFrame) -> PairRows:
 
 # ----------------------------------------------------------------------------- stage 1: single jobs
 def _prior_vector(w: WorkloadAssumption) -> np.ndarray:
-    static = _SLACK * w.params_m * 1e6 * _BYTES_PER_PARAM / 2**20
+    static = _ALLOCATOR_SLACK * w.params_m * 1e6 * _BYTES_PER_PARAM / 2**20
     return np.log([w.sync_ms, w.host_ms, w.fixed_ms, w.per_sample_us, w.amp_gain, max(static, 1.0),
-                   max(_SLACK * w.act_mib, 0.01), w.bandwidth])
+                   max(_ALLOCATOR_SLACK * w.act_mib, 0.01), w.bandwidth])
 
 
 def _constants_to_log(values: dict[str, float]) -> np.ndarray:

@@ -6,7 +6,7 @@ import random
 
 from simcluster.cluster import VirtualCluster
 from simcluster.job import Job
-from simcluster.placement.base import PLACEMENTS, Plan
+from simcluster.placement.base import PLACEMENTS, Plan, fill_in_order
 from simcluster.placement.consolidate_first import ConsolidateFirst
 
 
@@ -38,15 +38,7 @@ class FastestFree:
                 if plan is not None:
                     return plan
         if types and job.gpu_num > max(vc.pools[t].total_gpus for t in types):
-            spread: Plan = []
-            left = job.gpu_num
-            for t in types:  # fastest first, as much of each as is free
-                pool = vc.pools[t]
-                for k in range(pool.gpus_per_node, 0, -1):
-                    for node in pool.nodes_with_free(k):
-                        take = min(k, left)
-                        spread.append((node, take))
-                        left -= take
-                        if not left:
-                            return spread
+            # fastest type first, as much of each as is free (fullest-free nodes first)
+            return fill_in_order(job, [node for t in types for k in range(vc.pools[t].gpus_per_node, 0, -1)
+                                       for node in vc.pools[t].nodes_with_free(k)])
         return None

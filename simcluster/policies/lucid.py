@@ -75,7 +75,7 @@ from simcluster.config import SimConfig
 from simcluster.estimators import EstimateQuality, make_estimator
 from simcluster.estimators.from_file import TieOrder
 from simcluster.job import UNKNOWN_WORKLOAD as UNKNOWN
-from simcluster.job import Job
+from simcluster.job import Job, table_keys
 from simcluster.policies.base import POLICIES, Policy, SchedulingContext
 from simcluster.throughputs import PAIR_FLOOR
 
@@ -310,9 +310,9 @@ def can_share(job: Job, partner: Job, table: Any) -> bool:
     table marks pairs that cannot share at all; the packing model's scores come from Venus workloads and
     cannot see that, so such a pair would crawl at the floor speed.  Without a table: no objection.
     """
-    if table is None or job.speeds is None or partner.speeds is None or not job.speeds.key \
-            or not partner.speeds.key:
+    keys = table_keys(table, job, partner)
+    if keys is None:
         return True
-    return all(min(table.pair_factor(job.speeds.key, partner.speeds.key, node.gpu_type),
-                   table.pair_factor(partner.speeds.key, job.speeds.key, node.gpu_type)) > PAIR_FLOOR
-               for node, _ in partner.allocation)
+    mine, theirs = keys
+    return all(min(table.pair_factor(mine, theirs, node.gpu_type), table.pair_factor(theirs, mine, node.gpu_type))
+               > PAIR_FLOOR for node, _ in partner.allocation)
