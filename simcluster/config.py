@@ -116,9 +116,10 @@ class SimConfig:
 
     # GPU sharing
     colocation: str = setting(
-        "default", "Colocation model: 'default' (a table measured on a GPU if one is committed under traces/profiles, "
+        "default", "Colocation model: 'default' (your own GPU measurement if you put one in traces/profiles/<gpu>/, "
         "else 'calibrated': fitted to Lucid's public RTX 3090 measurements), 'analytic' (unfitted), 'lucid' (the "
-        "public RTX 3090 table from the shared data), or a folder with single.csv and pair.csv (or parameters.json).",
+        "public RTX 3090 table from the shared data), 'h100' (our profiler's H100 measurement, batch 32 without "
+        "AMP, in traces/profiles/measured/), or a folder with single.csv and pair.csv (or parameters.json).",
         SHARING,
     )
     gpu_memory: float = setting(24576.0, "MiB of memory per GPU; jobs share a GPU only while their memory fits.",

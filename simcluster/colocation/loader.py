@@ -9,7 +9,21 @@ from simcluster.job import Workload
 from simcluster.traces.errors import TraceError
 
 NAMES = ("default", "calibrated", "analytic", "lucid")
-"""The models ``--colocation`` takes by name; anything else is a folder."""
+"""The models ``--colocation`` takes by name, besides the committed measurements' folder names
+(:func:`committed_measurements`); anything else is a folder."""
+
+MEASURED_DIR_NAME = "measured"
+"""``traces/profiles/measured/<name>/``: tables our profiler measured on a GPU, committed for users to pick
+by name (``--colocation h100``).  They sit one level down so that ``default`` does not take them: a table
+of a newer GPU than the trace's, measured at one configuration, is a choice, not a default."""
+
+
+def committed_measurements() -> dict[str, Path]:
+    """Name -> folder of each measured table committed under ``traces/profiles/measured/``."""
+    from simcluster.colocation.analytic import PROFILES_DIR
+
+    root = PROFILES_DIR / MEASURED_DIR_NAME
+    return {p.name: p for p in sorted(root.iterdir()) if p.is_dir()} if root.is_dir() else {}
 
 
 class ColocationModel(Protocol):
@@ -39,6 +53,7 @@ def load_colocation_model(spec: str) -> ColocationModel:
     * ``calibrated``: the model fitted to public measurements (``traces/profiles/calibrated/``);
     * ``analytic``: the unfitted analytic model (for comparison);
     * ``lucid``: the public RTX 3090 table from the shared data;
+    * ``h100`` (a folder name under ``traces/profiles/measured/``): tables our profiler measured;
     * a folder with ``single.csv`` and ``pair.csv`` (or ``.parquet``), or with a calibration's
       ``parameters.json`` (``python -m simcluster.colocation.calibrate --out FOLDER``).
     """
@@ -62,7 +77,7 @@ def load_colocation_model(spec: str) -> ColocationModel:
         provenance = {"kind": "public", "description": "Lucid's public measurements on an RTX 3090 (ASPLOS'23 "
                       "artifact), interpolated where a pair was not measured", "tables": str(folder)}
         return model.ColocationModel(single, pair, source=f"Lucid RTX 3090 table ({folder})", provenance=provenance)
-    folder = Path(spec)
+    folder = committed_measurements().get(spec) or Path(spec)
     if (folder / calibrated.PARAMETERS_FILE).is_file():
         return calibrated.calibrated_model(folder)
     single_path, pair_path = (
@@ -70,7 +85,8 @@ def load_colocation_model(spec: str) -> ColocationModel:
         for name in ("single", "pair")
     )
     if single_path is None or pair_path is None:
-        raise TraceError(folder, f"colocation tables not found: give {', '.join(repr(n) for n in NAMES)} or a "
+        names = (*NAMES, *committed_measurements())
+        raise TraceError(folder, f"colocation tables not found: give {', '.join(repr(n) for n in names)} or a "
                                  "folder with single.csv and pair.csv (or .parquet), or with parameters.json")
     metadata = analytic.measured_metadata(folder)
     if metadata is not None:
