@@ -22,6 +22,7 @@ simcluster.results.OutputError: --out ...: holds files simcluster did not write 
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -145,7 +146,7 @@ def write_run(out: Path, tables: dict[str, pd.DataFrame], summary: dict[str, Any
     if fmt not in FORMATS:
         raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     files = {f"{name}.{fmt}": frame for name, frame in tables.items()}
-    return write_folder(out, files, {"summary.json": json.dumps(summary, indent=2, default=_plain) + "\n"},
+    return write_folder(out, files, {"summary.json": to_json(summary, indent=2) + "\n"},
                         kind="run", inputs=inputs, overwrite=overwrite)
 
 
@@ -169,7 +170,30 @@ def _listing(names: Iterable[str]) -> str:
     return ", ".join(names[:FOREIGN_SHOWN]) + (f" and {more} more" if more > 0 else "")
 
 
+def to_json(value: Any, indent: int | None = None) -> str:
+    """Strict JSON of a summary or report: NaN and infinities become null (JSON has neither, and
+    ``json.dumps`` would write the bare word NaN that other readers reject), numpy scalars plain numbers.
+
+    >>> import numpy as np
+    >>> to_json({"avg_jct": float("nan"), "jobs": np.int64(3), "speeds": [np.float32(0.5), float("inf")]})
+    '{"avg_jct": null, "jobs": 3, "speeds": [0.5, null]}'
+    """
+    return json.dumps(_finite(value), indent=indent, default=_plain, allow_nan=False)
+
+
+def _finite(value: Any) -> Any:
+    if getattr(value, "ndim", None) == 0:  # numpy scalars
+        value = value.item()
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite(v) for key, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
 def _plain(value: Any) -> Any:
-    if hasattr(value, "item"):  # numpy scalars
-        return value.item()
+    if hasattr(value, "tolist"):  # numpy arrays
+        return _finite(value.tolist())
     raise TypeError(f"cannot write {type(value).__name__} to JSON")

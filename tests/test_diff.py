@@ -93,3 +93,20 @@ def test_the_table_names_both_sides_and_the_first_divergence(tmp_path):
     assert "A = a.csv   B = b.csv" in result.stdout
     assert "first divergence at t=100 s: the start times differ" in result.stdout
     assert "+16.9%" in result.stdout  # avg JCT (100 + 195) / 2 in A, (100 + 245) / 2 in B
+
+
+def test_a_files_own_jct_stands_and_json_has_null_where_a_figure_has_no_value(tmp_path):
+    a = jobs([("1", "v", 1, 0, 0, 100), ("2", "w", 1, 0, 0, 50)])
+    b = jobs([("1", "v", 1, 0, 0, 100)]).assign(jct=[130.0])  # an artifact counting JCT its own way
+    a.to_csv(tmp_path / "a.csv", index=False)
+    b.to_csv(tmp_path / "b.csv", index=False)
+    result = runner.invoke(app, ["diff", str(tmp_path / "a.csv"), str(tmp_path / "b.csv"), "--json"])
+    assert result.exit_code == 0, result.output
+
+    def no_bare_nan(word):
+        raise AssertionError(f"{word} is not JSON")
+
+    figures = json.loads(result.stdout, parse_constant=no_bare_nan)
+    assert figures["overall"]["avg_jct_b"] == 130.0 and figures["overall"]["equal_exact"] == 0
+    per_vc = figures["per_vc"]
+    assert per_vc["w"]["matched"] == 0 and per_vc["w"]["avg_jct_b"] is None  # no job of w in B

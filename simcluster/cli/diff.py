@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Annotated, Any
@@ -28,23 +27,17 @@ def diff(
     Jobs are matched by job_id; if the sides count time from different origins, B is shifted onto A.
     """
     from simcluster.experiments.diff import DiffError, diff_runs
+    from simcluster.results import to_json
 
     try:
         result = diff_runs(a, b, tolerance)
     except DiffError as exc:
         fail(str(exc))
     if as_json:
-        print(json.dumps(result.as_dict(), default=_plain))
+        print(to_json(result.as_dict()))
         return
     print_diff(result)
 
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if hasattr(value, "item"):
-        return value.item()
-    raise TypeError(type(value).__name__)
 
 
 def _percent(count: int, total: int) -> str:

@@ -95,7 +95,9 @@ def explain(
     except (TraceError, ValueError) as exc:
         fail(str(exc))
     if as_json:
-        print(json.dumps(report, default=float))
+        from simcluster.results import to_json
+
+        print(to_json(report))
         return
     _print_explanation(report, target)
 

@@ -158,11 +158,11 @@ def run(ctx: typer.Context, **values: Any) -> None:
         print_warnings(warnings)
     result = simulate_with_progress(loaded, config, quiet=quiet, live=live)
 
-    from simcluster.results import write_run
+    from simcluster.results import to_json, write_run
 
     write_run(target, result.tables(), result.summary, fmt, inputs=inputs, overwrite=values["overwrite"])
     if values["as_json"]:
-        print(json.dumps(result.summary, default=float))
+        print(to_json(result.summary))
     elif not quiet:
         from simcluster.cli.summary import print_summary
 

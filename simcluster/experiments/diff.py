@@ -134,14 +134,11 @@ def read_jobs(path: str | Path) -> tuple[pd.DataFrame, str]:
     if frame["job_id"].duplicated().any():
         dup = frame.loc[frame["job_id"].duplicated(), "job_id"].iloc[0]
         raise DiffError(f"{path}: job_id {dup!r} appears more than once")
-    for col in ("submit_time", "start_time", "end_time"):
-        frame[col] = pd.to_numeric(frame[col], errors="coerce").astype(float)
-    if "vc" not in frame.columns:
-        frame["vc"] = OVERALL
-    frame["vc"] = frame["vc"].astype(str)
-    frame["jct"] = frame["end_time"] - frame["submit_time"]
-    if "queue" not in frame.columns:
-        frame["queue"] = frame["start_time"] - frame["submit_time"]
+    for col in ("submit_time", "start_time", "end_time", "jct", "queue"):  # a file's own jct and queue stand
+        if col in frame.columns:
+            frame[col] = pd.to_numeric(frame[col], errors="coerce").astype(float)
+    if "vc" in frame.columns:
+        frame["vc"] = frame["vc"].astype(str)
     label = path.parent.name if path.name.startswith("jobs.") else path.name
     return frame, label
 
@@ -154,7 +151,8 @@ def diff_runs(a: str | Path, b: str | Path, tolerance: float = 1.0) -> Diff:
 
 def diff_tables(a: pd.DataFrame, b: pd.DataFrame, label_a: str = "A", label_b: str = "B",
                 tolerance: float = 1.0) -> Diff:
-    """Compare two per-job frames (columns as :func:`read_jobs` makes them)."""
+    """Compare two per-job frames (columns as :func:`read_jobs` makes them; vc, jct and queue are derived
+    where a side has none)."""
     if "vc" not in a.columns:
         a = a.assign(vc=OVERALL)
     if "vc" not in b.columns:

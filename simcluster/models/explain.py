@@ -30,6 +30,7 @@ from simcluster.estimators.ebm import FEATURES as WORKLOAD_FEATURES
 from simcluster.estimators.ebm import UserHistory, fit_duration_model, submission_row
 from simcluster.job import Job
 from simcluster.models.explanation import plot_shape, term_importances, top_shapes
+from simcluster.results import to_json
 from simcluster.traces import Trace
 from simcluster.traces.venus import DEFAULT_EPOCH
 
@@ -156,10 +157,8 @@ def explain_throughput(trace: Trace, config: SimConfig, out: Path) -> dict[str, 
 
 def explain(trace: Trace, config: SimConfig, out: Path) -> dict[str, Any]:
     """Train the three models on ``trace`` (and the colocation tables ``config`` names); write to ``out``."""
-    import json
-
     out.mkdir(parents=True, exist_ok=True)
     report = {"trace": trace.source, "packing": explain_packing(config, out),
               "workload": explain_workload(trace, config, out), "throughput": explain_throughput(trace, config, out)}
-    atomic_write(out / "explain.json", lambda h: h.write(json.dumps(report, indent=2, default=float).encode()))
+    atomic_write(out / "explain.json", lambda h: h.write(to_json(report, indent=2).encode()))
     return report
