@@ -135,7 +135,7 @@ def simulate(trace: Trace | HeteroTrace, config: SimConfig | None = None, observ
                  "colocation_provenance": getattr(sim.colocation, "provenance", None)
                  or {"kind": "tables", "description": sim.colocation.source},
                  "colocation_fallbacks": sim.colocation.fallback_counts()}
-        warnings += colocation_warnings(config.colocation, sim.colocation.fallback_counts())
+        warnings += colocation_warnings(sim.colocation)
     elif table is not None and (frame["shared_seconds"] > 0).any():
         extra = {"colocation": f"throughput table pairs ({table.source})"}
     if isinstance(trace, HeteroTrace) or spec.typed:
@@ -235,12 +235,12 @@ def typed_columns(frame: pd.DataFrame, jobs: list[Job], per_type: TypeSeconds | 
     return frame, figures
 
 
-def colocation_warnings(spec: str, fallbacks: dict[str, int]) -> list[str]:
+def colocation_warnings(model: Any) -> list[str]:
     """Doubts about a sharing run's colocation answers: mostly guesses, or tables that cannot be right."""
     from simcluster.doubts import fallbacks_warning, table_warnings
 
-    found = table_warnings(spec)
-    if (line := fallbacks_warning(fallbacks)) is not None:
+    found = table_warnings(model)
+    if (line := fallbacks_warning(model.fallback_counts())) is not None:
         found.append(line)
     return found
 

@@ -33,18 +33,20 @@ def fallbacks_warning(counts: dict[str, int], limit: float = DEFAULT_SHARE_LIMIT
             f"({counts.get('default', 0):,}): the tables never measured these pairs, so their slowdowns are guesses")
 
 
-def table_warnings(spec: str) -> list[str]:
-    """Doubts about the colocation tables of folder ``spec`` (nothing for 'default' or 'lucid')."""
-    folder = Path(spec)
-    if spec in ("default", "lucid") or not folder.is_dir():
+def table_warnings(model: Any) -> list[str]:
+    """Doubts about the tables behind a colocation ``model`` that a user measured or gave as a folder (the
+    public, calibrated and analytic models are described by their own provenance)."""
+    provenance = getattr(model, "provenance", None) or {}
+    if provenance.get("kind") not in ("measured", "tables"):
         return []
+    folder = Path(provenance["tables"])
     found = []
     metadata = _metadata(folder)
     if metadata is not None and metadata.get("measured") is False:
         device = metadata.get("device_name") or "not a GPU"
         found.append(f"colocation tables in {folder} were measured on {device} (metadata.json: measured false): "
                      "their speeds do not describe jobs sharing a GPU")
-    fast = _fast_pairs(folder)
+    fast = _fast_pairs(model.pair)
     if fast:
         count, total, top = fast
         found.append(f"{count} of {total} measured pairs in {folder} run faster shared than alone (speed up to "
@@ -61,18 +63,11 @@ def _metadata(folder: Path) -> dict[str, Any] | None:
     return document if isinstance(document, dict) else None
 
 
-def _fast_pairs(folder: Path) -> tuple[int, int, float] | None:
-    """(pairs faster than SUSPECT_SPEED, measured pairs, the fastest speed), or None if there are none."""
-    import pandas as pd
-
-    path = next((p for p in (folder / "pair.csv", folder / "pair.parquet") if p.is_file()), None)
-    if path is None:
+def _fast_pairs(pair: Any) -> tuple[int, int, float] | None:
+    """(pairs faster than SUSPECT_SPEED, measured pairs, the fastest speed) of a pair table's measured
+    rows, or None if none is."""
+    if not len(pair):
         return None
-    try:
-        table = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
-        ok = table[table["status"] == "ok"]
-        speeds = ok[["speed1", "speed2"]].astype(float).max(axis=1)
-    except (OSError, ValueError, KeyError):
-        return None  # the model's own loader reports a malformed table
+    speeds = pair[["speed1", "speed2"]].astype(float).max(axis=1)
     fast = speeds > SUSPECT_SPEED
-    return (int(fast.sum()), len(ok), float(speeds.max())) if fast.any() else None
+    return (int(fast.sum()), len(pair), float(speeds.max())) if fast.any() else None
