@@ -73,7 +73,7 @@ def pair_row(pair: PairConfig, outcome: RunOutcome | None, solo: tuple[float, fl
             f"gpu_num{suffix}": config.gpu_num,
         }
     shared = (outcome.jobs[0].iters_per_s, outcome.jobs[1].iters_per_s) if outcome else (math.nan, math.nan)
-    speeds = [s / alone if alone > 0 else math.nan for s, alone in zip(shared, solo, strict=True)]
+    speeds = pair_speeds(outcome, solo) if outcome else [math.nan, math.nan]
     if outcome is not None and not outcome.ok:
         error = outcome.error
     elif outcome is not None:
