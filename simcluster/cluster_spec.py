@@ -5,7 +5,7 @@ A :class:`ClusterSpec` is rows of (VC, GPU type, nodes, GPUs per node, GPU memor
 
 * a VC config (``vc,num``: nodes per VC, of ``--gpus-per-node`` GPUs of the untyped type ``gpu``),
   with an optional ``gpu_type`` column (and ``memory_mib``): a VC may then list several rows, one
-  per type (:func:`vc_config_spec`);
+  per type (:func:`vc_types`);
 * ``--cluster v100:4,p100:4,k80:4`` — GPU counts per type (``TYPE:COUNT[:MEMORY_MIB]``, separated by
   ``,`` or ``+``), each type's GPUs on nodes of ``--gpus-per-node`` (the last node may hold fewer),
   all in one VC named ``cluster`` (:func:`parse_cluster`);
@@ -25,6 +25,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 DEFAULT_GPU_TYPE = "gpu"  # the type of every GPU of a trace or cluster that names none
 ONE_VC = "cluster"  # the VC of a cluster given as --cluster or a node list
@@ -186,21 +187,12 @@ def load_node_list(path: str | Path) -> ClusterSpec:
     return ClusterSpec(tuple(groups), str(path), tuple(sorted({g.gpu_type for g in groups})))
 
 
-def vc_config_spec(path: str | Path, gpus_per_node: int = 8) -> ClusterSpec | None:
-    """A VC config with a ``gpu_type`` column (``vc,num,gpu_type[,memory_mib]``; a VC may list one row per
-    type) as a spec; None for a config without types (``vc,num``: the VC-to-nodes mapping says it all).
-    Counts and names are checked by the VC-config loader; this reads the types."""
+def vc_types(raw: Any, names: Any, count: str, path: str | Path, gpus_per_node: int = 8) -> ClusterSpec:
+    """The rows of a VC config with a ``gpu_type`` column (``vc,num,gpu_type[,memory_mib]``; a VC may list one
+    row per type) as a spec.  ``raw`` is the config as read, ``names`` its VC column and ``count`` its node
+    count column, both already checked by :func:`~simcluster.traces.sizing.read_vc_config`; this reads the types."""
     from simcluster.traces.errors import TraceError
-    from simcluster.traces.side_files import read_side_csv
 
-    raw = read_side_csv(path, "VC config", ())
-    raw.columns = [str(c).strip() for c in raw.columns]
-    if "gpu_type" not in raw.columns:
-        return None
-    count = next((c for c in ("num", "node num") if c in raw.columns), None)
-    if count is None:
-        raise TraceError(path, "expected a node count column 'num'", line=1)
-    names = raw["vc"] if "vc" in raw.columns else raw.iloc[:, 0]
     memory = raw["memory_mib"] if "memory_mib" in raw.columns else [""] * len(raw)
     groups, seen = [], set()
     for row, (vc, num, gpu_type, mib) in enumerate(zip(names, raw[count], raw["gpu_type"], memory)):
@@ -214,8 +206,6 @@ def vc_config_spec(path: str | Path, gpus_per_node: int = 8) -> ClusterSpec | No
             raise TraceError(path, f"VC {vc!r} lists GPU type {gpu_type!r} twice", line=row + 2, field="gpu_type")
         if mib and not re.fullmatch(r"\d+(\.\d*)?", mib):
             raise TraceError(path, f"memory must be a number of MiB, got {mib!r}", line=row + 2, field="memory_mib")
-        if not num.isdigit() or int(num) <= 0:
-            raise TraceError(path, f"node count must be a positive integer, got {num!r}", line=row + 2, field=count)
         seen.add((vc, gpu_type))
         groups.append(NodeGroup(vc, gpu_type, int(num), gpus_per_node,
                                 float(mib) if mib else float(GPU_MEMORY_MIB.get(gpu_type, 0))))

@@ -296,3 +296,19 @@ def test_times_written_any_supported_way_read_back_as_the_same_seconds(offsets, 
     seconds, rule = submit_seconds(pd.Series(text), epoch, None, None)
     assert seconds.tolist() == [float(s) for s in offsets]
     assert rule.kind == ("unix" if unix else "timestamps")
+
+
+def test_a_vc_config_with_gpu_types_gives_each_vcs_nodes_by_type_and_names_a_bad_type(tmp_path):
+    from simcluster.traces.venus import load_trace
+
+    log = "job_id,user,vc,gpu_num,submit_time,duration\n1,u,a,8,0,100\n2,u,b,2,5,50\n"
+    write(tmp_path, "cluster_log.csv", log)
+    write(tmp_path, "vc_config.csv", "vc,num,gpu_type,memory_mib\na,1,v100,\na,2,p100,12288\nb,1,k80,\n")
+    trace = load_trace(tmp_path)
+    assert trace.vc_nodes == {"a": 3, "b": 1}
+    assert [(g.vc, g.gpu_type, g.nodes, g.memory_mib) for g in trace.cluster.groups] == [
+        ("a", "v100", 1, 16384.0), ("a", "p100", 2, 12288.0), ("b", "k80", 1, 12288.0)]
+    write(tmp_path, "vc_config.csv", "vc,num,gpu_type\na,1,v100\nb,1,9x\n")
+    with pytest.raises(TraceError, match="GPU type must be a name") as error:
+        load_trace(tmp_path)
+    assert (error.value.line, error.value.field) == (3, "gpu_type")

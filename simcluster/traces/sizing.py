@@ -31,8 +31,12 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from simcluster.traces.errors import TraceError
+
+if TYPE_CHECKING:
+    from simcluster.cluster_spec import ClusterSpec
 
 MAX_GPUS = 1_000_000
 ONE_VC = "cluster"  # the name of the single VC of a log without VCs (as on the heterogeneous engine)
@@ -46,8 +50,15 @@ def limit_error(where: str | Path, gpus: int, how: str, line: int | None = None,
 
 def load_vc_config(path: str | Path, gpus_per_node: int = 8) -> dict[str, int]:
     """``vc,num`` (or ``vc,node num``): nodes per virtual cluster (the first column may be unnamed).  With a
-    ``gpu_type`` column a VC may list one row per type: its nodes are summed here
-    (:func:`~simcluster.cluster_spec.vc_config_spec` reads the types)."""
+    ``gpu_type`` column a VC may list one row per type: its nodes are summed here."""
+    return read_vc_config(path, gpus_per_node)[0]
+
+
+def read_vc_config(path: str | Path, gpus_per_node: int = 8) -> tuple[dict[str, int], ClusterSpec | None]:
+    """Nodes per VC (as :func:`load_vc_config`), and with a ``gpu_type`` column (``vc,num,gpu_type
+    [,memory_mib]``) the VCs' nodes by GPU type as a spec (:func:`~simcluster.cluster_spec.vc_types`);
+    None without one."""
+    from simcluster.cluster_spec import vc_types
     from simcluster.traces.venus import read_csv
 
     path = Path(path)
@@ -77,7 +88,7 @@ def load_vc_config(path: str | Path, gpus_per_node: int = 8) -> dict[str, int]:
                               line=line, field=count)
     if not nodes:
         raise TraceError(path, "no virtual clusters defined")
-    return nodes
+    return nodes, (vc_types(raw, names, count, path, gpus_per_node) if "gpu_type" in raw.columns else None)
 
 
 def offered_load(gpu_seconds: float, gpus: int, span: float) -> float | None:

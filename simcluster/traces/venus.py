@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from simcluster.cluster_spec import ClusterSpec, vc_config_spec
+from simcluster.cluster_spec import ClusterSpec
 from simcluster.job import Job, Workload
 from simcluster.traces.columns import (
     CUSTOM,
@@ -48,6 +48,7 @@ from simcluster.traces.sizing import (
     nodes_for_load,
     nodes_of_cluster,
     offered_load,
+    read_vc_config,
 )
 from simcluster.traces.times import MAX_SECONDS, TimeRule, submit_seconds
 
@@ -136,13 +137,10 @@ def load_trace(
 
     problems = RowProblems(log_path, lines)
     frame, rule = _validate(raw, mapping, fmt, epoch, problems)
-    vc_nodes, sizing = _vc_sizes(log_path, frame, problems, mapping["vc"], vc_config, gpus_per_node,
-                                 nodes, cluster, load, sized)
+    vc_nodes, sizing, typed = _vc_sizes(log_path, frame, problems, mapping["vc"], vc_config, gpus_per_node,
+                                        nodes, cluster, load, sized)
     frame, vc_nodes, skipped = _settle(frame, len(raw), vc_nodes, gpus_per_node, problems, mapping, skip_invalid)
     throughput = log_path.parent / THROUGHPUT_LOG
-    typed = None
-    if mapping["vc"]:  # a VC config with a gpu_type column gives the VCs' nodes by GPU type
-        typed = vc_config_spec(Path(vc_config) if vc_config else log_path.with_name("vc_config.csv"), gpus_per_node)
     return Trace(str(log_path), frame, vc_nodes, skipped, time.process_time() - t0,
                  str(throughput) if throughput.is_file() else None, fmt.name, *_time_zero(rule, log_path), sizing,
                  typed.only(vc_nodes) if typed else None)
@@ -329,8 +327,9 @@ def _renamed(problems: RowProblems, canonical: str, column: str | None) -> Calla
 
 def _vc_sizes(path: Path, frame: pd.DataFrame, problems: RowProblems, vc_column: str | None,
               vc_config: str | Path | None, gpus_per_node: int, nodes: int | None, cluster: str | None,
-              load: float | None, sized: bool) -> tuple[dict[str, int], str]:
-    """VC → nodes, and a sentence saying where the sizes came from."""
+              load: float | None, sized: bool) -> tuple[dict[str, int], str, ClusterSpec | None]:
+    """VC → nodes, a sentence saying where the sizes came from, and the VCs' nodes by GPU type when the VC
+    config has a gpu_type column."""
     chosen = [name for name, v in (("--nodes", nodes), ("--load", load)) if v is not None]
     if vc_column:
         if chosen:
@@ -340,8 +339,8 @@ def _vc_sizes(path: Path, frame: pd.DataFrame, problems: RowProblems, vc_column:
         if not config.is_file():
             raise TraceError(config, "VC config not found (give one with --vc-config; or --columns vc= to run every "
                              "job in one VC sized by --nodes, --cluster or --load)")
-        vcs = load_vc_config(config, gpus_per_node)
-        return vcs, f"{len(vcs)} VCs from {config.name} ({sum(vcs.values()):,} nodes × {gpus_per_node} GPUs)"
+        vcs, typed = read_vc_config(config, gpus_per_node)
+        return vcs, f"{len(vcs)} VCs from {config.name} ({sum(vcs.values()):,} nodes × {gpus_per_node} GPUs)", typed
     if vc_config:
         raise TraceError(path, "the job log has no VC column, so --vc-config does not apply: it is one VC; size it "
                          "with --nodes, --cluster or --load")
@@ -354,13 +353,13 @@ def _vc_sizes(path: Path, frame: pd.DataFrame, problems: RowProblems, vc_column:
             raise TraceError(path, "the job log has no VCs, so it runs as one VC whose size you choose: --nodes N "
                              f"(× --gpus-per-node, now {gpus_per_node}), --cluster TYPE:GPUS (e.g. v100:512) or --load "
                              "X (the nodes for offered load X; `lucid-sim trace check` shows the load per size)")
-        return {}, "one VC, not sized (--nodes, --cluster or --load)"
+        return {}, "one VC, not sized (--nodes, --cluster or --load)", None
     if nodes is not None:
         count = check_nodes(int(nodes), gpus_per_node, "--nodes")
-        return {ONE_VC: count}, f"one VC of {count:,} nodes × {gpus_per_node} GPUs (--nodes)"
+        return {ONE_VC: count}, f"one VC of {count:,} nodes × {gpus_per_node} GPUs (--nodes)", None
     if cluster is not None:
         count = check_nodes(nodes_of_cluster(cluster, gpus_per_node), gpus_per_node, "--cluster")
-        return {ONE_VC: count}, f"one VC of {count:,} nodes × {gpus_per_node} GPUs (--cluster {cluster})"
+        return {ONE_VC: count}, f"one VC of {count:,} nodes × {gpus_per_node} GPUs (--cluster {cluster})", None
     assert load is not None
     if not load > 0:
         raise ValueError(f"--load must be positive, got {load}")
@@ -380,7 +379,7 @@ def _vc_sizes(path: Path, frame: pd.DataFrame, problems: RowProblems, vc_column:
     text = f"one VC of {count:,} nodes × {gpus_per_node} GPUs: --load {load:g} gives offered load {actual:.3f}"
     if count * gpus_per_node > gpu_seconds / (load * span) + gpus_per_node:
         text += f" (the largest job, {largest:,} GPUs, needs {count:,} nodes)"
-    return {ONE_VC: count}, text
+    return {ONE_VC: count}, text, None
 
 
 def _check_capacity(frame: pd.DataFrame, vc_nodes: dict[str, int], gpus_per_node: int, problems: RowProblems,
