@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 
 from simcluster.colocation.importers import gavel_path
-from simcluster.throughputs import job_key, load_throughputs
+from simcluster.throughputs import load_throughputs
 from simcluster.traces.errors import TraceError
 from simcluster.traces.hetero import HeteroTrace
 
@@ -26,12 +26,11 @@ def check_lines(loaded: Any, throughputs: str | None = None) -> list[str] | None
     lines = [loaded.describe()]
     if loaded.kind == "gavel" and (throughputs or gavel_path().is_file()):
         table = load_throughputs(throughputs)
-        for job_type, scale, line in loaded.frame[["job_type", "gpu_num", "line"]].itertuples(index=False):
-            if job_key(str(job_type), int(scale)) not in table.solo:
-                error = TraceError(loaded.source, f"job type {job_type!r} with scale factor {scale} is not in the "
-                                   f"throughput table ({table.source})", line=int(line), field="job_type")
-                Console(stderr=True).print(f"[bold red]error:[/] {error}", highlight=False)
-                raise typer.Exit(2)
+        try:
+            loaded.make_jobs(table)  # looks every job type up, as a run would
+        except TraceError as error:
+            Console(stderr=True).print(f"[bold red]error:[/] {error}", highlight=False)
+            raise typer.Exit(2) from None
         lines.append(f"  every job type is in the throughput table ({table.source})")
     lines += [f"  note: {note}" for note in loaded.notes]
     lines += [f"  skipped {n} × {why}" for why, n in loaded.skipped.most_common()]
