@@ -34,9 +34,10 @@ from collections import Counter
 from collections.abc import Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import simpy
+from simpy.events import PENDING
 
 from simcluster.cluster import Cluster, Node, Pool, VirtualCluster
 from simcluster.cluster_spec import ClusterSpec, NodeGroup
@@ -66,7 +67,23 @@ def trigger_late(event: simpy.Event, delay: float = 0.0, priority: int = LATE) -
     """
     event._ok = True
     event._value = None
-    event.env.schedule(event, cast(Any, priority), delay)
+    event.env.schedule(event, priority, delay)  # type: ignore[arg-type]  # (SimPy types it as an EventPriority)
+
+
+def started_process(env: simpy.Environment, generator: Process) -> simpy.Process:
+    """``env.process(generator)`` with its first step already taken, here and now.
+
+    SimPy starts a process through an URGENT *Initialize* event that runs the generator's first step
+    before anything else of the instant.  Where the caller runs at that instant and nothing can come
+    between (a job's submission in the arrival callback), taking the step inline is the same story
+    without the event: a million-job run then has a million fewer events.
+    """
+    process = simpy.Process.__new__(simpy.Process)  # Process.__init__ would schedule the Initialize event
+    process.env, process.callbacks, process._generator = env, [], generator
+    target = next(generator)
+    target.callbacks.append(process._resume)
+    process._target = target
+    return process
 
 
 @dataclass(frozen=True)
@@ -260,7 +277,7 @@ class Simulation:
         env = self.env
         arrivals = sorted(self.jobs, key=lambda j: (j.submit_time, j.index))
         self._call_at(0.0, lambda _: self._arrive(arrivals, 0), URGENT)  # first, as a process would start
-        for node in self.cluster.nodes:
+        for node in self.cluster.nodes if self.config.node_mtbf > 0 else ():  # (a node that never fails has no life)
             env.process(self._node_life(node, random.Random(f"{self.config.seed}:{node.name}")))
         if not self._unfinished:
             return
@@ -279,37 +296,42 @@ class Simulation:
     def _arrive(self, jobs: list[Job], first: int) -> None:
         """Submits ``jobs[first:]`` (sorted by submit time, then trace order) at their submit times.
 
-        Starts the processes of the jobs due now, then sets one event at the next submit time whose
-        callback goes on from there: an event per distinct submit time, and no generator to resume."""
+        Submits the jobs due now and starts their processes, then sets one event at the next submit time
+        whose callback goes on from there: an event per distinct submit time, and no generator to resume."""
         env = self.env
         now = env.now
+        submit, life = self._submit, self._job_life
         for i in range(first, len(jobs)):
             job = jobs[i]
             if job.submit_time > now:
                 self._call_at(job.submit_time - now, lambda _, i=i: self._arrive(jobs, i))
                 return
-            job.process = env.process(self._job_life(job))
+            submit(job)
+            job.process = started_process(env, life(job))
 
     def _call_at(self, delay: float, callback: Callable[[simpy.Event], None], priority: int = NORMAL) -> None:
         """Call ``callback`` ``delay`` seconds from now, ordered among that instant's events by ``priority``."""
         event = simpy.Event(self.env)
         event.callbacks.append(callback)  # type: ignore[union-attr]
         event._ok, event._value = True, None  # trigger_late, inlined: this runs at every scheduling instant
-        self.env.schedule(event, cast(Any, priority), delay)
+        self.env.schedule(event, priority, delay)  # type: ignore[arg-type]
 
-    def _job_life(self, job: Job) -> Process:
-        """Queue, wait for GPUs, run; a preemption or failure sends it back to waiting.
+    def _submit(self, job: Job) -> None:
+        """Queue a job at its submit time.
 
-        The policy may route the job through another partition first (``job.queue_vc``).
-        """
-        self.cluster.vcs[job.queue_vc].to_arrive -= 1
+        The policy may route the job through another partition first (``job.queue_vc``)."""
+        vcs = self.cluster.vcs
+        vcs[job.queue_vc].to_arrive -= 1
         if self._policy_on_submit:
             self.policy.on_submit(job, self.env.now)
-        vc = self.cluster.vcs[job.queue_vc]
+        vc = vcs[job.queue_vc]
         self._enqueue(job, vc)
         self._request_pass(vc)
         for hook in self._on_submit:
             hook(job, self.env.now)
+
+    def _job_life(self, job: Job) -> Process:
+        """Wait for GPUs, run; a preemption or failure sends it back to waiting (it was queued at submission)."""
         while True:
             try:
                 yield job.run_end  # pending while it waits; once it has GPUs, due at the end of its run
@@ -359,6 +381,8 @@ class Simulation:
         it runs on at a time (in the VC's type order); a job asking for GPU fractions gets the fullest
         GPUs that hold its fraction (:func:`~simcluster.placement.fraction_plan`), whatever the placement.
         """
+        if job.gpu_milli >= 1000 and job.gpu_num > vc.free_gpus:
+            return False  # no placement finds more idle GPUs than the VC has (a blocked head of queue, mostly)
         if job.speeds is None and job.gpu_milli >= 1000:  # the common case: any GPU will do
             plan = self.placement.place(job, vc)
         elif job.gpu_milli < 1000:
@@ -384,10 +408,12 @@ class Simulation:
     def start(self, job: Job, vc: VirtualCluster, plan: Plan) -> None:
         """Start ``job`` on ``plan``: (node, count) takes idle GPUs, (node, [ids]) exactly those (sharing)."""
         now = self.env.now
-        job.allocation = tuple([
-            (node, node.allocate(job, where) if isinstance(where, int) else node.attach(job, where))
-            for node, where in plan
-        ])
+        if len(plan) == 1:  # (most jobs fit on one node)
+            node, where = plan[0]
+            job.allocation = ((node, node.allocate(job, where) if isinstance(where, int) else node.attach(job, where)),)
+        else:
+            job.allocation = tuple([(node, node.allocate(job, where) if isinstance(where, int) else node.attach(job, where))
+                                    for node, where in plan])
         vc.pending.remove(job)
         vc.running[job] = None
         job.start(now)
@@ -396,8 +422,10 @@ class Simulation:
         self.pending -= 1
         if vc.shared_gpus:
             self._retime({job, *self._partners(job)})
-        if not job.run_end.triggered:  # (a partner's arrival above may have timed it already)
-            self._time_run(job, job.run_end)
+        run_end = job.run_end
+        if run_end._value is PENDING:  # (not triggered: a partner's arrival above may have timed it already)
+            run_end._ok, run_end._value = True, None  # _time_run, inlined
+            self.env.schedule(run_end, NORMAL, job.time_left())  # type: ignore[arg-type]
         for hook in self._on_start:
             hook(job, now)
 
