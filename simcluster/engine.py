@@ -5,10 +5,12 @@ failure or repair to the next, so the cost grows with the number of events,
 never with simulated time.
 
 Order within one instant.  Completions and arrivals are ordinary SimPy
-events; the scheduler's wake-up is scheduled with a *later* priority than
-any of them (:data:`LATE`), so at time t every job finishing at t has freed
-its GPUs and every job submitted at t has joined its queue before the policy
-runs — once, for every VC where something changed.
+events; the scheduler's pass is due with a *later* priority than any of them
+(:data:`LATE`), so at time t every job finishing at t has freed its GPUs and
+every job submitted at t has joined its queue before the policy runs — once,
+for every VC where something changed.  The pass is not an event in SimPy's
+queue: the run's loop (:meth:`Simulation._loop`, SimPy's own, less the pass
+events) runs it where SimPy would have popped its event.
 
 Three optional limits, all off by default so the published simulators' figures hold:
 
@@ -34,6 +36,7 @@ from collections import Counter
 from collections.abc import Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass
 from functools import partial
+from heapq import heappop
 from typing import TYPE_CHECKING, Any
 
 import simpy
@@ -260,7 +263,7 @@ class Simulation:
         self._spread_penalty = config.spread_penalty
         self._dirty: dict[str, None] = {}
         self._timers: set[tuple[str, float]] = set()  # (VC, time) of policy wake-ups already set
-        self._pass_due = False  # a scheduler pass is due at this instant
+        self._pass_at: tuple[float, int, int] | None = None  # (now, LATE, SimPy event id) of the pass due now
         self._unfinished = len(jobs)
         self._all_done = self.env.event()
         self.running = self.pending = 0
@@ -287,10 +290,40 @@ class Simulation:
             trigger_late(horizon, self.config.until, HORIZON)
             stop = env.any_of([self._all_done, horizon])
         try:
-            env.run(until=stop)
-        except RuntimeError as exc:  # SimPy: no events left, yet jobs remain
+            self._loop(stop)
+        except RuntimeError as exc:  # no events left, yet jobs remain
             stuck = [j.job_id for j in self.jobs if j.state is not JobState.FINISHED][:5]
             raise SimulationStalled(f"simulation stalled at t={env.now}: jobs {stuck} can never run") from exc
+
+    def _loop(self, stop: simpy.Event) -> None:
+        """SimPy's ``env.run(until=stop)``, with the scheduler's passes kept out of its event queue.
+
+        A pass would be an event with one callback at every scheduling instant (two in five of a run's
+        events).  Instead :meth:`_request_pass` takes the place such an event would have in the queue,
+        (now, :data:`LATE`, the next event id), and the loop runs the pass when nothing in the queue
+        comes before that place: the same order, without the event's making, queueing and stepping.
+        Otherwise this is :meth:`simpy.Environment.step` as SimPy 4 does it.
+        """
+        env = self.env
+        queue = env._queue  # type: ignore[attr-defined]
+        stopped: list[simpy.Event] = []
+        stop.callbacks.append(stopped.append)  # type: ignore[union-attr]
+        while not stopped:
+            if self._pass_at is not None and (not queue or self._pass_at < queue[0]):
+                self._scheduler_pass(None)
+                continue
+            if not queue:
+                raise RuntimeError(f"no scheduled events left but {stop} was not triggered")
+            env._now, _, _, event = heappop(queue)  # type: ignore[attr-defined]
+            callbacks, event.callbacks = event.callbacks, None
+            for callback in callbacks:
+                callback(event)
+            if not event._ok and not hasattr(event, "_defused"):  # a process failed, and no one handled it
+                exc = type(event._value)(*event._value.args)
+                exc.__cause__ = event._value
+                raise exc
+        if not stop._ok:
+            raise stop._value
 
     # --- processes -----------------------------------------------------------
     def _arrive(self, jobs: list[Job], first: int) -> None:
@@ -342,12 +375,12 @@ class Simulation:
             self._finish(job, self.cluster.vcs[job.queue_vc])
             return
 
-    def _scheduler_pass(self, _: simpy.Event) -> None:
-        """Runs the policy on each VC where something changed (the callback of a late wake-up event).
+    def _scheduler_pass(self, _: simpy.Event | None = None) -> None:
+        """Runs the policy on each VC where something changed (at the place :meth:`_request_pass` took).
 
-        A plain callback, not a process: a pass needs no state of its own between wake-ups, and resuming
+        A plain call, not a process: a pass needs no state of its own between wake-ups, and resuming
         a generator at every scheduling instant cost more than the pass itself on a FIFO queue."""
-        self._pass_due = False  # from here on, a change asks for another pass at this instant
+        self._pass_at = None  # from here on, a change asks for another pass at this instant
         dirty, self._dirty = self._dirty, {}
         vcs, contexts, schedule = self.cluster.vcs, self._contexts, self.policy.schedule
         for name in dirty:
@@ -667,6 +700,6 @@ class Simulation:
 
     def _request_pass(self, vc: VirtualCluster) -> None:
         self._dirty[vc.name] = None
-        if not self._pass_due:
-            self._pass_due = True
-            self._call_at(0.0, self._scheduler_pass, LATE)
+        if self._pass_at is None:  # the place in the queue a LATE event scheduled now would take
+            env = self.env
+            self._pass_at = (env.now, LATE, next(env._eid))  # type: ignore[attr-defined]
