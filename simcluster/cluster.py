@@ -30,7 +30,7 @@ from simcluster.queue import JobQueue
 WHOLE = 1000  # thousandths of a GPU
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Node:
     """A machine with ``gpu_count`` GPUs of one type; ``gpus[i]`` lists the jobs on GPU i.
 

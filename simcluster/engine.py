@@ -155,7 +155,7 @@ class _VcContext:
     def __init__(self, sim: Simulation, vc: VirtualCluster) -> None:
         self.sim, self.vc = sim, vc
         # try_start(job): the engine's, bound to this VC (policies call it for every job they start)
-        self.try_start: Callable[[Job], bool] = partial(sim.try_start, vc=vc)
+        self.try_start: Callable[[Job], bool] = partial(sim.try_start_in, vc)  # (positional: no kwargs dict per call)
 
     @property
     def now(self) -> float:
@@ -353,15 +353,15 @@ class Simulation:
         """Queue a job at its submit time.
 
         The policy may route the job through another partition first (``job.queue_vc``)."""
-        vcs = self.cluster.vcs
+        vcs, now = self.cluster.vcs, self.env.now
         vcs[job.queue_vc].to_arrive -= 1
         if self._policy_on_submit:
-            self.policy.on_submit(job, self.env.now)
+            self.policy.on_submit(job, now)
         vc = vcs[job.queue_vc]
         self._enqueue(job, vc)
         self._request_pass(vc)
         for hook in self._on_submit:
-            hook(job, self.env.now)
+            hook(job, now)
 
     def _job_life(self, job: Job) -> Process:
         """Wait for GPUs, run; a preemption or failure sends it back to waiting (it was queued at submission)."""
@@ -414,13 +414,15 @@ class Simulation:
         it runs on at a time (in the VC's type order); a job asking for GPU fractions gets the fullest
         GPUs that hold its fraction (:func:`~simcluster.placement.fraction_plan`), whatever the placement.
         """
-        if job.gpu_milli >= 1000 and job.gpu_num > vc.free_gpus:
-            return False  # no placement finds more idle GPUs than the VC has (a blocked head of queue, mostly)
-        if job.speeds is None and job.gpu_milli >= 1000:  # the common case: any GPU will do
-            plan = self.placement.place(job, vc)
-        elif job.gpu_milli < 1000:
+        return self.try_start_in(vc, job)
+
+    def try_start_in(self, vc: VirtualCluster, job: Job) -> bool:
+        """:meth:`try_start`, VC first (what a VC's context binds)."""
+        if job.gpu_milli < 1000:
             plan = fraction_plan(job, self._pools_of(job, vc))
-        elif getattr(self.placement, "chooses_types", False):
+        elif job.gpu_num > vc.free_gpus:
+            return False  # no placement finds more idle GPUs than the VC has (a blocked head of queue, mostly)
+        elif job.speeds is None or getattr(self.placement, "chooses_types", False):  # None: any GPU will do
             plan = self.placement.place(job, vc)
         else:
             plan = next((p for pool in self._pools_of(job, vc) if (p := self.placement.place(job, pool))), None)
@@ -566,7 +568,7 @@ class Simulation:
 
     def _enqueue(self, job: Job, vc: VirtualCluster) -> None:
         """Queue ``job``; the caller asks for a pass if one is needed (a preemption is the pass's own doing)."""
-        job.run_end = self.env.event()
+        job.run_end = simpy.Event(self.env)  # (not env.event(): that makes a bound method first)
         vc.pending.push(job)
         self.pending += 1
 
@@ -673,7 +675,8 @@ class Simulation:
         job.finish(now)
         self._release(job, vc)
         job.process = job.run_end = None  # a finished job keeps no SimPy objects alive
-        self._futile.pop(job, None)
+        if self._futile:
+            self._futile.pop(job, None)
         if self._policy_on_finish:
             self.policy.on_finish(job, now)
         for hook in self._on_finish:
