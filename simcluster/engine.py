@@ -37,6 +37,7 @@ from collections.abc import Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from heapq import heappop
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 import simpy
@@ -278,7 +279,7 @@ class Simulation:
     # --- the run -----------------------------------------------------------
     def run(self) -> None:
         env = self.env
-        arrivals = sorted(self.jobs, key=lambda j: (j.submit_time, j.index))
+        arrivals = sorted(self.jobs, key=attrgetter("submit_time", "index"))  # (a C key: a million jobs sort in 0.2 s)
         self._call_at(0.0, lambda _: self._arrive(arrivals, 0), URGENT)  # first, as a process would start
         for node in self.cluster.nodes if self.config.node_mtbf > 0 else ():  # (a node that never fails has no life)
             env.process(self._node_life(node, random.Random(f"{self.config.seed}:{node.name}")))
@@ -673,7 +674,15 @@ class Simulation:
     def _finish(self, job: Job, vc: VirtualCluster) -> None:
         now = self.env.now
         job.finish(now)
-        self._release(job, vc)
+        if vc.shared_gpus:
+            self._release(job, vc)
+        else:  # (no partners to re-time: _release, inlined)
+            for node, _ in job.allocation:
+                node.release(job)
+            job.allocation = ()
+            job.speed, job.sharing = 1.0, False
+            del vc.running[job]
+            self.running -= 1
         job.process = job.run_end = None  # a finished job keeps no SimPy objects alive
         if self._futile:
             self._futile.pop(job, None)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -25,7 +26,7 @@ def jobs_frame(jobs: Iterable[Job], now: float | None = None,
     their queueing and busy time count up to ``now`` (the run's end), or for a job in ``left_at``
     (taken out of the run) up to when it left.
     """
-    rows = sorted(jobs, key=lambda j: j.index)
+    rows = sorted(jobs, key=attrgetter("index"))
     left_at = left_at or {}
 
     def until(j: Job) -> float:
