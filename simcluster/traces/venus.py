@@ -277,7 +277,7 @@ def numbers(text: pd.Series, exact_ints: bool = False) -> pd.Series:
 
     try:
         values = pc.cast(pa.array(text), pa.float64()).to_numpy(zero_copy_only=False) + 0.0  # (+0.0: "-0" is 0)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+    except (pa.ArrowException, TypeError, ValueError):  # (not plain numbers, or not something Arrow reads)
         return pd.to_numeric(text, errors="coerce")
     if exact_ints and len(values) and not np.nanmax(np.abs(values), initial=0.0) < 2**53:
         return pd.to_numeric(text, errors="coerce")
