@@ -30,7 +30,7 @@ from simcluster.queue import JobQueue
 WHOLE = 1000  # thousandths of a GPU
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Node:
     """A machine with ``gpu_count`` GPUs of one type; ``gpus[i]`` lists the jobs on GPU i.
 
@@ -70,10 +70,11 @@ class Node:
     def allocate(self, job: Job, count: int) -> list[int]:
         """Give ``count`` idle GPUs (lowest indices first) to ``job``."""
         assert self.up and count <= self.gpu_count - self.used, (self.name, count, self.free_gpus)
-        taken = self.free_ids[:count]
-        del self.free_ids[:count]
+        free, gpus = self.free_ids, self.gpus
+        taken = free[:count]
+        del free[:count]
         for i in taken:
-            self.gpus[i].append(job)
+            gpus[i].append(job)
         self.jobs[job] = taken
         self.used += count
         self.vc._refile(self, count)
@@ -108,8 +109,9 @@ class Node:
         if self.milli is not None:
             self._use_fractions(taken, -job.gpu_milli)
         if not self.shared:  # every GPU of the job was its alone: the common, fast case
+            gpus = self.gpus
             for i in taken:
-                self.gpus[i].clear()
+                gpus[i].clear()
             self.free_ids = sorted(self.free_ids + taken) if self.free_ids else taken
             self.used -= len(taken)
             self.vc._refile(self, -len(taken))
@@ -292,7 +294,13 @@ class VirtualCluster(Pool):
         """Move ``node`` to the bucket of its current free count and update the VC's counts."""
         before, after = node.bucket, (node.gpu_count - node.used if node.up else None)  # (free_gpus, inlined)
         if before != after:
-            self._move(node.index, before, after)
+            if before is not None and after is not None:  # (self._move(node.index, before, after), inlined)
+                bit, buckets = 1 << node.index, self.buckets
+                buckets[before] &= ~bit
+                buckets[after] |= bit
+                self.free_gpus += after - before
+            else:
+                self._move(node.index, before, after)
             node.bucket = after
             if node.pool is not self:
                 node.pool._move(node.slot, before, after)  # type: ignore[union-attr]

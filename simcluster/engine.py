@@ -5,10 +5,12 @@ failure or repair to the next, so the cost grows with the number of events,
 never with simulated time.
 
 Order within one instant.  Completions and arrivals are ordinary SimPy
-events; the scheduler's wake-up is scheduled with a *later* priority than
-any of them (:data:`LATE`), so at time t every job finishing at t has freed
-its GPUs and every job submitted at t has joined its queue before the policy
-runs — once, for every VC where something changed.
+events; the scheduler's pass is due with a *later* priority than any of them
+(:data:`LATE`), so at time t every job finishing at t has freed its GPUs and
+every job submitted at t has joined its queue before the policy runs — once,
+for every VC where something changed.  The pass is not an event in SimPy's
+queue: the run's loop (:meth:`Simulation._loop`, SimPy's own, less the pass
+events) runs it where SimPy would have popped its event.
 
 Three optional limits, all off by default so the published simulators' figures hold:
 
@@ -34,9 +36,12 @@ from collections import Counter
 from collections.abc import Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any, cast
+from heapq import heappop
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any
 
 import simpy
+from simpy.events import PENDING
 
 from simcluster.cluster import Cluster, Node, Pool, VirtualCluster
 from simcluster.cluster_spec import ClusterSpec, NodeGroup
@@ -66,7 +71,23 @@ def trigger_late(event: simpy.Event, delay: float = 0.0, priority: int = LATE) -
     """
     event._ok = True
     event._value = None
-    event.env.schedule(event, cast(Any, priority), delay)
+    event.env.schedule(event, priority, delay)  # type: ignore[arg-type]  # (SimPy types it as an EventPriority)
+
+
+def started_process(env: simpy.Environment, generator: Process) -> simpy.Process:
+    """``env.process(generator)`` with its first step already taken, here and now.
+
+    SimPy starts a process through an URGENT *Initialize* event that runs the generator's first step
+    before anything else of the instant.  Where the caller runs at that instant and nothing can come
+    between (a job's submission in the arrival callback), taking the step inline is the same story
+    without the event: a million-job run then has a million fewer events.
+    """
+    process = simpy.Process.__new__(simpy.Process)  # Process.__init__ would schedule the Initialize event
+    process.env, process.callbacks, process._generator = env, [], generator
+    target = next(generator)
+    target.callbacks.append(process._resume)
+    process._target = target
+    return process
 
 
 @dataclass(frozen=True)
@@ -135,7 +156,7 @@ class _VcContext:
     def __init__(self, sim: Simulation, vc: VirtualCluster) -> None:
         self.sim, self.vc = sim, vc
         # try_start(job): the engine's, bound to this VC (policies call it for every job they start)
-        self.try_start: Callable[[Job], bool] = partial(sim.try_start, vc=vc)
+        self.try_start: Callable[[Job], bool] = partial(sim.try_start_in, vc)  # (positional: no kwargs dict per call)
 
     @property
     def now(self) -> float:
@@ -243,7 +264,7 @@ class Simulation:
         self._spread_penalty = config.spread_penalty
         self._dirty: dict[str, None] = {}
         self._timers: set[tuple[str, float]] = set()  # (VC, time) of policy wake-ups already set
-        self._pass_due = False  # a scheduler pass is due at this instant
+        self._pass_at: tuple[float, int, int] | None = None  # (now, LATE, SimPy event id) of the pass due now
         self._unfinished = len(jobs)
         self._all_done = self.env.event()
         self.running = self.pending = 0
@@ -258,9 +279,9 @@ class Simulation:
     # --- the run -----------------------------------------------------------
     def run(self) -> None:
         env = self.env
-        arrivals = sorted(self.jobs, key=lambda j: (j.submit_time, j.index))
+        arrivals = sorted(self.jobs, key=attrgetter("submit_time", "index"))  # (a C key: a million jobs sort in 0.2 s)
         self._call_at(0.0, lambda _: self._arrive(arrivals, 0), URGENT)  # first, as a process would start
-        for node in self.cluster.nodes:
+        for node in self.cluster.nodes if self.config.node_mtbf > 0 else ():  # (a node that never fails has no life)
             env.process(self._node_life(node, random.Random(f"{self.config.seed}:{node.name}")))
         if not self._unfinished:
             return
@@ -270,46 +291,81 @@ class Simulation:
             trigger_late(horizon, self.config.until, HORIZON)
             stop = env.any_of([self._all_done, horizon])
         try:
-            env.run(until=stop)
-        except RuntimeError as exc:  # SimPy: no events left, yet jobs remain
+            self._loop(stop)
+        except RuntimeError as exc:  # no events left, yet jobs remain
             stuck = [j.job_id for j in self.jobs if j.state is not JobState.FINISHED][:5]
             raise SimulationStalled(f"simulation stalled at t={env.now}: jobs {stuck} can never run") from exc
+
+    def _loop(self, stop: simpy.Event) -> None:
+        """SimPy's ``env.run(until=stop)``, with the scheduler's passes kept out of its event queue.
+
+        A pass would be an event with one callback at every scheduling instant (two in five of a run's
+        events).  Instead :meth:`_request_pass` takes the place such an event would have in the queue,
+        (now, :data:`LATE`, the next event id), and the loop runs the pass when nothing in the queue
+        comes before that place: the same order, without the event's making, queueing and stepping.
+        Otherwise this is :meth:`simpy.Environment.step` as SimPy 4 does it.
+        """
+        env = self.env
+        queue = env._queue  # type: ignore[attr-defined]
+        stopped: list[simpy.Event] = []
+        stop.callbacks.append(stopped.append)  # type: ignore[union-attr]
+        while not stopped:
+            if self._pass_at is not None and (not queue or self._pass_at < queue[0]):
+                self._scheduler_pass(None)
+                continue
+            if not queue:
+                raise RuntimeError(f"no scheduled events left but {stop} was not triggered")
+            env._now, _, _, event = heappop(queue)  # type: ignore[attr-defined]
+            callbacks, event.callbacks = event.callbacks, None
+            for callback in callbacks:
+                callback(event)
+            if not event._ok and not hasattr(event, "_defused"):  # a process failed, and no one handled it
+                exc = type(event._value)(*event._value.args)
+                exc.__cause__ = event._value
+                raise exc
+        if not stop._ok:
+            raise stop._value
 
     # --- processes -----------------------------------------------------------
     def _arrive(self, jobs: list[Job], first: int) -> None:
         """Submits ``jobs[first:]`` (sorted by submit time, then trace order) at their submit times.
 
-        Starts the processes of the jobs due now, then sets one event at the next submit time whose
-        callback goes on from there: an event per distinct submit time, and no generator to resume."""
+        Submits the jobs due now and starts their processes, then sets one event at the next submit time
+        whose callback goes on from there: an event per distinct submit time, and no generator to resume."""
         env = self.env
         now = env.now
+        submit, life = self._submit, self._job_life
         for i in range(first, len(jobs)):
             job = jobs[i]
             if job.submit_time > now:
                 self._call_at(job.submit_time - now, lambda _, i=i: self._arrive(jobs, i))
                 return
-            job.process = env.process(self._job_life(job))
+            submit(job)
+            job.process = started_process(env, life(job))
 
     def _call_at(self, delay: float, callback: Callable[[simpy.Event], None], priority: int = NORMAL) -> None:
         """Call ``callback`` ``delay`` seconds from now, ordered among that instant's events by ``priority``."""
         event = simpy.Event(self.env)
         event.callbacks.append(callback)  # type: ignore[union-attr]
         event._ok, event._value = True, None  # trigger_late, inlined: this runs at every scheduling instant
-        self.env.schedule(event, cast(Any, priority), delay)
+        self.env.schedule(event, priority, delay)  # type: ignore[arg-type]
 
-    def _job_life(self, job: Job) -> Process:
-        """Queue, wait for GPUs, run; a preemption or failure sends it back to waiting.
+    def _submit(self, job: Job) -> None:
+        """Queue a job at its submit time.
 
-        The policy may route the job through another partition first (``job.queue_vc``).
-        """
-        self.cluster.vcs[job.queue_vc].to_arrive -= 1
+        The policy may route the job through another partition first (``job.queue_vc``)."""
+        vcs, now = self.cluster.vcs, self.env.now
+        vcs[job.queue_vc].to_arrive -= 1
         if self._policy_on_submit:
-            self.policy.on_submit(job, self.env.now)
-        vc = self.cluster.vcs[job.queue_vc]
+            self.policy.on_submit(job, now)
+        vc = vcs[job.queue_vc]
         self._enqueue(job, vc)
         self._request_pass(vc)
         for hook in self._on_submit:
-            hook(job, self.env.now)
+            hook(job, now)
+
+    def _job_life(self, job: Job) -> Process:
+        """Wait for GPUs, run; a preemption or failure sends it back to waiting (it was queued at submission)."""
         while True:
             try:
                 yield job.run_end  # pending while it waits; once it has GPUs, due at the end of its run
@@ -320,12 +376,12 @@ class Simulation:
             self._finish(job, self.cluster.vcs[job.queue_vc])
             return
 
-    def _scheduler_pass(self, _: simpy.Event) -> None:
-        """Runs the policy on each VC where something changed (the callback of a late wake-up event).
+    def _scheduler_pass(self, _: simpy.Event | None = None) -> None:
+        """Runs the policy on each VC where something changed (at the place :meth:`_request_pass` took).
 
-        A plain callback, not a process: a pass needs no state of its own between wake-ups, and resuming
+        A plain call, not a process: a pass needs no state of its own between wake-ups, and resuming
         a generator at every scheduling instant cost more than the pass itself on a FIFO queue."""
-        self._pass_due = False  # from here on, a change asks for another pass at this instant
+        self._pass_at = None  # from here on, a change asks for another pass at this instant
         dirty, self._dirty = self._dirty, {}
         vcs, contexts, schedule = self.cluster.vcs, self._contexts, self.policy.schedule
         for name in dirty:
@@ -359,11 +415,15 @@ class Simulation:
         it runs on at a time (in the VC's type order); a job asking for GPU fractions gets the fullest
         GPUs that hold its fraction (:func:`~simcluster.placement.fraction_plan`), whatever the placement.
         """
-        if job.speeds is None and job.gpu_milli >= 1000:  # the common case: any GPU will do
-            plan = self.placement.place(job, vc)
-        elif job.gpu_milli < 1000:
+        return self.try_start_in(vc, job)
+
+    def try_start_in(self, vc: VirtualCluster, job: Job) -> bool:
+        """:meth:`try_start`, VC first (what a VC's context binds)."""
+        if job.gpu_milli < 1000:
             plan = fraction_plan(job, self._pools_of(job, vc))
-        elif getattr(self.placement, "chooses_types", False):
+        elif job.gpu_num > vc.free_gpus:
+            return False  # no placement finds more idle GPUs than the VC has (a blocked head of queue, mostly)
+        elif job.speeds is None or getattr(self.placement, "chooses_types", False):  # None: any GPU will do
             plan = self.placement.place(job, vc)
         else:
             plan = next((p for pool in self._pools_of(job, vc) if (p := self.placement.place(job, pool))), None)
@@ -384,10 +444,12 @@ class Simulation:
     def start(self, job: Job, vc: VirtualCluster, plan: Plan) -> None:
         """Start ``job`` on ``plan``: (node, count) takes idle GPUs, (node, [ids]) exactly those (sharing)."""
         now = self.env.now
-        job.allocation = tuple([
-            (node, node.allocate(job, where) if isinstance(where, int) else node.attach(job, where))
-            for node, where in plan
-        ])
+        if len(plan) == 1:  # (most jobs fit on one node)
+            node, where = plan[0]
+            job.allocation = ((node, node.allocate(job, where) if isinstance(where, int) else node.attach(job, where)),)
+        else:
+            job.allocation = tuple([(node, node.allocate(job, where) if isinstance(where, int) else node.attach(job, where))
+                                    for node, where in plan])
         vc.pending.remove(job)
         vc.running[job] = None
         job.start(now)
@@ -396,8 +458,10 @@ class Simulation:
         self.pending -= 1
         if vc.shared_gpus:
             self._retime({job, *self._partners(job)})
-        if not job.run_end.triggered:  # (a partner's arrival above may have timed it already)
-            self._time_run(job, job.run_end)
+        run_end = job.run_end
+        if run_end._value is PENDING:  # (not triggered: a partner's arrival above may have timed it already)
+            run_end._ok, run_end._value = True, None  # _time_run, inlined
+            self.env.schedule(run_end, NORMAL, job.time_left())  # type: ignore[arg-type]
         for hook in self._on_start:
             hook(job, now)
 
@@ -505,7 +569,7 @@ class Simulation:
 
     def _enqueue(self, job: Job, vc: VirtualCluster) -> None:
         """Queue ``job``; the caller asks for a pass if one is needed (a preemption is the pass's own doing)."""
-        job.run_end = self.env.event()
+        job.run_end = simpy.Event(self.env)  # (not env.event(): that makes a bound method first)
         vc.pending.push(job)
         self.pending += 1
 
@@ -610,9 +674,18 @@ class Simulation:
     def _finish(self, job: Job, vc: VirtualCluster) -> None:
         now = self.env.now
         job.finish(now)
-        self._release(job, vc)
+        if vc.shared_gpus:
+            self._release(job, vc)
+        else:  # (no partners to re-time: _release, inlined)
+            for node, _ in job.allocation:
+                node.release(job)
+            job.allocation = ()
+            job.speed, job.sharing = 1.0, False
+            del vc.running[job]
+            self.running -= 1
         job.process = job.run_end = None  # a finished job keeps no SimPy objects alive
-        self._futile.pop(job, None)
+        if self._futile:
+            self._futile.pop(job, None)
         if self._policy_on_finish:
             self.policy.on_finish(job, now)
         for hook in self._on_finish:
@@ -639,6 +712,6 @@ class Simulation:
 
     def _request_pass(self, vc: VirtualCluster) -> None:
         self._dirty[vc.name] = None
-        if not self._pass_due:
-            self._pass_due = True
-            self._call_at(0.0, self._scheduler_pass, LATE)
+        if self._pass_at is None:  # the place in the queue a LATE event scheduled now would take
+            env = self.env
+            self._pass_at = (env.now, LATE, next(env._eid))  # type: ignore[attr-defined]

@@ -6,7 +6,9 @@ jobs arrive (usually an append) makes each scheduling pass cost what it
 starts, not what waits; removing the head only advances an offset, so a
 FIFO queue of a million jobs drains in linear time.  The same order is also
 kept per GPU count, so a policy can ask for "the next waiting job that fits
-in g GPUs" without stepping over every bigger one.
+in g GPUs" without stepping over every bigger one; that index is built the
+first time a policy asks for it, so policies that never do (fifo, sjf) do not
+pay for it on every push and removal.
 """
 
 from __future__ import annotations
@@ -47,9 +49,10 @@ class _SortedJobs:
         self.jobs.insert(pos, job)
 
     def remove(self, entry: Entry, job: Job) -> None:
-        pos = bisect_left(self.keys, entry, self.head)
+        head = self.head
+        pos = head if self.jobs[head] is job else bisect_left(self.keys, entry, head)  # (usually the head)
         assert self.jobs[pos] is job
-        if pos == self.head:
+        if pos == head:
             self.jobs[pos] = None
             self.head += 1
             if self.head > 1024 and self.head * 2 > len(self.keys):
@@ -79,30 +82,43 @@ class JobQueue:
     def __init__(self, key: QueueKey = submit_order) -> None:
         self._key = key
         self._all = _SortedJobs()
-        self._by_size: dict[int, _SortedJobs] = {}
+        self._by_size: dict[int, _SortedJobs] | None = None  # built on first use (:meth:`_sized`)
         self._entry_of: dict[Job, Entry] = {}
 
     def push(self, job: Job) -> None:
         entry = (self._key(job), job.index)
         self._entry_of[job] = entry
         self._all.push(entry, job)
-        sized = self._by_size.get(job.gpu_num)
-        if sized is None:
-            sized = self._by_size[job.gpu_num] = _SortedJobs()
-        sized.push(entry, job)
+        if self._by_size is not None:
+            sized = self._by_size.get(job.gpu_num)
+            if sized is None:
+                sized = self._by_size[job.gpu_num] = _SortedJobs()
+            sized.push(entry, job)
 
     def remove(self, job: Job) -> None:
         entry = self._entry_of.pop(job)
         self._all.remove(entry, job)
-        sized = self._by_size[job.gpu_num]
-        sized.remove(entry, job)
-        if not sized:
-            del self._by_size[job.gpu_num]
+        if self._by_size is not None:
+            sized = self._by_size[job.gpu_num]
+            sized.remove(entry, job)
+            if not sized:
+                del self._by_size[job.gpu_num]
+
+    def _sized(self) -> dict[int, _SortedJobs]:
+        """The queue per GPU count, built from the queue the first time it is asked for, kept from then on."""
+        if self._by_size is None:
+            self._by_size = {}
+            for entry, job in self._all.entries():
+                sized = self._by_size.get(job.gpu_num)
+                if sized is None:
+                    sized = self._by_size[job.gpu_num] = _SortedJobs()
+                sized.push(entry, job)  # (in order: an append)
+        return self._by_size
 
     def rekey(self) -> None:
         """Recompute every waiting job's key (for a policy whose order changed as a whole)."""
         jobs = list(self)
-        self._all, self._by_size, self._entry_of = _SortedJobs(), {}, {}
+        self._all, self._by_size, self._entry_of = _SortedJobs(), None, {}
         for job in sorted(jobs, key=lambda j: (self._key(j), j.index)):
             self.push(job)
 
@@ -111,11 +127,11 @@ class JobQueue:
 
     def sizes(self) -> list[int]:
         """The GPU counts that jobs in the queue ask for."""
-        return list(self._by_size)
+        return list(self._sized())
 
     def entries_of_size(self, gpu_num: int) -> Iterator[tuple[Entry, Job]]:
         """(entry, job) of the jobs asking for ``gpu_num`` GPUs, in queue order."""
-        return self._by_size[gpu_num].entries()
+        return self._sized()[gpu_num].entries()
 
     def __contains__(self, job: Job) -> bool:
         return job in self._entry_of

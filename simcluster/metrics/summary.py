@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -25,7 +26,7 @@ def jobs_frame(jobs: Iterable[Job], now: float | None = None,
     their queueing and busy time count up to ``now`` (the run's end), or for a job in ``left_at``
     (taken out of the run) up to when it left.
     """
-    rows = sorted(jobs, key=lambda j: j.index)
+    rows = sorted(jobs, key=attrgetter("index"))
     left_at = left_at or {}
 
     def until(j: Job) -> float:
@@ -40,23 +41,36 @@ def jobs_frame(jobs: Iterable[Job], now: float | None = None,
     def maybe(value: float | None) -> float:
         return np.nan if value is None else value
 
+    n = len(rows)
+
+    def column(name: str, dtype: Any = float) -> np.ndarray:  # (map and attrgetter: no Python frame per job)
+        return np.fromiter(map(attrgetter(name), rows), dtype, n)
+
+    if list(map(attrgetter("state"), rows)).count(JobState.FINISHED) == n:  # the usual run: every job done
+        start, end, queued, busy_time = (column("start_time"), column("end_time"), column("queue_time"),
+                                          column("busy_time"))
+    else:
+        start = np.fromiter((maybe(j.start_time) for j in rows), float, n)
+        end = np.fromiter((maybe(j.end_time) for j in rows), float, n)
+        queued = np.fromiter((queue(j) for j in rows), float, n)
+        busy_time = np.fromiter((busy(j) for j in rows), float, n)
     frame = pd.DataFrame(
         {
-            "job_id": [j.job_id for j in rows],
-            "vc": [j.vc for j in rows],
-            "user": [j.user for j in rows],
-            "gpu_num": np.fromiter((j.gpu_num for j in rows), np.int64, len(rows)),
-            "submit_time": _whole_if_whole(np.fromiter((j.submit_time for j in rows), float, len(rows))),
-            "start_time": np.fromiter((maybe(j.start_time) for j in rows), float, len(rows)),
-            "end_time": np.fromiter((maybe(j.end_time) for j in rows), float, len(rows)),
-            "duration": _whole_if_whole(np.fromiter((j.duration for j in rows), float, len(rows))),
-            "queue": np.fromiter((queue(j) for j in rows), float, len(rows)),
-            "preemptions": np.fromiter((j.preemptions for j in rows), np.int64, len(rows)),
-            "restarts": np.fromiter((j.restarts for j in rows), np.int64, len(rows)),
-            "busy_time": np.fromiter((busy(j) for j in rows), float, len(rows)),
-            "overhead": np.fromiter((j.overhead_total for j in rows), float, len(rows)),
-            "lost_work": np.fromiter((j.lost_work for j in rows), float, len(rows)),
-            "shared_seconds": np.fromiter((j.shared_seconds for j in rows), float, len(rows)),
+            "job_id": list(map(attrgetter("job_id"), rows)),
+            "vc": list(map(attrgetter("vc"), rows)),
+            "user": list(map(attrgetter("user"), rows)),
+            "gpu_num": column("gpu_num", np.int64),
+            "submit_time": _whole_if_whole(column("submit_time")),
+            "start_time": start,
+            "end_time": end,
+            "duration": _whole_if_whole(column("duration")),
+            "queue": queued,
+            "preemptions": column("preemptions", np.int64),
+            "restarts": column("restarts", np.int64),
+            "busy_time": busy_time,
+            "overhead": column("overhead_total"),
+            "lost_work": column("lost_work"),
+            "shared_seconds": column("shared_seconds"),
         }
     )
     frame["jct"] = frame["end_time"] - frame["submit_time"]

@@ -103,5 +103,6 @@ POLICIES: Registry[type[Policy]] = Registry("policy")
 
 def start_in_order_until_blocked(vc: VirtualCluster, ctx: SchedulingContext) -> None:
     """Start queued jobs in queue order; the first that cannot be placed blocks the rest."""
-    while (job := vc.pending.first()) is not None and ctx.try_start(job):
+    first, try_start = vc.pending.first, ctx.try_start
+    while (job := first()) is not None and try_start(job):
         pass

@@ -1,8 +1,7 @@
 from __future__ import annotations
 
-from simcluster.cluster import VirtualCluster
 from simcluster.job import Job
-from simcluster.policies.base import POLICIES, Policy, SchedulingContext, start_in_order_until_blocked
+from simcluster.policies.base import POLICIES, Policy, start_in_order_until_blocked
 
 
 @POLICIES.register("sjf")
@@ -12,5 +11,4 @@ class ShortestJobFirst(Policy):
     def pending_key(self, job: Job) -> int:
         return job.duration
 
-    def schedule(self, vc: VirtualCluster, ctx: SchedulingContext) -> None:
-        start_in_order_until_blocked(vc, ctx)
+    schedule = staticmethod(start_in_order_until_blocked)  # (a call less per scheduling pass)

@@ -258,10 +258,34 @@ def _check_columns(path: Path, header: list[str], mapping: dict[str, str | None]
                          "(--columns FIELD=COLUMN names them)", line=1, field=missing[0])
 
 
+def numbers(text: pd.Series, exact_ints: bool = False) -> pd.Series:
+    """``pd.to_numeric(text, errors="coerce")``, fast for a column of plain numbers.
+
+    Arrow casts such a column to floats in one C++ pass (on a million rows about ten times faster than
+    pandas' parser).  It accepts a subset of what pandas does (no blanks, no surrounding spaces), with
+    the same values, so a column it refuses goes to pandas, which coerces the bad values to NaN.
+    ``exact_ints``: the caller keeps integers, so floats beyond 2**53 (where pandas keeps an exact
+    int64) go to pandas too.
+
+    >>> numbers(pd.Series(["8", "1e3", "0.5"])).tolist(), numbers(pd.Series(["8", "x", ""])).isna().tolist()
+    ([8.0, 1000.0, 0.5], [False, True, True])
+    """
+    import pyarrow as pa  # (pandas' own string columns are Arrow arrays already)
+    import pyarrow.compute as pc
+
+    try:
+        values = pc.cast(pa.array(text), pa.float64()).to_numpy(zero_copy_only=False) + 0.0  # (+0.0: "-0" is 0)
+    except (pa.ArrowException, TypeError, ValueError):  # (not plain numbers, or not something Arrow reads)
+        return pd.to_numeric(text, errors="coerce")
+    if exact_ints and len(values) and not np.nanmax(np.abs(values), initial=0.0) < 2**53:
+        return pd.to_numeric(text, errors="coerce")
+    return pd.Series(values, index=text.index)
+
+
 def _whole_numbers(raw: pd.Series, fld: str, lowest: int, highest: float, unit: str,
                    problems: RowProblems) -> pd.Series:
     text = raw.astype(str).str.strip()
-    num = pd.to_numeric(text, errors="coerce")
+    num = numbers(text)
     values = num.to_numpy(dtype=float, na_value=np.nan)
     finite = np.isfinite(values)
     problems.flag(num.isna(), fld, "not a number", lambda r: f"not a number: {raw.iloc[r]!r}")
@@ -304,7 +328,7 @@ def _validate(raw: pd.DataFrame, mapping: dict[str, str | None], fmt: JobLogForm
     if all(c in raw for c in WORKLOAD):
         out["model"], out["dataset"] = raw["model"], raw["dataset"]
         for col in ("batchsize", "amp"):
-            num = pd.to_numeric(raw[col], errors="coerce")
+            num = numbers(raw[col], exact_ints=True)
             ok = num.notna() & np.isfinite(num.to_numpy(dtype=float, na_value=np.nan))
             problems.flag(~ok & (raw["model"] != ""), col, "not a number", _not_a_number(raw[col]))
             out[col] = num.where(ok, 0).astype(np.int64)
