@@ -25,7 +25,7 @@ from simcluster.cluster import VirtualCluster
 from simcluster.config import SimConfig
 from simcluster.job import Job, JobState
 from simcluster.policies.base import POLICIES, Policy, SchedulingContext
-from simcluster.policies.quota import queue_streams, walk_quota
+from simcluster.policies.quota import Stream, queue_streams, walk_quota
 
 
 @POLICIES.register("tiresias")
@@ -82,17 +82,43 @@ class Tiresias(Policy):
         if self.knob > 0:
             self._promote_starving(vc, now)
         if vc.pending:
-            if type(self).running_key is not Tiresias.running_key:
-                running = [(self.running_key(j, now), j) for j in vc.running]
-            elif not self._forgiven:  # running_key and attained, inlined: this runs for every job at every pass
-                thresholds = self.thresholds
-                running = [((bisect_left(thresholds, j.gpu_num * (j.busy_time + (now - j.run_started_at))),
-                             j.submit_time), j) for j in vc.running]
-            else:
-                running = [((self.queue_of(self.attained(j, now)), j.submit_time), j) for j in vc.running]
-            # the artifact lists running jobs before waiting ones, then sorts stably by submit time
-            walk_quota(vc, ctx, running, self.pending_streams(vc, now), pending_first_on_ties=False)
+            running = self.running_entries(vc, now)
+            self._walk(vc, ctx, running, self.pending_streams(vc, now))
         self._set_timers(vc, ctx, now)
+
+    def running_entries(self, vc: VirtualCluster, now: float) -> list[tuple[Any, Job]]:
+        """(running key, job) of every running job; keys compare with the waiting jobs' keys."""
+        if type(self).running_key is not Tiresias.running_key:
+            return [(self.running_key(j, now), j) for j in vc.running]
+        if not self._forgiven:  # running_key and attained, inlined: this runs for every job at every pass
+            thresholds = self.thresholds
+            return [((bisect_left(thresholds, j.gpu_num * (j.busy_time + (now - j.run_started_at))),
+                      j.submit_time), j) for j in vc.running]
+        return [((self.queue_of(self.attained(j, now)), j.submit_time), j) for j in vc.running]
+
+    def _walk(self, vc: VirtualCluster, ctx: SchedulingContext, running: list[tuple[Any, Job]],
+              streams: dict[int, Stream]) -> None:
+        """The quota walk, with the running jobs that come before every waiting one handed their GPUs up front.
+
+        The artifact lists running jobs before waiting ones, then sorts stably by key: on equal keys a
+        running job goes first, so one whose key is at most the queue head's comes before every waiting
+        job and keeps its GPUs (while they add up to no more than the VC's).  Only the others are walked,
+        and when none is left and no waiting job fits what remains, there is nothing to walk.
+        """
+        pending = vc.pending
+        head = pending.first()
+        (head_key, _), _ = next(pending.entries_of_size(head.gpu_num))  # type: ignore[union-attr]
+        used, rest = 0, []
+        for entry in running:
+            if entry[0] <= head_key:
+                used += entry[1].gpu_num
+            else:
+                rest.append(entry)
+        if used > vc.total_gpus:  # (GPU fractions may overbook): the full walk decides
+            used, rest = 0, running
+        elif not rest and all(size > vc.total_gpus - used for size in streams):
+            return
+        walk_quota(vc, ctx, rest, streams, pending_first_on_ties=False, reserved=used)
 
     def pending_streams(self, vc: VirtualCluster, now: float):
         return queue_streams(vc)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bisect import bisect_right, insort
+from bisect import bisect_left, bisect_right, insort
 from itertools import accumulate
 from typing import Any
 
@@ -93,6 +93,35 @@ class TiresiasGittins(Tiresias):
 
     def running_key(self, job: Job, now: float) -> Any:
         return self._key(job, now)
+
+    def running_entries(self, vc: VirtualCluster, now: float) -> list[tuple[Any, Job]]:
+        """_key of every running job, inlined with the index (each pass computes it for every running job).
+
+        The arithmetic is :meth:`_key`'s and :meth:`GittinsIndex.index`'s, term for term, so the keys are
+        the same floats."""
+        if self._forgiven:
+            return [(self._key(j, now), j) for j in vc.running]
+        thresholds, last_queue = self.thresholds, len(self.thresholds)
+        services, prefix = self.gittins._sorted, self.gittins._prefix
+        count, total = len(services), prefix[-1]
+        entries = []
+        for job in vc.running:
+            attained = job.gpu_num * (job.busy_time + (now - job.run_started_at))
+            queue = bisect_left(thresholds, attained)
+            alive = bisect_right(services, attained)
+            left = count - alive
+            if left == 0:
+                index = 0.0
+            elif queue == last_queue:  # unbounded quantum
+                index = left / (total - prefix[alive] - attained * left)
+            else:
+                quantum = thresholds[queue] - attained
+                done = bisect_right(services, attained + quantum, alive)
+                finished_within = done - alive
+                served = prefix[done] - prefix[alive] - attained * finished_within + (count - done) * quantum
+                index = finished_within / served if served > 0 else 0.0
+            entries.append(((queue, -index, job.submit_time), job))
+        return entries
 
     def pending_streams(self, vc: VirtualCluster, now: float):
         if now >= self._next_refresh:
