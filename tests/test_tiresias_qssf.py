@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from itertools import accumulate
 from pathlib import Path
 
 import pytest
@@ -125,6 +126,19 @@ def test_gittins_index_from_finished_services():
     assert g.index(0, 1000) == pytest.approx(2 / (1600 + 1000))
     assert g.index(9000, 100) == 0.0  # outlived every finished job
 
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.lists(st.floats(min_value=0, max_value=1e7, allow_nan=False), max_size=20), max_size=8))
+def test_gittins_refreshed_piece_by_piece_keeps_the_same_sums_as_summing_from_scratch(batches):
+    g, seen = GittinsIndex(), []
+    for batch in batches:
+        for s in batch:
+            g.add(s)
+        seen += batch
+        g.refresh()
+        assert g._sorted == sorted(seen)
+        assert g._prefix == [0.0, *accumulate(sorted(seen))]  # exactly: same additions, same order
 
 def test_tiresias_gittins_serves_the_job_likely_to_finish_soonest(monkeypatch):
     monkeypatch.setattr(TiresiasGittins, "REFRESH_SECONDS", 0.0)

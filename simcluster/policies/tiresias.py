@@ -25,7 +25,7 @@ from simcluster.cluster import VirtualCluster
 from simcluster.config import SimConfig
 from simcluster.job import Job, JobState
 from simcluster.policies.base import POLICIES, Policy, SchedulingContext
-from simcluster.policies.quota import Stream, queue_streams, walk_quota
+from simcluster.policies.quota import queue_streams, walk_quota
 
 
 @POLICIES.register("tiresias")
@@ -83,7 +83,8 @@ class Tiresias(Policy):
             self._promote_starving(vc, now)
         if vc.pending:
             running = self.running_entries(vc, now)
-            self._walk(vc, ctx, running, self.pending_streams(vc, now))
+            self.order_queue(vc, now)
+            self._walk(vc, ctx, running)
         self._set_timers(vc, ctx, now)
 
     def running_entries(self, vc: VirtualCluster, now: float) -> list[tuple[Any, Job]]:
@@ -96,8 +97,7 @@ class Tiresias(Policy):
                       j.submit_time), j) for j in vc.running]
         return [((self.queue_of(self.attained(j, now)), j.submit_time), j) for j in vc.running]
 
-    def _walk(self, vc: VirtualCluster, ctx: SchedulingContext, running: list[tuple[Any, Job]],
-              streams: dict[int, Stream]) -> None:
+    def _walk(self, vc: VirtualCluster, ctx: SchedulingContext, running: list[tuple[Any, Job]]) -> None:
         """The quota walk, with the running jobs that come before every waiting one handed their GPUs up front.
 
         The artifact lists running jobs before waiting ones, then sorts stably by key: on equal keys a
@@ -116,12 +116,12 @@ class Tiresias(Policy):
                 rest.append(entry)
         if used > vc.total_gpus:  # (GPU fractions may overbook): the full walk decides
             used, rest = 0, running
-        elif not rest and all(size > vc.total_gpus - used for size in streams):
+        elif not rest and all(size > vc.total_gpus - used for size in pending.sizes()):
             return
-        walk_quota(vc, ctx, rest, streams, pending_first_on_ties=False, reserved=used)
+        walk_quota(vc, ctx, rest, queue_streams(vc, vc.total_gpus - used), pending_first_on_ties=False, reserved=used)
 
-    def pending_streams(self, vc: VirtualCluster, now: float):
-        return queue_streams(vc)
+    def order_queue(self, vc: VirtualCluster, now: float) -> None:
+        """Hook: bring the waiting jobs' keys up to date before the walk (their order may have changed)."""
 
     def _promote_starving(self, vc: VirtualCluster, now: float) -> None:
         for job in [j for j in vc.pending if self._starving(j, now)]:

@@ -9,7 +9,6 @@ from typing import Any
 from simcluster.cluster import VirtualCluster
 from simcluster.job import Job
 from simcluster.policies.base import POLICIES, SchedulingContext
-from simcluster.policies.quota import queue_streams
 from simcluster.policies.tiresias import Tiresias
 
 
@@ -34,20 +33,30 @@ class GittinsIndex:
     """
 
     def __init__(self) -> None:
-        self._services: list[float] = []
+        self._new: list[float] = []  # services recorded since the last refresh()
         self._sorted: list[float] = []  # plain lists: scalar bisect beats numpy's per-call overhead
-        self._prefix: list[float] = [0.0]
+        self._prefix: list[float] = [0.0]  # _prefix[i]: sum of the i smallest services
         self.version = 0  # bumped by refresh(): indices may have changed
 
     def add(self, service: float) -> None:
         """Record a finished job's service; it counts from the next refresh()."""
-        insort(self._services, service)
+        self._new.append(service)
 
     def refresh(self) -> None:
-        if len(self._services) != len(self._sorted):
-            self._sorted = list(self._services)
-            self._prefix = [0.0, *accumulate(self._sorted)]
-            self.version += 1
+        """Merge the new services in; the prefix sums are recomputed only from the first changed place
+        (the same additions in the same order as summing from the start, so the same floats)."""
+        if not self._new:
+            return
+        new, self._new = sorted(self._new), []
+        services, prefix = self._sorted, self._prefix
+        first = bisect_right(services, new[0])
+        for service in new:
+            insort(services, service)
+        del prefix[first + 1:]
+        tail = accumulate(services[first:], initial=prefix[first])
+        next(tail)  # (prefix[first] itself)
+        prefix.extend(tail)
+        self.version += 1
 
     def index(self, attained: float, quantum: float) -> float:
         s, prefix = self._sorted, self._prefix
@@ -123,14 +132,13 @@ class TiresiasGittins(Tiresias):
             entries.append(((queue, -index, job.submit_time), job))
         return entries
 
-    def pending_streams(self, vc: VirtualCluster, now: float):
+    def order_queue(self, vc: VirtualCluster, now: float) -> None:
         if now >= self._next_refresh:
             self.gittins.refresh()
             self._next_refresh = now + self.REFRESH_SECONDS
         if self._queue_version.get(vc.name) != self.gittins.version:
             vc.pending.rekey()
             self._queue_version[vc.name] = self.gittins.version
-        return queue_streams(vc)
 
     def _set_timers(self, vc: VirtualCluster, ctx: SchedulingContext, now: float) -> None:
         super()._set_timers(vc, ctx, now)
