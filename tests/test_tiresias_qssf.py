@@ -148,6 +148,20 @@ def test_tiresias_gittins_serves_the_job_likely_to_finish_soonest(monkeypatch):
     assert got == [(0, 100), (120, 220), (240, 1400), (420, 520)]
 
 
+
+@settings(max_examples=25, deadline=None)
+@given(rows=st.lists(st.tuples(st.sampled_from([1, 2, 4, 8]), st.integers(0, 3000), st.integers(1, 4000)),
+                     min_size=2, max_size=40),
+       refresh=st.sampled_from([0.0, 120.0, 600.0]))
+def test_tiresias_gittins_decides_the_same_by_its_shortcut_as_by_the_general_walk(rows, refresh):
+    rows = [("a", g, t, d) for g, t, d in sorted(rows, key=lambda r: r[1])]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(TiresiasGittins, "REFRESH_SECONDS", refresh)
+        fast, _ = times(rows, {"a": 2}, policy="tiresias-gittins", thresholds=(900.0, 9000.0))
+        patch.setattr(TiresiasGittins, "decide", Tiresias.decide)  # running keys, then the queue, then the walk
+        general, _ = times(rows, {"a": 2}, policy="tiresias-gittins", thresholds=(900.0, 9000.0))
+    assert fast == general
+
 # --- qssf ------------------------------------------------------------------------------------------
 def test_qssf_orders_by_estimated_service_once_older_jobs_wait():
     rows = [("a", 8, 0, 100), ("a", 4, 10, 500), ("a", 2, 10, 400), ("a", 8, 20, 10)]

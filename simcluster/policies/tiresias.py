@@ -82,9 +82,7 @@ class Tiresias(Policy):
         if self.knob > 0:
             self._promote_starving(vc, now)
         if vc.pending:
-            running = self.running_entries(vc, now)
-            self.order_queue(vc, now)
-            self._walk(vc, ctx, running)
+            self.decide(vc, ctx, now)
         self._set_timers(vc, ctx, now)
 
     def running_entries(self, vc: VirtualCluster, now: float) -> list[tuple[Any, Job]]:
@@ -97,7 +95,7 @@ class Tiresias(Policy):
                       j.submit_time), j) for j in vc.running]
         return [((self.queue_of(self.attained(j, now)), j.submit_time), j) for j in vc.running]
 
-    def _walk(self, vc: VirtualCluster, ctx: SchedulingContext, running: list[tuple[Any, Job]]) -> None:
+    def decide(self, vc: VirtualCluster, ctx: SchedulingContext, now: float) -> None:
         """The quota walk, with the running jobs that come before every waiting one handed their GPUs up front.
 
         The artifact lists running jobs before waiting ones, then sorts stably by key: on equal keys a
@@ -105,18 +103,32 @@ class Tiresias(Policy):
         job and keeps its GPUs (while they add up to no more than the VC's).  Only the others are walked,
         and when none is left and no waiting job fits what remains, there is nothing to walk.
         """
-        pending = vc.pending
-        head = pending.first()
-        (head_key, _), _ = next(pending.entries_of_size(head.gpu_num))  # type: ignore[union-attr]
+        running = self.running_entries(vc, now)
+        self.order_queue(vc, now)
+        head_key = self.head_key(vc)
         used, rest = 0, []
         for entry in running:
             if entry[0] <= head_key:
                 used += entry[1].gpu_num
             else:
                 rest.append(entry)
-        if used > vc.total_gpus:  # (GPU fractions may overbook): the full walk decides
+        self.walk_rest(vc, ctx, used, rest, running)
+
+    @staticmethod
+    def head_key(vc: VirtualCluster) -> Any:
+        """The queue head's key, as the queue holds it (the smallest)."""
+        pending = vc.pending
+        (key, _), _ = next(pending.entries_of_size(pending.first().gpu_num))  # type: ignore[union-attr]
+        return key
+
+    @staticmethod
+    def walk_rest(vc: VirtualCluster, ctx: SchedulingContext, used: int, rest: list[tuple[Any, Job]],
+                  running: list[tuple[Any, Job]]) -> None:
+        """Walk the running jobs ``rest`` and the queue in what ``used`` GPUs leave; all of ``running``
+        where they overbook the VC (GPU fractions may)."""
+        if used > vc.total_gpus:
             used, rest = 0, running
-        elif not rest and all(size > vc.total_gpus - used for size in pending.sizes()):
+        elif not rest and all(size > vc.total_gpus - used for size in vc.pending.sizes()):
             return
         walk_quota(vc, ctx, rest, queue_streams(vc, vc.total_gpus - used), pending_first_on_ties=False, reserved=used)
 
