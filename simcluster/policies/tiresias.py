@@ -154,14 +154,15 @@ class Tiresias(Policy):
     def _set_timers(self, vc: VirtualCluster, ctx: SchedulingContext, now: float) -> None:
         if not vc.pending:
             return  # nobody waits: a crossing or promotion changes nothing until an event
-        thresholds, last_queue = self.thresholds, len(self.thresholds)
+        thresholds, last_queue, quantum = self.thresholds, len(self.thresholds), self.quantum
         wake: dict[float, None] = {}  # the running jobs' next crossings, each once, in the order first met
         for job in vc.running:
             attained = self.attained(job, now) if self._forgiven else \
                 job.gpu_num * (job.busy_time + (now - job.run_started_at))  # (attained, inlined)
             queue = bisect_left(thresholds, attained)  # queue_of, inlined
             if queue < last_queue:
-                wake[self._boundary_after(now + (thresholds[queue] - attained) / job.gpu_num)] = None
+                crossing = now + (thresholds[queue] - attained) / job.gpu_num
+                wake[(math.floor(crossing / quantum) + 1) * quantum] = None  # _boundary_after, inlined
         for when in wake:
             ctx.wake_at(when)
         if self.knob > 0:
