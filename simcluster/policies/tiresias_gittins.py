@@ -104,19 +104,40 @@ class TiresiasGittins(Tiresias):
         return self._key(job, now)
 
     def running_entries(self, vc: VirtualCluster, now: float) -> list[tuple[Any, Job]]:
-        """_key of every running job, inlined with the index (each pass computes it for every running job).
-
-        The arithmetic is :meth:`_key`'s and :meth:`GittinsIndex.index`'s, term for term, so the keys are
-        the same floats."""
         if self._forgiven:
             return [(self._key(j, now), j) for j in vc.running]
+        return self._split_running(vc, now, None)[1]
+
+    def decide(self, vc: VirtualCluster, ctx: SchedulingContext, now: float) -> None:
+        """Tiresias' decision, with the running keys computed and split off against the queue head in one go.
+
+        The head is known first only when no refresh is due: at a refresh the running keys still use the
+        distribution from before it (Tiresias' order of steps), and that pass takes the general way."""
+        if self._forgiven or now >= self._next_refresh:
+            super().decide(vc, ctx, now)
+            return
+        self.order_queue(vc, now)  # (re-keys the queue if another VC's pass refreshed the distribution)
+        used, rest = self._split_running(vc, now, self.head_key(vc))
+        # where the jobs ahead overbook the VC (GPU fractions), the general way walks them all
+        self.walk_rest(vc, ctx, used, rest, self.running_entries(vc, now) if used > vc.total_gpus else [])
+
+    def _split_running(self, vc: VirtualCluster, now: float, head_key: Any) -> tuple[int, list[tuple[Any, Job]]]:
+        """(GPUs of the running jobs whose key is at most ``head_key``, [(key, job) of the others]); with no
+        ``head_key``, every running job is among the others.
+
+        :meth:`_key` and :meth:`GittinsIndex.index` inlined, term for term (the same floats): this runs
+        for every running job at every pass.  A job in a higher queue than the head's needs no index."""
         thresholds, last_queue = self.thresholds, len(self.thresholds)
         services, prefix = self.gittins._sorted, self.gittins._prefix
         count, total = len(services), prefix[-1]
-        entries = []
+        head_queue = -1 if head_key is None else head_key[0]
+        used, rest = 0, []
         for job in vc.running:
             attained = job.gpu_num * (job.busy_time + (now - job.run_started_at))
             queue = bisect_left(thresholds, attained)
+            if queue < head_queue:
+                used += job.gpu_num  # ahead of the head whatever its index
+                continue
             alive = bisect_right(services, attained)
             left = count - alive
             if left == 0:
@@ -129,51 +150,12 @@ class TiresiasGittins(Tiresias):
                 finished_within = done - alive
                 served = prefix[done] - prefix[alive] - attained * finished_within + (count - done) * quantum
                 index = finished_within / served if served > 0 else 0.0
-            entries.append(((queue, -index, job.submit_time), job))
-        return entries
-
-    def decide(self, vc: VirtualCluster, ctx: SchedulingContext, now: float) -> None:
-        """Tiresias' decision, with the running keys computed and split off against the queue head in one go.
-
-        The head is known first only when no refresh is due: at a refresh the running keys still use the
-        distribution from before it (Tiresias' order of steps), and that pass takes the general way."""
-        if self._forgiven or now >= self._next_refresh:
-            super().decide(vc, ctx, now)
-            return
-        self.order_queue(vc, now)  # (re-keys the queue if another VC's pass refreshed the distribution)
-        head_key = self.head_key(vc)
-        head_queue = head_key[0]
-        thresholds, last_queue = self.thresholds, len(self.thresholds)
-        services, prefix = self.gittins._sorted, self.gittins._prefix
-        count, total = len(services), prefix[-1]
-        used, rest = 0, []
-        for job in vc.running:  # running_entries' loop, term for term
-            attained = job.gpu_num * (job.busy_time + (now - job.run_started_at))
-            queue = bisect_left(thresholds, attained)
-            if queue < head_queue:
-                used += job.gpu_num  # ahead of the head whatever its index
-                continue
-            alive = bisect_right(services, attained)
-            left = count - alive
-            if left == 0:
-                index = 0.0
-            elif queue == last_queue:
-                index = left / (total - prefix[alive] - attained * left)
-            else:
-                quantum = thresholds[queue] - attained
-                done = bisect_right(services, attained + quantum, alive)
-                finished_within = done - alive
-                served = prefix[done] - prefix[alive] - attained * finished_within + (count - done) * quantum
-                index = finished_within / served if served > 0 else 0.0
             key = (queue, -index, job.submit_time)
-            if key <= head_key:
+            if head_key is not None and key <= head_key:
                 used += job.gpu_num
             else:
                 rest.append((key, job))
-        if used > vc.total_gpus:  # the general way walks them all
-            self.walk_rest(vc, ctx, used, rest, self.running_entries(vc, now))
-        else:
-            self.walk_rest(vc, ctx, used, rest, [])
+        return used, rest
 
     def order_queue(self, vc: VirtualCluster, now: float) -> None:
         if now >= self._next_refresh:
