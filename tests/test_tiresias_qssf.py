@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from itertools import accumulate
 from pathlib import Path
 
 import pytest
@@ -126,6 +127,19 @@ def test_gittins_index_from_finished_services():
     assert g.index(9000, 100) == 0.0  # outlived every finished job
 
 
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.lists(st.floats(min_value=0, max_value=1e7, allow_nan=False), max_size=20), max_size=8))
+def test_gittins_refreshed_piece_by_piece_keeps_the_same_sums_as_summing_from_scratch(batches):
+    g, seen = GittinsIndex(), []
+    for batch in batches:
+        for s in batch:
+            g.add(s)
+        seen += batch
+        g.refresh()
+        assert g._sorted == sorted(seen)
+        assert g._prefix == [0.0, *accumulate(sorted(seen))]  # exactly: same additions, same order
+
 def test_tiresias_gittins_serves_the_job_likely_to_finish_soonest(monkeypatch):
     monkeypatch.setattr(TiresiasGittins, "REFRESH_SECONDS", 0.0)
     # services seen: 800, 800 → a fresh job (index 2/1600) beats j2, which has outlived them (index 0)
@@ -133,6 +147,20 @@ def test_tiresias_gittins_serves_the_job_likely_to_finish_soonest(monkeypatch):
     got, _ = times(rows, {"a": 1}, policy="tiresias-gittins", thresholds=(1e9,))
     assert got == [(0, 100), (120, 220), (240, 1400), (420, 520)]
 
+
+
+@settings(max_examples=25, deadline=None)
+@given(rows=st.lists(st.tuples(st.sampled_from([1, 2, 4, 8]), st.integers(0, 3000), st.integers(1, 4000)),
+                     min_size=2, max_size=40),
+       refresh=st.sampled_from([0.0, 120.0, 600.0]))
+def test_tiresias_gittins_decides_the_same_by_its_shortcut_as_by_the_general_walk(rows, refresh):
+    rows = [("a", g, t, d) for g, t, d in sorted(rows, key=lambda r: r[1])]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(TiresiasGittins, "REFRESH_SECONDS", refresh)
+        fast, _ = times(rows, {"a": 2}, policy="tiresias-gittins", thresholds=(900.0, 9000.0))
+        patch.setattr(TiresiasGittins, "decide", Tiresias.decide)  # running keys, then the queue, then the walk
+        general, _ = times(rows, {"a": 2}, policy="tiresias-gittins", thresholds=(900.0, 9000.0))
+    assert fast == general
 
 # --- qssf ------------------------------------------------------------------------------------------
 def test_qssf_orders_by_estimated_service_once_older_jobs_wait():

@@ -79,13 +79,17 @@ def shared_plan(job: Job, vc: VirtualCluster, ctx: SchedulingContext, partner_co
     """
     config = ctx.config
     costs: dict[Job, float | None] = {}
+    max_jobs, default_memory, memory = config.max_jobs_per_gpu, config.gpu_memory, job.memory
 
     def usable(node: Node) -> tuple[list[int], list[tuple[float, int]]]:
         shareable = []
+        limit = node.gpu_memory or default_memory
         for i, holders in enumerate(node.gpus):
-            if not holders or len(holders) >= config.max_jobs_per_gpu or holders[0].gpu_milli < 1000:
+            if not holders or len(holders) >= max_jobs or holders[0].gpu_milli < 1000:
                 continue  # idle, full, or shared by fraction
-            if node.memory_used(i) + job.memory > (node.gpu_memory or config.gpu_memory):
+            # (node.memory_used, inlined; 0 + m is m, so one holder needs no sum)
+            used = holders[0].memory if len(holders) == 1 else node.memory_used(i)
+            if used + memory > limit:
                 continue
             worst = 0.0
             for resident in holders:

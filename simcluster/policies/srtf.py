@@ -31,22 +31,31 @@ class ShortestRemainingTimeFirst(Policy):
         if not vc.pending:
             return  # running jobs fit the quota by construction: nothing can change
         now = ctx.now
-        if self.shares_gpus:
-            running = [(j.remaining_at(now), j) for j in vc.running]
+        if self.shares_gpus:  # remaining_at, inlined (the job's speed varies with its partners)
+            running = []
+            for j in vc.running:
+                ran = now - j.run_started_at
+                paid = min(ran, j.overhead_left)
+                running.append((j.overhead_left + j.work_left - (paid + (ran - paid) * j.speed), j))
         else:  # at full speed: remaining_at, inlined (this line runs for every running job at every event)
             running = [(j.run_started_at + j.overhead_left + j.work_left - now, j) for j in vc.running]
         head = self.pending_key(vc.pending.first())  # type: ignore[arg-type]
         if running and head > max(map(itemgetter(0), running)):
             running = []  # every running job comes first and fits: only what is left is handed out
             quota_used = sum(self.quota_of(j) for j in vc.running)
-            if quota_used >= vc.total_gpus:
-                return  # and nothing is left
+            if all(size > vc.total_gpus - quota_used for size in vc.pending.sizes()):
+                return  # and no waiting job fits what is left (none at all when nothing is)
         elif running and self.quota_of is gpu_count:
             # the running jobs shorter than every waiting one come first and fit (they hold the VC's GPUs, which
             # its quota counts): hand them their GPUs up front, walk only the rest.  Whole GPU counts, so the
             # sum is exact in any order (a sharing variant's fractions would not be: it walks them all)
-            quota_used = sum(j.gpu_num for key, j in running if key < head)
-            running = [(key, j) for key, j in running if key >= head]
+            quota_used, rest = 0, []
+            for entry in running:
+                if entry[0] < head:
+                    quota_used += entry[1].gpu_num
+                else:
+                    rest.append(entry)
+            running = rest
         else:
             quota_used = 0
         streams = queue_streams(vc, vc.total_gpus - quota_used)

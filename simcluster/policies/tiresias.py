@@ -82,20 +82,58 @@ class Tiresias(Policy):
         if self.knob > 0:
             self._promote_starving(vc, now)
         if vc.pending:
-            if type(self).running_key is not Tiresias.running_key:
-                running = [(self.running_key(j, now), j) for j in vc.running]
-            elif not self._forgiven:  # running_key and attained, inlined: this runs for every job at every pass
-                thresholds = self.thresholds
-                running = [((bisect_left(thresholds, j.gpu_num * (j.busy_time + (now - j.run_started_at))),
-                             j.submit_time), j) for j in vc.running]
-            else:
-                running = [((self.queue_of(self.attained(j, now)), j.submit_time), j) for j in vc.running]
-            # the artifact lists running jobs before waiting ones, then sorts stably by submit time
-            walk_quota(vc, ctx, running, self.pending_streams(vc, now), pending_first_on_ties=False)
+            self.decide(vc, ctx, now)
         self._set_timers(vc, ctx, now)
 
-    def pending_streams(self, vc: VirtualCluster, now: float):
-        return queue_streams(vc)
+    def running_entries(self, vc: VirtualCluster, now: float) -> list[tuple[Any, Job]]:
+        """(running key, job) of every running job; keys compare with the waiting jobs' keys."""
+        if type(self).running_key is not Tiresias.running_key:
+            return [(self.running_key(j, now), j) for j in vc.running]
+        if not self._forgiven:  # running_key and attained, inlined: this runs for every job at every pass
+            thresholds = self.thresholds
+            return [((bisect_left(thresholds, j.gpu_num * (j.busy_time + (now - j.run_started_at))),
+                      j.submit_time), j) for j in vc.running]
+        return [((self.queue_of(self.attained(j, now)), j.submit_time), j) for j in vc.running]
+
+    def decide(self, vc: VirtualCluster, ctx: SchedulingContext, now: float) -> None:
+        """The quota walk, with the running jobs that come before every waiting one handed their GPUs up front.
+
+        The artifact lists running jobs before waiting ones, then sorts stably by key: on equal keys a
+        running job goes first, so one whose key is at most the queue head's comes before every waiting
+        job and keeps its GPUs (while they add up to no more than the VC's).  Only the others are walked,
+        and when none is left and no waiting job fits what remains, there is nothing to walk.
+        """
+        running = self.running_entries(vc, now)
+        self.order_queue(vc, now)
+        head_key = self.head_key(vc)
+        used, rest = 0, []
+        for entry in running:
+            if entry[0] <= head_key:
+                used += entry[1].gpu_num
+            else:
+                rest.append(entry)
+        self.walk_rest(vc, ctx, used, rest, running)
+
+    @staticmethod
+    def head_key(vc: VirtualCluster) -> Any:
+        """The queue head's key, as the queue holds it (the smallest)."""
+        pending = vc.pending
+        (key, _), _ = next(pending.entries_of_size(pending.first().gpu_num))  # type: ignore[union-attr]
+        return key
+
+    @staticmethod
+    def walk_rest(vc: VirtualCluster, ctx: SchedulingContext, used: int, rest: list[tuple[Any, Job]],
+                  running: list[tuple[Any, Job]]) -> None:
+        """Walk the running jobs ``rest`` and the queue in what ``used`` GPUs leave; all of ``running``
+        where they overbook the VC (GPU fractions may)."""
+        if used > vc.total_gpus:
+            used, rest = 0, running
+        elif not rest and all(size > vc.total_gpus - used for size in vc.pending.sizes()):
+            return
+        walk_quota(vc, ctx, rest, queue_streams(vc, vc.total_gpus - used), pending_first_on_ties=False, reserved=used)
+
+    def order_queue(self, vc: VirtualCluster, now: float) -> None:
+        """Hook: bring the waiting jobs' keys up to date before the walk (their order may have changed)."""
 
     def _promote_starving(self, vc: VirtualCluster, now: float) -> None:
         for job in [j for j in vc.pending if self._starving(j, now)]:
@@ -116,14 +154,15 @@ class Tiresias(Policy):
     def _set_timers(self, vc: VirtualCluster, ctx: SchedulingContext, now: float) -> None:
         if not vc.pending:
             return  # nobody waits: a crossing or promotion changes nothing until an event
-        thresholds, last_queue = self.thresholds, len(self.thresholds)
+        thresholds, last_queue, quantum = self.thresholds, len(self.thresholds), self.quantum
         wake: dict[float, None] = {}  # the running jobs' next crossings, each once, in the order first met
         for job in vc.running:
             attained = self.attained(job, now) if self._forgiven else \
                 job.gpu_num * (job.busy_time + (now - job.run_started_at))  # (attained, inlined)
             queue = bisect_left(thresholds, attained)  # queue_of, inlined
             if queue < last_queue:
-                wake[self._boundary_after(now + (thresholds[queue] - attained) / job.gpu_num)] = None
+                crossing = now + (thresholds[queue] - attained) / job.gpu_num
+                wake[(math.floor(crossing / quantum) + 1) * quantum] = None  # _boundary_after, inlined
         for when in wake:
             ctx.wake_at(when)
         if self.knob > 0:

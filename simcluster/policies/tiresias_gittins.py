@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from bisect import bisect_right, insort
+from bisect import bisect_left, bisect_right, insort
 from itertools import accumulate
 from typing import Any
 
 from simcluster.cluster import VirtualCluster
 from simcluster.job import Job
 from simcluster.policies.base import POLICIES, SchedulingContext
-from simcluster.policies.quota import queue_streams
 from simcluster.policies.tiresias import Tiresias
 
 
@@ -34,20 +33,30 @@ class GittinsIndex:
     """
 
     def __init__(self) -> None:
-        self._services: list[float] = []
+        self._new: list[float] = []  # services recorded since the last refresh()
         self._sorted: list[float] = []  # plain lists: scalar bisect beats numpy's per-call overhead
-        self._prefix: list[float] = [0.0]
+        self._prefix: list[float] = [0.0]  # _prefix[i]: sum of the i smallest services
         self.version = 0  # bumped by refresh(): indices may have changed
 
     def add(self, service: float) -> None:
         """Record a finished job's service; it counts from the next refresh()."""
-        insort(self._services, service)
+        self._new.append(service)
 
     def refresh(self) -> None:
-        if len(self._services) != len(self._sorted):
-            self._sorted = list(self._services)
-            self._prefix = [0.0, *accumulate(self._sorted)]
-            self.version += 1
+        """Merge the new services in; the prefix sums are recomputed only from the first changed place
+        (the same additions in the same order as summing from the start, so the same floats)."""
+        if not self._new:
+            return
+        new, self._new = sorted(self._new), []
+        services, prefix = self._sorted, self._prefix
+        first = bisect_right(services, new[0])
+        for service in new:
+            insort(services, service)
+        del prefix[first + 1:]
+        tail = accumulate(services[first:], initial=prefix[first])
+        next(tail)  # (prefix[first] itself)
+        prefix.extend(tail)
+        self.version += 1
 
     def index(self, attained: float, quantum: float) -> float:
         s, prefix = self._sorted, self._prefix
@@ -94,14 +103,67 @@ class TiresiasGittins(Tiresias):
     def running_key(self, job: Job, now: float) -> Any:
         return self._key(job, now)
 
-    def pending_streams(self, vc: VirtualCluster, now: float):
+    def running_entries(self, vc: VirtualCluster, now: float) -> list[tuple[Any, Job]]:
+        if self._forgiven:
+            return [(self._key(j, now), j) for j in vc.running]
+        return self._split_running(vc, now, None)[1]
+
+    def decide(self, vc: VirtualCluster, ctx: SchedulingContext, now: float) -> None:
+        """Tiresias' decision, with the running keys computed and split off against the queue head in one go.
+
+        The head is known first only when no refresh is due: at a refresh the running keys still use the
+        distribution from before it (Tiresias' order of steps), and that pass takes the general way."""
+        if self._forgiven or now >= self._next_refresh:
+            super().decide(vc, ctx, now)
+            return
+        self.order_queue(vc, now)  # (re-keys the queue if another VC's pass refreshed the distribution)
+        used, rest = self._split_running(vc, now, self.head_key(vc))
+        # where the jobs ahead overbook the VC (GPU fractions), the general way walks them all
+        self.walk_rest(vc, ctx, used, rest, self.running_entries(vc, now) if used > vc.total_gpus else [])
+
+    def _split_running(self, vc: VirtualCluster, now: float, head_key: Any) -> tuple[int, list[tuple[Any, Job]]]:
+        """(GPUs of the running jobs whose key is at most ``head_key``, [(key, job) of the others]); with no
+        ``head_key``, every running job is among the others.
+
+        :meth:`_key` and :meth:`GittinsIndex.index` inlined, term for term (the same floats): this runs
+        for every running job at every pass.  A job in a higher queue than the head's needs no index."""
+        thresholds, last_queue = self.thresholds, len(self.thresholds)
+        services, prefix = self.gittins._sorted, self.gittins._prefix
+        count, total = len(services), prefix[-1]
+        head_queue = -1 if head_key is None else head_key[0]
+        used, rest = 0, []
+        for job in vc.running:
+            attained = job.gpu_num * (job.busy_time + (now - job.run_started_at))
+            queue = bisect_left(thresholds, attained)
+            if queue < head_queue:
+                used += job.gpu_num  # ahead of the head whatever its index
+                continue
+            alive = bisect_right(services, attained)
+            left = count - alive
+            if left == 0:
+                index = 0.0
+            elif queue == last_queue:  # unbounded quantum
+                index = left / (total - prefix[alive] - attained * left)
+            else:
+                quantum = thresholds[queue] - attained
+                done = bisect_right(services, attained + quantum, alive)
+                finished_within = done - alive
+                served = prefix[done] - prefix[alive] - attained * finished_within + (count - done) * quantum
+                index = finished_within / served if served > 0 else 0.0
+            key = (queue, -index, job.submit_time)
+            if head_key is not None and key <= head_key:
+                used += job.gpu_num
+            else:
+                rest.append((key, job))
+        return used, rest
+
+    def order_queue(self, vc: VirtualCluster, now: float) -> None:
         if now >= self._next_refresh:
             self.gittins.refresh()
             self._next_refresh = now + self.REFRESH_SECONDS
         if self._queue_version.get(vc.name) != self.gittins.version:
             vc.pending.rekey()
             self._queue_version[vc.name] = self.gittins.version
-        return queue_streams(vc)
 
     def _set_timers(self, vc: VirtualCluster, ctx: SchedulingContext, now: float) -> None:
         super()._set_timers(vc, ctx, now)
