@@ -261,6 +261,9 @@ class Simulation:
         # the policy's job hooks and the spread penalty, looked up once: most runs have neither
         self._policy_on_submit = type(self.policy).on_submit is not Policy.on_submit
         self._policy_on_finish = type(self.policy).on_finish is not Policy.on_finish
+        policy_type = type(self.policy)
+        self._policy_on_run_start = policy_type.on_run_start is not Policy.on_run_start
+        self._policy_on_run_stop = policy_type.on_run_stop is not Policy.on_run_stop
         self._spread_penalty = config.spread_penalty
         self._dirty: dict[str, None] = {}
         self._timers: set[tuple[str, float]] = set()  # (VC, time) of policy wake-ups already set
@@ -456,6 +459,8 @@ class Simulation:
         job.speed = self._solo_speed(job) if job.speeds is not None or self._spread_penalty else 1.0
         self.running += 1
         self.pending -= 1
+        if self._policy_on_run_start:  # (before the re-timing below, which tells the policy of a new speed)
+            self.policy.on_run_start(job, vc)
         if vc.shared_gpus:
             self._retime({job, *self._partners(job)})
         run_end = job.run_end
@@ -589,6 +594,8 @@ class Simulation:
         job.speed, job.sharing = 1.0, False
         del vc.running[job]
         self.running -= 1
+        if self._policy_on_run_stop:
+            self.policy.on_run_stop(job, vc)
         if partners:
             self._retime(partners)
 
@@ -664,7 +671,11 @@ class Simulation:
                 continue
             speed, sharing = self._speed_of(job)
             if speed != job.speed or sharing != job.sharing:
+                if self._policy_on_run_stop:  # a new segment of the run: to the policy, a stop and a start
+                    self.policy.on_run_stop(job, self.cluster.vcs[job.queue_vc])
                 job.change_speed(now, speed, sharing)
+                if self._policy_on_run_start:
+                    self.policy.on_run_start(job, self.cluster.vcs[job.queue_vc])
                 if job.run_end.triggered:  # else it is being started and :meth:`start` times its run
                     self._time_run(job, self.env.event())
                     job.process.interrupt(RateChanged(speed))
@@ -683,6 +694,8 @@ class Simulation:
             job.speed, job.sharing = 1.0, False
             del vc.running[job]
             self.running -= 1
+            if self._policy_on_run_stop:
+                self.policy.on_run_stop(job, vc)
         job.process = job.run_end = None  # a finished job keeps no SimPy objects alive
         if self._futile:
             self._futile.pop(job, None)

@@ -93,6 +93,14 @@ class Policy:
     def on_finish(self, job: Job, now: float) -> None:
         """Hook for policies that learn from finished jobs."""
 
+    def on_run_start(self, job: Job, vc: VirtualCluster) -> None:
+        """Hook: ``job`` has just got GPUs of ``vc`` and runs (called only where a policy defines it, so that a
+        policy may keep its running jobs in its own order instead of sorting them at every pass)."""
+
+    def on_run_stop(self, job: Job, vc: VirtualCluster) -> None:
+        """Hook: ``job`` has left its GPUs of ``vc`` (finished, preempted, evicted or moved); called after the
+        job's own accounting of the run, with :meth:`on_run_start`'s figures gone stale."""
+
     def report(self) -> dict[str, Any]:
         """Figures the policy adds to ``summary.json`` (e.g. estimator quality)."""
         return {}

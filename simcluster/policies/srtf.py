@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+from bisect import bisect_left, insort
 from operator import itemgetter
 
 from simcluster.cluster import VirtualCluster
+from simcluster.config import SimConfig
 from simcluster.job import Job
 from simcluster.policies.base import POLICIES, Policy, SchedulingContext
 from simcluster.policies.quota import gpu_count, queue_streams, walk_quota
@@ -24,43 +26,78 @@ class ShortestRemainingTimeFirst(Policy):
     preemptive = True
     quota_of = staticmethod(gpu_count)
 
+    def __init__(self, config: SimConfig | None = None) -> None:
+        super().__init__(config)
+        # per VC, its running jobs as (end of run at full speed, trace index, job), in order: the order of their
+        # remaining times at any instant, kept by the engine's run hooks instead of being sorted at every pass
+        self._by_end: dict[str, list[tuple[float, int, Job]]] = {}
+        self._held: dict[str, int] = {}  # per VC, the GPUs its running jobs hold
+        self._entries: dict[Job, tuple[tuple[float, int, Job], str]] = {}  # a running job → its entry, its VC
+
+    def on_run_start(self, job: Job, vc: VirtualCluster) -> None:
+        # (start + overhead) + work, as the remaining time was always summed: (end - now) is then that same float
+        entry = (job.run_started_at + job.overhead_left + job.work_left, job.index, job)
+        self._entries[job] = (entry, vc.name)
+        insort(self._by_end.setdefault(vc.name, []), entry)
+        self._held[vc.name] = self._held.get(vc.name, 0) + job.gpu_num
+
+    def on_run_stop(self, job: Job, vc: VirtualCluster) -> None:
+        entry, name = self._entries.pop(job)
+        ends = self._by_end[name]
+        del ends[bisect_left(ends, entry)]
+        self._held[name] -= job.gpu_num
+
     def pending_key(self, job: Job) -> float:
         return job.remaining_at(0.0)  # constant while pending
 
     def schedule(self, vc: VirtualCluster, ctx: SchedulingContext) -> None:
         if not vc.pending:
             return  # running jobs fit the quota by construction: nothing can change
+        if self.shares_gpus:
+            self._schedule_shared(vc, ctx)
+            return
         now = ctx.now
-        if self.shares_gpus:  # remaining_at, inlined (the job's speed varies with its partners)
-            running = []
-            for j in vc.running:
-                ran = now - j.run_started_at
-                paid = min(ran, j.overhead_left)
-                running.append((j.overhead_left + j.work_left - (paid + (ran - paid) * j.speed), j))
-        else:  # at full speed: remaining_at, inlined (this line runs for every running job at every event)
-            running = [(j.run_started_at + j.overhead_left + j.work_left - now, j) for j in vc.running]
         head = self.pending_key(vc.pending.first())  # type: ignore[arg-type]
+        ends = self._by_end.get(vc.name)
+        if ends and head > ends[-1][0] - now:  # (the longest remaining time: the last end)
+            # every running job comes first and fits: only what is left is handed out
+            quota_used = self._held[vc.name]
+            if all(size > vc.total_gpus - quota_used for size in vc.pending.sizes()):
+                return  # and no waiting job fits what is left (none at all when nothing is)
+            running: list[tuple[float, Job]] = []
+        elif ends:
+            # the running jobs shorter than every waiting one come first and fit (they hold the VC's GPUs, which
+            # its quota counts): hand them their GPUs up front, walk only the rest.  Whole GPU counts, so the
+            # sum is exact in any order.  Remaining time (end - now) grows with the end: they are a prefix
+            first_rest = bisect_left(ends, head, key=lambda entry: entry[0] - now)
+            running, quota_used = [], self._held[vc.name]
+            for end, _, job in ends[first_rest:] if first_rest else ends:
+                running.append((end - now, job))
+                quota_used -= job.gpu_num
+        else:
+            running, quota_used = [], 0
+        streams = queue_streams(vc, vc.total_gpus - quota_used)
+        if walk_quota(vc, ctx, running, streams, reserved=quota_used):
+            # the preempted jobs' remaining time grew by the overhead, which may let others in: look again
+            # at once, as the artifacts' per-second loop does
+            ctx.wake_at(now)
+
+    def _schedule_shared(self, vc: VirtualCluster, ctx: SchedulingContext) -> None:
+        """The walk of the sharing variants: a job's speed varies with its partners, and a shared GPU counts
+        as a fraction of one (:attr:`quota_of`), so every running job is walked, with its remaining time now."""
+        now = ctx.now
+        running = []
+        for j in vc.running:  # remaining_at, inlined
+            ran = now - j.run_started_at
+            paid = min(ran, j.overhead_left)
+            running.append((j.overhead_left + j.work_left - (paid + (ran - paid) * j.speed), j))
+        head = self.pending_key(vc.pending.first())  # type: ignore[arg-type]
+        quota_used: float = 0
         if running and head > max(map(itemgetter(0), running)):
             running = []  # every running job comes first and fits: only what is left is handed out
             quota_used = sum(self.quota_of(j) for j in vc.running)
             if all(size > vc.total_gpus - quota_used for size in vc.pending.sizes()):
                 return  # and no waiting job fits what is left (none at all when nothing is)
-        elif running and self.quota_of is gpu_count:
-            # the running jobs shorter than every waiting one come first and fit (they hold the VC's GPUs, which
-            # its quota counts): hand them their GPUs up front, walk only the rest.  Whole GPU counts, so the
-            # sum is exact in any order (a sharing variant's fractions would not be: it walks them all)
-            quota_used, rest = 0, []
-            for entry in running:
-                if entry[0] < head:
-                    quota_used += entry[1].gpu_num
-                else:
-                    rest.append(entry)
-            running = rest
-        else:
-            quota_used = 0
         streams = queue_streams(vc, vc.total_gpus - quota_used)
-        preempted = walk_quota(vc, ctx, running, streams, reserved=quota_used, quota_of=self.quota_of)
-        if preempted and not self.shares_gpus:
-            # the preempted jobs' remaining time grew by the overhead, which may let others in: look again
-            # at once, as the artifacts' per-second loop does (sharing variants would chase their own tail)
-            ctx.wake_at(ctx.now)
+        walk_quota(vc, ctx, running, streams, reserved=quota_used, quota_of=self.quota_of)
+        # (no second look after a preemption, unlike srtf's: sharing variants would chase their own tail)

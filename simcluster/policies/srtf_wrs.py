@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from simcluster.cluster import VirtualCluster
-from simcluster.policies.base import POLICIES, SchedulingContext
+from simcluster.policies.base import POLICIES, Policy, SchedulingContext
 from simcluster.policies.quota import gpu_share
 from simcluster.policies.sharing import share_waiting_jobs, wise_partner_cost
 from simcluster.policies.srtf import ShortestRemainingTimeFirst
@@ -20,6 +20,9 @@ class SrtfWiseSharing(ShortestRemainingTimeFirst):
 
     shares_gpus = True
     quota_of = staticmethod(gpu_share)
+    # not srtf's order of end times (a shared job's speed varies): every pass takes its running jobs as they are
+    on_run_start = Policy.on_run_start
+    on_run_stop = Policy.on_run_stop
 
     def schedule(self, vc: VirtualCluster, ctx: SchedulingContext) -> None:
         super().schedule(vc, ctx)
