@@ -151,12 +151,14 @@ def without_borrowed(spec: ClusterSpec | Mapping[str, int], borrowed: dict[str, 
 class _VcContext:
     """What a policy may do to one VC at one instant."""
 
-    __slots__ = ("sim", "try_start", "vc")
+    __slots__ = ("sim", "try_start", "vc", "wake_at")
 
     def __init__(self, sim: Simulation, vc: VirtualCluster) -> None:
         self.sim, self.vc = sim, vc
         # try_start(job): the engine's, bound to this VC (policies call it for every job they start)
         self.try_start: Callable[[Job], bool] = partial(sim.try_start_in, vc)  # (positional: no kwargs dict per call)
+        # wake_at(when): run the policy on this VC again at ``when`` (tiresias asks at every pass, for every crossing)
+        self.wake_at: Callable[[float], None] = partial(sim.wake_at, vc)
 
     @property
     def now(self) -> float:
@@ -183,9 +185,6 @@ class _VcContext:
 
     def preempt(self, job: Job, overhead: float | None = None, moving: bool = False) -> None:
         self.sim.preempt(job, self.vc, overhead, moving)
-
-    def wake_at(self, when: float) -> None:
-        self.sim.wake_at(self.vc, when)
 
     def move(self, job: Job, partition: str) -> None:
         self.sim.move(job, partition)
@@ -711,17 +710,16 @@ class Simulation:
     def wake_at(self, vc: VirtualCluster, when: float) -> None:
         """Run the policy on ``vc`` again at ``when`` (a policy's own timer; duplicates are merged)."""
         key = (vc.name, when)
-        if key in self._timers:
+        timers = self._timers
+        if key in timers:
             return
-        self._timers.add(key)
-        def ring(_: simpy.Event) -> None:
-            self._timers.discard(key)
-            self._request_pass(vc)
+        timers.add(key)
+        self._call_at(max(0.0, when - self.env.now), partial(self._ring, vc, key), LATE)
 
-
-        timer = self.env.event()
-        timer.callbacks.append(ring)
-        trigger_late(timer, max(0.0, when - self.env.now))
+    def _ring(self, vc: VirtualCluster, key: tuple[str, float], _: simpy.Event) -> None:
+        """A policy's timer is due: forget it, and ask for a pass on its VC."""
+        self._timers.discard(key)
+        self._request_pass(vc)
 
     def _request_pass(self, vc: VirtualCluster) -> None:
         self._dirty[vc.name] = None
