@@ -61,6 +61,7 @@ URGENT, NORMAL = 0, 1  # SimPy's own priorities: a process's start and interrupt
 LATE = 2
 HORIZON = 3  # the --until stop: after everything else of its instant, the scheduler's pass included
 Process = Generator[simpy.Event, Any, None]  # the life story of a SimPy process
+_BY_INDEX = attrgetter("index")  # trace order
 
 
 def trigger_late(event: simpy.Event, delay: float = 0.0, priority: int = LATE) -> None:
@@ -627,6 +628,9 @@ class Simulation:
         of a GPU runs at full speed beside the others there."""
         slowest, sharing = math.inf, False
         whole = job.gpu_milli >= 1000
+        # without a throughput table, the colocation model's pair speeds (what _pair_speed would ask, asked directly:
+        # this runs for every re-timed job, for each of its shared GPUs)
+        colocation = self.colocation if self.throughputs is None else None
         for node, ids in job.allocation:
             alone = job.speed_on(node.gpu_type)
             slowest = min(slowest, alone)
@@ -639,9 +643,14 @@ class Simulation:
                     speed = alone
                     for other in holders:
                         if other is not job:
-                            speed *= self._pair_speed(job, other, node.gpu_type)
+                            if colocation is not None:
+                                speed *= colocation.pair_speeds(job.workload or UNKNOWN, job.gpu_num,
+                                                                other.workload or UNKNOWN, other.gpu_num)[0]
+                            else:
+                                speed *= self._pair_speed(job, other, node.gpu_type)
                     slowest = min(slowest, speed)
-        return slowest * self._spread_speed(job), sharing
+        # (times 1.0 without a spread penalty: the same float)
+        return (slowest * self._spread_speed(job) if self._spread_penalty else slowest), sharing
 
     def _pair_speed(self, job: Job, other: Job, gpu_type: str) -> float:
         """``job``'s speed beside ``other`` on a GPU of ``gpu_type`` ÷ its speed alone there."""
@@ -665,7 +674,7 @@ class Simulation:
     def _retime(self, jobs: Iterable[Job]) -> None:
         """Give running ``jobs`` their current speed; a job whose speed changed is re-timed by interrupt."""
         now = self.env.now
-        for job in sorted(jobs, key=lambda j: j.index):  # deterministic order of interrupts
+        for job in sorted(jobs, key=_BY_INDEX):  # deterministic order of interrupts
             if job.state is not JobState.RUNNING:
                 continue
             speed, sharing = self._speed_of(job)

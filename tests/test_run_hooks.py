@@ -1,0 +1,61 @@
+"""The engine's run hooks: a policy that keeps its running jobs in its own order sees every start and stop."""
+
+from __future__ import annotations
+
+import random
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simcluster.config import SimConfig
+from simcluster.engine import Simulation
+from simcluster.job import Job
+
+
+def random_jobs(seed: int, n: int = 60) -> list[Job]:
+    rng = random.Random(seed)
+    return [Job(index=i, job_id=str(i), vc=rng.choice("ab"), gpu_num=rng.choice((1, 2, 4, 8, 16)),
+                submit_time=rng.randrange(0, 5_000), duration=rng.randrange(1, 3_000)) for i in range(n)]
+
+
+def end_of_run(job: Job) -> tuple[float, int]:
+    """When its run ends at full speed (summed as srtf sums remaining time), then trace order."""
+    return job.run_started_at + job.overhead_left + job.work_left, job.index
+
+
+def check_srtf_order_at_every_pass(sim: Simulation) -> list[int]:
+    """Wrap the policy's pass: before each, srtf's ordered running jobs must be the VC's, by end of run."""
+    policy, checked = sim.policy, []
+    schedule = policy.schedule
+
+    def checking(vc, ctx):
+        ends = policy._by_end.get(vc.name, [])
+        assert [job for _, _, job in ends] == sorted(vc.running, key=end_of_run)
+        assert sorted(ends) == ends
+        assert policy._held.get(vc.name, 0) == sum(j.gpu_num for j in vc.running)
+        checked.append(len(ends))
+        schedule(vc, ctx)
+
+    policy.schedule = checking
+    return checked
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10_000), mtbf=st.sampled_from([0, 20_000]))
+def test_srtf_keeps_each_vcs_running_jobs_in_order_of_their_end_through_preemptions_and_failures(seed, mtbf):
+    jobs = random_jobs(seed)
+    sim = Simulation(jobs, {"a": 2, "b": 2}, SimConfig(policy="srtf", node_mtbf=mtbf, node_repair=600,
+                                                       on_no_progress="abandon"))
+    checked = check_srtf_order_at_every_pass(sim)
+    sim.run()
+    assert checked and max(checked) > 0
+    assert not sim.policy._entries  # every start was matched by a stop
+    assert all(not ends for ends in sim.policy._by_end.values())
+
+
+def test_only_policies_that_define_the_hooks_are_called():
+    jobs = random_jobs(1, 5)
+    assert Simulation(jobs, {"a": 2, "b": 2}, SimConfig(policy="srtf"))._policy_on_run_start
+    for policy in ("fifo", "srtf-ars", "srtf-wrs"):  # sharing variants: a shared job's speed varies, no end order
+        sim = Simulation(random_jobs(1, 5), {"a": 2, "b": 2}, SimConfig(policy=policy))
+        assert not sim._policy_on_run_start and not sim._policy_on_run_stop
