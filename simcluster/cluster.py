@@ -154,7 +154,12 @@ class Node:
                 gpus = self._gpus
                 for i in taken:
                     gpus[i].clear()
-            self.free_ids = sorted(self.free_ids + taken) if self.free_ids else taken
+            free = self.free_ids
+            if free:
+                free += taken  # (in place: no new list per release)
+                free.sort()
+            else:
+                self.free_ids = taken
             count = len(taken)
             before = self.gpu_count - self.used
             self.used -= count

@@ -31,9 +31,10 @@ class Consolidate:
         if need > vc.free_gpus:
             return None
         if need <= per:
+            buckets = vc.buckets
             for k in range(need, per + 1):
-                if vc.buckets[k]:
-                    return [(lowest_node(vc, vc.buckets[k]), need)]
+                if mask := buckets[k]:  # (lowest_node(vc, mask), inlined: every single-node job comes here)
+                    return [(vc.nodes[(mask & -mask).bit_length() - 1], need)]
             return None
         full, rem = divmod(need, per)
         if vc.buckets[per].bit_count() < full:  # fewer wholly idle nodes than it needs (a blocked big job)
