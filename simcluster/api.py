@@ -20,8 +20,8 @@ from simcluster.cluster_spec import ONE_VC, ClusterSpec, parse_cluster
 from simcluster.colocation.loader import ColocationModel
 from simcluster.config import SimConfig
 from simcluster.engine import Simulation
-from simcluster.job import Job
-from simcluster.metrics import ClusterTimeline, FinishedJobs, Observer
+from simcluster.job import Job, JobState
+from simcluster.metrics import ClusterTimeline, NodeFailures, Observer
 from simcluster.metrics.fairness import finish_time_fairness, users_table
 from simcluster.metrics.gpu_types import TypeSeconds
 from simcluster.metrics.summary import jobs_frame, summarize
@@ -103,7 +103,7 @@ def simulate(trace: Trace | HeteroTrace, config: SimConfig | None = None, observ
     load_cpu = trace.load_cpu_seconds + (time.process_time() - load0 if table is not None else 0.0)  # table: loading
     cpu0 = time.process_time()
     policy_class = POLICIES.get(config.policy)
-    finished, timeline = FinishedJobs(), ClusterTimeline()
+    failures, timeline = NodeFailures(), ClusterTimeline()
     per_type = TypeSeconds(spec.gpu_types) if spec.typed else None
     with _quiet_gc():  # from the jobs' making on: tens of thousands of objects that live as long as the run
         jobs = trace.make_jobs(table) if isinstance(trace, HeteroTrace) else trace.make_jobs()
@@ -112,13 +112,16 @@ def simulate(trace: Trace | HeteroTrace, config: SimConfig | None = None, observ
                 job.vc = job.queue_vc = ONE_VC
         if spec.typed or merged or isinstance(trace, HeteroTrace):  # the loader checked a job log against its VCs
             check_fits(trace, jobs, spec, getattr(policy_class, "one_type_per_job", False))
-        watchers = [finished, timeline, *([per_type] if per_type else []), *observers]
+        watchers = [failures, timeline, *([per_type] if per_type else []), *observers]
         sim = Simulation(jobs, spec, config, watchers, colocation, table)
         sim.run()
     sim_cpu = time.process_time() - cpu0
 
     left = sim.unfinished()  # only when the run stopped at --until or gave up on jobs
-    frame = jobs_frame(finished.jobs + left, now=sim.env.now, left_at=sim.abandoned)
+    # (finished jobs in trace order, listed now rather than collected by a hook as each finished:
+    # no call per job during the run, and the jobs table's sort by trace index finds them in order)
+    done = [job for job in jobs if job.state is JobState.FINISHED]
+    frame = jobs_frame(done + left, now=sim.env.now, left_at=sim.abandoned)
     series = pd.DataFrame(
         {"time": timeline.time, "busy_gpus": timeline.used_gpus, "shared_gpus": timeline.shared_gpus,
          "running_jobs": timeline.running, "pending_jobs": timeline.pending}
@@ -139,7 +142,7 @@ def simulate(trace: Trace | HeteroTrace, config: SimConfig | None = None, observ
     elif table is not None and (frame["shared_seconds"] > 0).any():
         extra = {"colocation": f"throughput table pairs ({table.source})"}
     if isinstance(trace, HeteroTrace) or spec.typed:
-        frame, typed = typed_columns(frame, finished.jobs + left, per_type, sim.env.now)
+        frame, typed = typed_columns(frame, done + left, per_type, sim.env.now)
         extra |= typed | {"cluster": spec.as_dict()}
     if table is not None:
         extra["throughputs"] = table.source
@@ -148,14 +151,14 @@ def simulate(trace: Trace | HeteroTrace, config: SimConfig | None = None, observ
     stopped: dict[str, Any] = {}
     if left or config.until:
         stopped = {"stopped_at": sim.env.now, "unfinished_jobs": len(left),
-                   "unsubmitted_jobs": len(jobs) - len(finished.jobs) - len(left),
+                   "unsubmitted_jobs": len(jobs) - len(done) - len(left),
                    "abandoned_jobs": [j.job_id for j in sorted(sim.abandoned, key=lambda j: j.index)]}
     summary = summarize(
         frame, vc_gpus, vc_sharing, partition_gpus, sim.env.now if left else None,
         policy=config.policy, placement=policy_class.own_placement or config.placement, trace=trace.source,
         trace_format=getattr(trace, "format", None) or getattr(trace, "kind", "venus"),
         trace_sizing=getattr(trace, "sizing", ""), seed=config.seed, gpus=sum(vc_gpus.values()) + partition_gpus,
-        node_failures=finished.node_failures,
+        node_failures=failures.count,
         sim_cpu_seconds=sim_cpu, load_cpu_seconds=load_cpu,
         skipped_rows=dict(trace.skipped), config=config.as_dict(), **sim.policy.report(), **extra, **stopped,
         warnings=warnings,

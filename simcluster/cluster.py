@@ -46,7 +46,6 @@ class Node:
     gpu_memory: float = 0.0  # MiB per GPU; 0: not known (sharing policies then use --gpu-memory)
     pool: Pool | None = None  # the pool of its GPU type (the VC itself when the VC has one type)
     slot: int = 0  # position inside its pool
-    gpus: list[list[Job]] = field(default_factory=list)
     free_ids: list[int] = field(default_factory=list)  # idle GPU indices, ascending
     jobs: dict[Job, list[int]] = field(default_factory=dict)
     up: bool = True
@@ -55,10 +54,25 @@ class Node:
     extra: int = 0  # jobs beyond the first on each GPU, summed over GPUs
     bucket: int | None = None  # the free-count bucket the node is filed under
     milli: list[int] | None = None  # thousandths in use per GPU, kept only when jobs take fractions
+    bit: int = field(init=False, repr=False)  # 1 << index: the node's bit in its VC's buckets
+    # the jobs on each GPU, built when first asked for (sharing, fractions) and kept from then on;
+    # None until then: a run that never shares counts GPUs and keeps no per-GPU lists
+    _gpus: list[list[Job]] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self.gpus = [[] for _ in range(self.gpu_count)]
         self.free_ids = list(range(self.gpu_count))
+        self.bit = 1 << self.index
+
+    @property
+    def gpus(self) -> list[list[Job]]:
+        """``gpus[i]``: the jobs on GPU i (built from :attr:`jobs` on first use, then kept up to date)."""
+        if self._gpus is None:
+            gpus: list[list[Job]] = [[] for _ in range(self.gpu_count)]
+            for job, ids in self.jobs.items():
+                for i in ids:
+                    gpus[i].append(job)
+            self._gpus = gpus
+        return self._gpus
 
     @property
     def free_gpus(self) -> int:
@@ -69,25 +83,52 @@ class Node:
 
     def allocate(self, job: Job, count: int) -> list[int]:
         """Give ``count`` idle GPUs (lowest indices first) to ``job``."""
-        assert self.up and count <= self.gpu_count - self.used, (self.name, count, self.free_gpus)
-        free, gpus = self.free_ids, self.gpus
+        assert self.up and 0 < count <= self.gpu_count - self.used, (self.name, count, self.free_gpus)
+        free = self.free_ids
         taken = free[:count]
         del free[:count]
-        for i in taken:
-            gpus[i].append(job)
         self.jobs[job] = taken
+        if self._gpus is not None:
+            gpus = self._gpus
+            for i in taken:
+                gpus[i].append(job)
+        before = self.gpu_count - self.used
         self.used += count
-        self.vc._refile(self, count)
+        vc = self.vc
+        if self.pool is vc:  # (self._refile_up(before, before - count, count), inlined: the hot path)
+            buckets, bit = vc.buckets, self.bit
+            buckets[before] &= ~bit
+            buckets[before - count] |= bit
+            vc.free_gpus -= count
+            self.bucket = before - count
+            vc.used_gpus += count
+            vc.totals.used += count
+        else:
+            self._refile_up(before, before - count, count)
         if self.milli is not None:
             self._use_fractions(taken, job.gpu_milli)
         return taken
+
+    def _refile_up(self, before: int, after: int, used_delta: int) -> None:
+        """(:meth:`VirtualCluster._refile` for an up node whose free count changed, unrolled: the hot path.)"""
+        vc = self.vc
+        buckets, bit = vc.buckets, self.bit
+        buckets[before] &= ~bit
+        buckets[after] |= bit
+        vc.free_gpus += after - before
+        self.bucket = after
+        if self.pool is not vc:
+            self.pool._move(self.slot, before, after)  # type: ignore[union-attr]
+        vc.used_gpus += used_delta
+        vc.totals.used += used_delta
 
     def attach(self, job: Job, ids: list[int]) -> list[int]:
         """Put ``job`` on exactly these GPUs, idle or already running other jobs (sharing, fractions)."""
         assert self.up and job not in self.jobs
         newly_used = newly_shared = extra = 0
+        gpus = self.gpus
         for i in ids:
-            holders = self.gpus[i]
+            holders = gpus[i]
             if not holders:
                 self.free_ids.remove(i)
                 newly_used += 1
@@ -109,17 +150,38 @@ class Node:
         if self.milli is not None:
             self._use_fractions(taken, -job.gpu_milli)
         if not self.shared:  # every GPU of the job was its alone: the common, fast case
-            gpus = self.gpus
-            for i in taken:
-                gpus[i].clear()
-            self.free_ids = sorted(self.free_ids + taken) if self.free_ids else taken
-            self.used -= len(taken)
-            self.vc._refile(self, -len(taken))
+            if self._gpus is not None:
+                gpus = self._gpus
+                for i in taken:
+                    gpus[i].clear()
+            free = self.free_ids
+            if free:
+                free += taken  # (in place: no new list per release)
+                free.sort()
+            else:
+                self.free_ids = taken
+            count = len(taken)
+            before = self.gpu_count - self.used
+            self.used -= count
+            vc = self.vc
+            if self.pool is vc and self.bucket == before:  # (self._refile_up(...), inlined: the hot path)
+                buckets, bit = vc.buckets, self.bit
+                buckets[before] &= ~bit
+                buckets[before + count] |= bit
+                vc.free_gpus += count
+                self.bucket = before + count
+                vc.used_gpus -= count
+                vc.totals.used -= count
+            elif self.bucket == before:  # up (a down node has no bucket): a node of a typed pool
+                self._refile_up(before, before + count, -count)
+            else:
+                self.vc._refile(self, -count)
             return
         freed: list[int] = []
         unshared = extra = 0
+        gpus = self.gpus
         for i in taken:
-            holders = self.gpus[i]
+            holders = gpus[i]
             holders.remove(job)
             if not holders:
                 freed.append(i)
@@ -295,7 +357,7 @@ class VirtualCluster(Pool):
         before, after = node.bucket, (node.gpu_count - node.used if node.up else None)  # (free_gpus, inlined)
         if before != after:
             if before is not None and after is not None:  # (self._move(node.index, before, after), inlined)
-                bit, buckets = 1 << node.index, self.buckets
+                bit, buckets = node.bit, self.buckets
                 buckets[before] &= ~bit
                 buckets[after] |= bit
                 self.free_gpus += after - before

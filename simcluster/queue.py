@@ -88,7 +88,13 @@ class JobQueue:
     def push(self, job: Job) -> None:
         entry = (self._key(job), job.index)
         self._entry_of[job] = entry
-        self._all.push(entry, job)
+        every = self._all
+        keys = every.keys
+        if len(keys) == every.head or keys[-1] <= entry:  # (every.push's usual append, inlined)
+            keys.append(entry)
+            every.jobs.append(job)
+        else:
+            every.push(entry, job)
         if self._by_size is not None:
             sized = self._by_size.get(job.gpu_num)
             if sized is None:

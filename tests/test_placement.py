@@ -3,6 +3,8 @@ from __future__ import annotations
 import random
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from simcluster.cluster import VirtualCluster
 from simcluster.job import Job
@@ -67,6 +69,32 @@ def test_down_nodes_are_never_chosen():
     assert vc.free_gpus == 8
     assert plan_of("consolidate", vc, 1) == [(1, 1)]
     assert plan_of("consolidate", vc, 9) is None
+
+
+@given(steps=st.lists(st.tuples(st.sampled_from(["allocate", "release", "share"]), st.integers(1, 8)), max_size=30),
+       asked_at=st.integers(0, 30))
+def test_per_gpu_job_lists_built_when_first_asked_for_match_lists_kept_from_the_start(steps, asked_at):
+    kept, late = VirtualCluster("kept", nodes=2), VirtualCluster("late", nodes=2)
+    for node in kept.nodes:
+        assert node.gpus == [[] for _ in range(8)]  # asked for at once: kept up to date from now on
+    for step, (what, n) in enumerate(steps):
+        if step == asked_at:
+            assert [node.gpus for node in late.nodes] == [node.gpus for node in kept.nodes]
+        new = job(n, index=step)
+        for vc in (kept, late):
+            node = vc.nodes[step % 2]
+            oldest = next(iter(node.jobs), None)
+            if what == "allocate" and n <= node.free_gpus:
+                node.allocate(new, n)
+            elif what == "release" and oldest is not None:
+                node.release(oldest)
+            elif what == "share" and oldest is not None:
+                node.attach(new, node.jobs[oldest])
+    for a, b in zip(kept.nodes, late.nodes):
+        assert (a.gpus, a.free_ids, a.used, a.shared, a.extra) == (b.gpus, b.free_ids, b.used, b.shared, b.extra)
+        assert a.free_ids == [i for i, holders in enumerate(a.gpus) if not holders]
+        assert a.used == sum(1 for holders in a.gpus if holders)
+    assert kept.buckets == late.buckets and kept.free_gpus == late.free_gpus == 16 - kept.used_gpus
 
 
 def test_unknown_placement_names_the_choices():

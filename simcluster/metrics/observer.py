@@ -59,6 +59,17 @@ class ClusterTimeline(Observer):
         self._last = now
 
 
+class NodeFailures(Observer):
+    """Counts node failures (what a run needs from its observers besides the timeline: its finished
+    jobs it takes from the jobs themselves afterwards, so no hook is called as each job finishes)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def on_node_down(self, node_name: str, now: float) -> None:
+        self.count += 1
+
+
 class FinishedJobs(Observer):
     """Keeps finished jobs in finishing order, for the results table."""
 

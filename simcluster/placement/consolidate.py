@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import random
+from itertools import islice
 
 from simcluster.cluster import VirtualCluster
 from simcluster.job import Job
@@ -30,12 +31,15 @@ class Consolidate:
         if need > vc.free_gpus:
             return None
         if need <= per:
+            buckets = vc.buckets
             for k in range(need, per + 1):
-                if vc.buckets[k]:
-                    return [(lowest_node(vc, vc.buckets[k]), need)]
+                if mask := buckets[k]:  # (lowest_node(vc, mask), inlined: every single-node job comes here)
+                    return [(vc.nodes[(mask & -mask).bit_length() - 1], need)]
             return None
         full, rem = divmod(need, per)
-        idle = list(vc.nodes_with_free(per))
+        if vc.buckets[per].bit_count() < full:  # fewer wholly idle nodes than it needs (a blocked big job)
+            return None
+        idle = list(islice(vc.nodes_with_free(per), full + 1))  # (the first ones only: not every idle node)
         if len(idle) < full:
             return None
         plan: Plan = [(node, per) for node in idle[:full]]

@@ -95,13 +95,10 @@ class Trace:
                 workloads[i] = interned.get(key) or interned.setdefault(key, Workload(*key))
         # GPU memory per job (MiB) when the trace profiled it, as Venus' does; else the colocation model's
         memory = f["gmem"].fillna(0.0).tolist() if "gmem" in f else [0.0] * len(f)
-        return [
-            Job(index=i, job_id=jid, vc=vc, gpu_num=g, submit_time=s, duration=d, user=u, workload=w, memory=m)
-            for i, (jid, vc, g, s, d, u, w, m) in enumerate(
-                zip(f["job_id"].tolist(), vcs, f["gpu_num"].tolist(), f["submit_time"].tolist(),
-                    f["duration"].tolist(), users, workloads, memory)
-            )
-        ]
+        # (Job's arguments by position, in its order: index, job_id, vc, gpu_num, submit_time, duration,
+        # user, workload, memory; keywords cost a dict per job)
+        return list(map(Job, range(len(f)), f["job_id"].tolist(), vcs, f["gpu_num"].tolist(),
+                        f["submit_time"].tolist(), f["duration"].tolist(), users, workloads, memory))
 
 
 def load_trace(
