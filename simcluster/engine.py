@@ -693,17 +693,7 @@ class Simulation:
     def _finish(self, job: Job, vc: VirtualCluster) -> None:
         now = self.env.now
         job.finish(now)
-        if vc.shared_gpus:
-            self._release(job, vc)
-        else:  # (no partners to re-time: _release, inlined)
-            for node, _ in job.allocation:
-                node.release(job)
-            job.allocation = ()
-            job.speed, job.sharing = 1.0, False
-            del vc.running[job]
-            self.running -= 1
-            if self._policy_on_run_stop:
-                self.policy.on_run_stop(job, vc)
+        self._release(job, vc)
         job.process = job.run_end = None  # a finished job keeps no SimPy objects alive
         if self._futile:
             self._futile.pop(job, None)
