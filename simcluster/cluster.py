@@ -94,17 +94,7 @@ class Node:
                 gpus[i].append(job)
         before = self.gpu_count - self.used
         self.used += count
-        vc = self.vc
-        if self.pool is vc:  # (self._refile_up(before, before - count, count), inlined: the hot path)
-            buckets, bit = vc.buckets, self.bit
-            buckets[before] &= ~bit
-            buckets[before - count] |= bit
-            vc.free_gpus -= count
-            self.bucket = before - count
-            vc.used_gpus += count
-            vc.totals.used += count
-        else:
-            self._refile_up(before, before - count, count)
+        self._refile_up(before, before - count, count)
         if self.milli is not None:
             self._use_fractions(taken, job.gpu_milli)
         return taken
@@ -163,16 +153,7 @@ class Node:
             count = len(taken)
             before = self.gpu_count - self.used
             self.used -= count
-            vc = self.vc
-            if self.pool is vc and self.bucket == before:  # (self._refile_up(...), inlined: the hot path)
-                buckets, bit = vc.buckets, self.bit
-                buckets[before] &= ~bit
-                buckets[before + count] |= bit
-                vc.free_gpus += count
-                self.bucket = before + count
-                vc.used_gpus -= count
-                vc.totals.used -= count
-            elif self.bucket == before:  # up (a down node has no bucket): a node of a typed pool
+            if self.bucket == before:  # up (a down node has no bucket)
                 self._refile_up(before, before + count, -count)
             else:
                 self.vc._refile(self, -count)
@@ -356,13 +337,7 @@ class VirtualCluster(Pool):
         """Move ``node`` to the bucket of its current free count and update the VC's counts."""
         before, after = node.bucket, (node.gpu_count - node.used if node.up else None)  # (free_gpus, inlined)
         if before != after:
-            if before is not None and after is not None:  # (self._move(node.index, before, after), inlined)
-                bit, buckets = node.bit, self.buckets
-                buckets[before] &= ~bit
-                buckets[after] |= bit
-                self.free_gpus += after - before
-            else:
-                self._move(node.index, before, after)
+            self._move(node.index, before, after)
             node.bucket = after
             if node.pool is not self:
                 node.pool._move(node.slot, before, after)  # type: ignore[union-attr]

@@ -259,9 +259,9 @@ class Simulation:
         self._on_sample = overridden_hooks(observers, "on_sample")
         self._contexts = {name: _VcContext(self, vc) for name, vc in self.cluster.vcs.items()}
         # the policy's job hooks and the spread penalty, looked up once: most runs have neither
-        self._policy_on_submit = type(self.policy).on_submit is not Policy.on_submit
-        self._policy_on_finish = type(self.policy).on_finish is not Policy.on_finish
         policy_type = type(self.policy)
+        self._policy_on_submit = policy_type.on_submit is not Policy.on_submit
+        self._policy_on_finish = policy_type.on_finish is not Policy.on_finish
         self._policy_on_run_start = policy_type.on_run_start is not Policy.on_run_start
         self._policy_on_run_stop = policy_type.on_run_stop is not Policy.on_run_stop
         self._spread_penalty = config.spread_penalty
@@ -314,7 +314,7 @@ class Simulation:
         stop.callbacks.append(stopped.append)  # type: ignore[union-attr]
         while not stopped:
             if self._pass_at is not None and (not queue or self._pass_at < queue[0]):
-                self._scheduler_pass(None)
+                self._scheduler_pass()
                 continue
             if not queue:
                 raise RuntimeError(f"no scheduled events left but {stop} was not triggered")
@@ -379,7 +379,7 @@ class Simulation:
             self._finish(job, self.cluster.vcs[job.queue_vc])
             return
 
-    def _scheduler_pass(self, _: simpy.Event | None = None) -> None:
+    def _scheduler_pass(self) -> None:
         """Runs the policy on each VC where something changed (at the place :meth:`_request_pass` took).
 
         A plain call, not a process: a pass needs no state of its own between wake-ups, and resuming
@@ -463,10 +463,8 @@ class Simulation:
             self.policy.on_run_start(job, vc)
         if vc.shared_gpus:
             self._retime({job, *self._partners(job)})
-        run_end = job.run_end
-        if run_end._value is PENDING:  # (not triggered: a partner's arrival above may have timed it already)
-            run_end._ok, run_end._value = True, None  # _time_run, inlined
-            self.env.schedule(run_end, NORMAL, job.time_left())  # type: ignore[arg-type]
+        if job.run_end._value is PENDING:  # (not triggered: a partner's arrival above may have timed it already)
+            trigger_late(job.run_end, job.time_left(), NORMAL)
         for hook in self._on_start:
             hook(job, now)
 
@@ -628,9 +626,6 @@ class Simulation:
         of a GPU runs at full speed beside the others there."""
         slowest, sharing = math.inf, False
         whole = job.gpu_milli >= 1000
-        # without a throughput table, the colocation model's pair speeds (what _pair_speed would ask, asked directly:
-        # this runs for every re-timed job, for each of its shared GPUs)
-        colocation = self.colocation if self.throughputs is None else None
         for node, ids in job.allocation:
             alone = job.speed_on(node.gpu_type)
             slowest = min(slowest, alone)
@@ -643,18 +638,15 @@ class Simulation:
                     speed = alone
                     for other in holders:
                         if other is not job:
-                            if colocation is not None:
-                                speed *= colocation.pair_speeds(job.workload or UNKNOWN, job.gpu_num,
-                                                                other.workload or UNKNOWN, other.gpu_num)[0]
-                            else:
-                                speed *= self._pair_speed(job, other, node.gpu_type)
+                            speed *= self._pair_speed(job, other, node.gpu_type)
                     slowest = min(slowest, speed)
         # (times 1.0 without a spread penalty: the same float)
         return (slowest * self._spread_speed(job) if self._spread_penalty else slowest), sharing
 
     def _pair_speed(self, job: Job, other: Job, gpu_type: str) -> float:
         """``job``'s speed beside ``other`` on a GPU of ``gpu_type`` ÷ its speed alone there."""
-        keys = table_keys(self.throughputs, job, other)
+        # (runs for every re-timed job, for each of its shared GPUs: no table, no key lookup)
+        keys = table_keys(self.throughputs, job, other) if self.throughputs is not None else None
         if keys is not None:
             return self.throughputs.pair_factor(*keys, gpu_type)  # type: ignore[union-attr]
         assert self.colocation is not None, "jobs without a throughput table share GPUs under sharing policies only"

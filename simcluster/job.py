@@ -189,12 +189,7 @@ class Job:
 
     def finish(self, now: float) -> None:
         assert self.state is JobState.RUNNING, self
-        if self.overhead_left or self.sharing:
-            self._account_run(now)
-        else:  # (the common end of a run: nothing owed, never shared; _account_run, inlined)
-            ran = now - self.run_started_at
-            self.busy_time += ran
-            self.work_left = max(0.0, self.work_left - ran * self.speed)
+        self._account_run(now)
         self.state = JobState.FINISHED
         self.end_time = now
 

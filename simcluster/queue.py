@@ -68,6 +68,14 @@ class _SortedJobs:
         return zip(islice(self.keys, self.head, None), islice(self.jobs, self.head, None))  # type: ignore[arg-type]
 
 
+def _push_sized(by_size: dict[int, _SortedJobs], entry: Entry, job: Job) -> None:
+    """Queue ``job`` among the jobs of its GPU count."""
+    sized = by_size.get(job.gpu_num)
+    if sized is None:
+        sized = by_size[job.gpu_num] = _SortedJobs()
+    sized.push(entry, job)
+
+
 class JobQueue:
     """Jobs sorted by ``key`` (ties: trace order).
 
@@ -88,18 +96,9 @@ class JobQueue:
     def push(self, job: Job) -> None:
         entry = (self._key(job), job.index)
         self._entry_of[job] = entry
-        every = self._all
-        keys = every.keys
-        if len(keys) == every.head or keys[-1] <= entry:  # (every.push's usual append, inlined)
-            keys.append(entry)
-            every.jobs.append(job)
-        else:
-            every.push(entry, job)
+        self._all.push(entry, job)
         if self._by_size is not None:
-            sized = self._by_size.get(job.gpu_num)
-            if sized is None:
-                sized = self._by_size[job.gpu_num] = _SortedJobs()
-            sized.push(entry, job)
+            _push_sized(self._by_size, entry, job)
 
     def remove(self, job: Job) -> None:
         entry = self._entry_of.pop(job)
@@ -115,10 +114,7 @@ class JobQueue:
         if self._by_size is None:
             self._by_size = {}
             for entry, job in self._all.entries():
-                sized = self._by_size.get(job.gpu_num)
-                if sized is None:
-                    sized = self._by_size[job.gpu_num] = _SortedJobs()
-                sized.push(entry, job)  # (in order: an append)
+                _push_sized(self._by_size, entry, job)  # (in order: an append)
         return self._by_size
 
     def rekey(self) -> None:

@@ -33,15 +33,13 @@ class Consolidate:
         if need <= per:
             buckets = vc.buckets
             for k in range(need, per + 1):
-                if mask := buckets[k]:  # (lowest_node(vc, mask), inlined: every single-node job comes here)
-                    return [(vc.nodes[(mask & -mask).bit_length() - 1], need)]
+                if mask := buckets[k]:
+                    return [(lowest_node(vc, mask), need)]
             return None
         full, rem = divmod(need, per)
         if vc.buckets[per].bit_count() < full:  # fewer wholly idle nodes than it needs (a blocked big job)
             return None
         idle = list(islice(vc.nodes_with_free(per), full + 1))  # (the first ones only: not every idle node)
-        if len(idle) < full:
-            return None
         plan: Plan = [(node, per) for node in idle[:full]]
         if rem:
             if len(idle) > full:

@@ -86,11 +86,7 @@ class ShortestRemainingTimeFirst(Policy):
         """The walk of the sharing variants: a job's speed varies with its partners, and a shared GPU counts
         as a fraction of one (:attr:`quota_of`), so every running job is walked, with its remaining time now."""
         now = ctx.now
-        running = []
-        for j in vc.running:  # remaining_at, inlined
-            ran = now - j.run_started_at
-            paid = min(ran, j.overhead_left)
-            running.append((j.overhead_left + j.work_left - (paid + (ran - paid) * j.speed), j))
+        running = [(j.remaining_at(now), j) for j in vc.running]
         head = self.pending_key(vc.pending.first())  # type: ignore[arg-type]
         quota_used: float = 0
         if running and head > max(map(itemgetter(0), running)):

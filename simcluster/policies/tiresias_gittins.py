@@ -125,11 +125,9 @@ class TiresiasGittins(Tiresias):
         """(GPUs of the running jobs whose key is at most ``head_key``, [(key, job) of the others]); with no
         ``head_key``, every running job is among the others.
 
-        :meth:`_key` and :meth:`GittinsIndex.index` inlined, term for term (the same floats): this runs
-        for every running job at every pass.  A job in a higher queue than the head's needs no index."""
-        thresholds, last_queue = self.thresholds, len(self.thresholds)
-        services, prefix = self.gittins._sorted, self.gittins._prefix
-        count, total = len(services), prefix[-1]
+        :meth:`_key`, with the attained service and queue computed once (the same floats): this runs for
+        every running job at every pass.  A job in a higher queue than the head's needs no index."""
+        thresholds, last_queue, index_of = self.thresholds, len(self.thresholds), self.gittins.index
         head_queue = -1 if head_key is None else head_key[0]
         used, rest = 0, []
         for job in vc.running:
@@ -138,19 +136,8 @@ class TiresiasGittins(Tiresias):
             if queue < head_queue:
                 used += job.gpu_num  # ahead of the head whatever its index
                 continue
-            alive = bisect_right(services, attained)
-            left = count - alive
-            if left == 0:
-                index = 0.0
-            elif queue == last_queue:  # unbounded quantum
-                index = left / (total - prefix[alive] - attained * left)
-            else:
-                quantum = thresholds[queue] - attained
-                done = bisect_right(services, attained + quantum, alive)
-                finished_within = done - alive
-                served = prefix[done] - prefix[alive] - attained * finished_within + (count - done) * quantum
-                index = finished_within / served if served > 0 else 0.0
-            key = (queue, -index, job.submit_time)
+            quantum = thresholds[queue] - attained if queue < last_queue else float("inf")
+            key = (queue, -index_of(attained, quantum), job.submit_time)
             if head_key is not None and key <= head_key:
                 used += job.gpu_num
             else:
