@@ -8,9 +8,11 @@ Order within one instant.  Completions and arrivals are ordinary SimPy
 events; the scheduler's pass is due with a *later* priority than any of them
 (:data:`LATE`), so at time t every job finishing at t has freed its GPUs and
 every job submitted at t has joined its queue before the policy runs — once,
-for every VC where something changed.  The pass is not an event in SimPy's
-queue: the run's loop (:meth:`Simulation._loop`, SimPy's own, less the pass
-events) runs it where SimPy would have popped its event.
+for every VC where something changed.  The pass, the arrivals and the
+policies' timers are not events in SimPy's queue: the run's loop
+(:meth:`Simulation._loop`, SimPy's own, less those events) runs each where
+SimPy would have popped its event; a job's process ends without an event
+(:class:`JobProcess`).
 
 Three optional limits, all off by default so the published simulators' figures hold:
 
@@ -36,7 +38,7 @@ from collections import Counter
 from collections.abc import Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass
 from functools import partial
-from heapq import heappop
+from heapq import heappop, heappush
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
@@ -75,15 +77,61 @@ def trigger_late(event: simpy.Event, delay: float = 0.0, priority: int = LATE) -
     event.env.schedule(event, priority, delay)  # type: ignore[arg-type]  # (SimPy types it as an EventPriority)
 
 
-def started_process(env: simpy.Environment, generator: Process) -> simpy.Process:
-    """``env.process(generator)`` with its first step already taken, here and now.
+class JobProcess(simpy.Process):
+    """A job's SimPy process, which ends without an event of its own when no one waits for it.
+
+    SimPy schedules a process as an event when its generator returns, so that whoever yields it
+    resumes.  Nothing waits for a job's process (its end is the engine's to record, in the job's own
+    life story), so that event would be popped with no callback: a million-job run made a million
+    of them.  The end is marked here instead: the process is triggered and processed at once.
+    Everything else is :meth:`simpy.Process._resume` as SimPy 4.1 writes it (one step per call:
+    a job's life never yields an event that has already been processed; if it did, SimPy's own
+    loop takes over).
+    """
+
+    def _resume(self, event: simpy.Event) -> None:
+        env = self.env
+        env._active_proc = self  # type: ignore[attr-defined]
+        try:
+            if event._ok:
+                target = self._generator.send(event._value)
+            else:  # an interrupt: SimPy's handling of a failed event, verbatim
+                event._defused = True  # type: ignore[attr-defined]
+                exc = type(event._value)(*event._value.args)
+                exc.__cause__ = event._value
+                target = self._generator.throw(exc)
+        except StopIteration as end:
+            self._ok, self._value = True, (end.args[0] if end.args else None)
+            if self.callbacks:  # someone waits for this job's end after all: SimPy's way
+                env.schedule(self)
+            else:
+                self.callbacks = None  # type: ignore[assignment]  # processed: there is no one to tell
+            self._target = None  # type: ignore[assignment]
+            env._active_proc = None  # type: ignore[attr-defined]
+            return
+        except BaseException as failure:  # noqa: BLE001  # (as SimPy: the run's loop raises it)
+            self._ok, self._value = False, failure
+            env.schedule(self)
+            self._target = None  # type: ignore[assignment]
+            env._active_proc = None  # type: ignore[attr-defined]
+            return
+        if target.callbacks is None:  # already processed: SimPy's loop sends its value on
+            simpy.Process._resume(self, target)
+            return
+        target.callbacks.append(self._resume)
+        self._target = target
+        env._active_proc = None  # type: ignore[attr-defined]
+
+
+def started_process(env: simpy.Environment, generator: Process) -> JobProcess:
+    """``env.process(generator)`` (a :class:`JobProcess`) with its first step already taken, here and now.
 
     SimPy starts a process through an URGENT *Initialize* event that runs the generator's first step
     before anything else of the instant.  Where the caller runs at that instant and nothing can come
-    between (a job's submission in the arrival callback), taking the step inline is the same story
+    between (a job's submission at its arrival), taking the step inline is the same story
     without the event: a million-job run then has a million fewer events.
     """
-    process = simpy.Process.__new__(simpy.Process)  # Process.__init__ would schedule the Initialize event
+    process = JobProcess.__new__(JobProcess)  # Process.__init__ would schedule the Initialize event
     process.env, process.callbacks, process._generator = env, [], generator
     target = next(generator)
     target.callbacks.append(process._resume)
@@ -268,6 +316,9 @@ class Simulation:
         self._dirty: dict[str, None] = {}
         self._timers: set[tuple[str, float]] = set()  # (VC, time) of policy wake-ups already set
         self._pass_at: tuple[float, int, int] | None = None  # (now, LATE, SimPy event id) of the pass due now
+        # the engine's own calls (arrivals, policies' timers), ordered with SimPy's events: (time, priority,
+        # SimPy event id, call), in a heap beside SimPy's queue (see _loop)
+        self._calls: list[tuple[float, int, int, Callable[[], None]]] = []
         self._unfinished = len(jobs)
         self._all_done = self.env.event()
         self.running = self.pending = 0
@@ -283,7 +334,7 @@ class Simulation:
     def run(self) -> None:
         env = self.env
         arrivals = sorted(self.jobs, key=attrgetter("submit_time", "index"))  # (a C key: a million jobs sort in 0.2 s)
-        self._call_at(0.0, lambda _: self._arrive(arrivals, 0), URGENT)  # first, as a process would start
+        self._call_at(0.0, lambda: self._arrive(arrivals, 0), URGENT)  # first, as a process would start
         for node in self.cluster.nodes if self.config.node_mtbf > 0 else ():  # (a node that never fails has no life)
             env.process(self._node_life(node, random.Random(f"{self.config.seed}:{node.name}")))
         if not self._unfinished:
@@ -300,32 +351,40 @@ class Simulation:
             raise SimulationStalled(f"simulation stalled at t={env.now}: jobs {stuck} can never run") from exc
 
     def _loop(self, stop: simpy.Event) -> None:
-        """SimPy's ``env.run(until=stop)``, with the scheduler's passes kept out of its event queue.
+        """SimPy's ``env.run(until=stop)``, with the engine's own calls kept out of its event queue.
 
-        A pass would be an event with one callback at every scheduling instant (two in five of a run's
-        events).  Instead :meth:`_request_pass` takes the place such an event would have in the queue,
-        (now, :data:`LATE`, the next event id), and the loop runs the pass when nothing in the queue
-        comes before that place: the same order, without the event's making, queueing and stepping.
-        Otherwise this is :meth:`simpy.Environment.step` as SimPy 4 does it.
+        A scheduler pass would be an event with one callback at every scheduling instant, an arrival or a
+        policy's timer one more: each only calls the engine.  Instead each takes the place such an event
+        would have in the queue — (time, priority, the next event id), as :meth:`simpy.Environment.schedule`
+        would give it — the pass in :attr:`_pass_at` (:meth:`_request_pass`), the others in the heap
+        :attr:`_calls` (:meth:`_call_at`); the loop runs whichever of them and of the queue's events comes
+        first: the same order, without the events' making, queueing and stepping.  Otherwise this is
+        :meth:`simpy.Environment.step` as SimPy 4 does it.
         """
         env = self.env
-        queue = env._queue  # type: ignore[attr-defined]
+        queue, calls = env._queue, self._calls  # type: ignore[attr-defined]
         stopped: list[simpy.Event] = []
         stop.callbacks.append(stopped.append)  # type: ignore[union-attr]
         while not stopped:
-            if self._pass_at is not None and (not queue or self._pass_at < queue[0]):
-                self._scheduler_pass()
-                continue
-            if not queue:
+            due = self._pass_at
+            if calls and (due is None or calls[0] < due):
+                due = calls[0]
+            if queue and (due is None or queue[0] < due):
+                env._now, _, _, event = heappop(queue)  # type: ignore[attr-defined]
+                callbacks, event.callbacks = event.callbacks, None
+                for callback in callbacks:
+                    callback(event)
+                if not event._ok and not hasattr(event, "_defused"):  # a process failed, and no one handled it
+                    exc = type(event._value)(*event._value.args)
+                    exc.__cause__ = event._value
+                    raise exc
+            elif due is None:
                 raise RuntimeError(f"no scheduled events left but {stop} was not triggered")
-            env._now, _, _, event = heappop(queue)  # type: ignore[attr-defined]
-            callbacks, event.callbacks = event.callbacks, None
-            for callback in callbacks:
-                callback(event)
-            if not event._ok and not hasattr(event, "_defused"):  # a process failed, and no one handled it
-                exc = type(event._value)(*event._value.args)
-                exc.__cause__ = event._value
-                raise exc
+            elif due is self._pass_at:
+                self._scheduler_pass()
+            else:
+                env._now, _, _, call = heappop(calls)  # type: ignore[attr-defined]
+                call()
         if not stop._ok:
             raise stop._value
 
@@ -341,17 +400,16 @@ class Simulation:
         for i in range(first, len(jobs)):
             job = jobs[i]
             if job.submit_time > now:
-                self._call_at(job.submit_time - now, lambda _, i=i: self._arrive(jobs, i))
+                self._call_at(job.submit_time - now, partial(self._arrive, jobs, i))
                 return
             submit(job)
             job.process = started_process(env, life(job))
 
-    def _call_at(self, delay: float, callback: Callable[[simpy.Event], None], priority: int = NORMAL) -> None:
-        """Call ``callback`` ``delay`` seconds from now, ordered among that instant's events by ``priority``."""
-        event = simpy.Event(self.env)
-        event.callbacks.append(callback)  # type: ignore[union-attr]
-        event._ok, event._value = True, None  # trigger_late, inlined: this runs at every scheduling instant
-        self.env.schedule(event, priority, delay)  # type: ignore[arg-type]
+    def _call_at(self, delay: float, call: Callable[[], None], priority: int = NORMAL) -> None:
+        """Call ``call`` ``delay`` seconds from now, ordered among that instant's events by ``priority``: where
+        an event scheduled now would be, without the event (see :meth:`_loop`)."""
+        env = self.env
+        heappush(self._calls, (env._now + delay, priority, next(env._eid), call))  # type: ignore[attr-defined]
 
     def _submit(self, job: Job) -> None:
         """Queue a job at its submit time.
@@ -707,7 +765,7 @@ class Simulation:
         timers.add(key)
         self._call_at(max(0.0, when - self.env.now), partial(self._ring, vc, key), LATE)
 
-    def _ring(self, vc: VirtualCluster, key: tuple[str, float], _: simpy.Event) -> None:
+    def _ring(self, vc: VirtualCluster, key: tuple[str, float]) -> None:
         """A policy's timer is due: forget it, and ask for a pass on its VC."""
         self._timers.discard(key)
         self._request_pass(vc)
