@@ -56,12 +56,17 @@ class ShortestRemainingTimeFirst(Policy):
         if self.shares_gpus:
             self._schedule_shared(vc, ctx)
             return
+        pending, held = vc.pending, self._held.get(vc.name, 0)
+        if len(pending) == 1 and held + pending.first().gpu_num <= vc.total_gpus:  # type: ignore[union-attr]
+            # the one waiting job fits beside every running one: the walk would start it and preempt none
+            ctx.try_start(pending.first())  # type: ignore[arg-type]
+            return
         now = ctx.now
-        head = self.pending_key(vc.pending.first())  # type: ignore[arg-type]
+        head = self.pending_key(pending.first())  # type: ignore[arg-type]
         ends = self._by_end.get(vc.name)
         if ends and head > ends[-1][0] - now:  # (the longest remaining time: the last end)
             # every running job comes first and fits: only what is left is handed out
-            quota_used = self._held[vc.name]
+            quota_used = held
             if all(size > vc.total_gpus - quota_used for size in vc.pending.sizes()):
                 return  # and no waiting job fits what is left (none at all when nothing is)
             running: list[tuple[float, Job]] = []
@@ -70,7 +75,7 @@ class ShortestRemainingTimeFirst(Policy):
             # its quota counts): hand them their GPUs up front, walk only the rest.  Whole GPU counts, so the
             # sum is exact in any order.  Remaining time (end - now) grows with the end: they are a prefix
             first_rest = bisect_left(ends, head, key=lambda entry: entry[0] - now)
-            running, quota_used = [], self._held[vc.name]
+            running, quota_used = [], held
             for end, _, job in ends[first_rest:] if first_rest else ends:
                 running.append((end - now, job))
                 quota_used -= job.gpu_num
