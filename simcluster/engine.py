@@ -211,7 +211,7 @@ class _VcContext:
 
     @property
     def now(self) -> float:
-        return self.sim.env.now
+        return self.sim.env._now  # type: ignore[attr-defined]  # (SimPy's own attribute: this runs at every pass)
 
     def start_on(self, job: Job, plan: Plan) -> None:
         self.sim.start(job, self.vc, plan)
@@ -366,7 +366,7 @@ class Simulation:
         stopped: list[simpy.Event] = []
         stop.callbacks.append(stopped.append)  # type: ignore[union-attr]
         while not stopped:
-            due = self._pass_at
+            due: tuple[Any, ...] | None = self._pass_at
             if calls and (due is None or calls[0] < due):
                 due = calls[0]
             if queue and (due is None or queue[0] < due):
@@ -395,7 +395,7 @@ class Simulation:
         Submits the jobs due now and starts their processes, then sets one event at the next submit time
         whose callback goes on from there: an event per distinct submit time, and no generator to resume."""
         env = self.env
-        now = env.now
+        now = env._now  # type: ignore[attr-defined]
         submit, life = self._submit, self._job_life
         for i in range(first, len(jobs)):
             job = jobs[i]
@@ -415,7 +415,7 @@ class Simulation:
         """Queue a job at its submit time.
 
         The policy may route the job through another partition first (``job.queue_vc``)."""
-        vcs, now = self.cluster.vcs, self.env.now
+        vcs, now = self.cluster.vcs, self.env._now  # type: ignore[attr-defined]
         vcs[job.queue_vc].to_arrive -= 1
         if self._policy_on_submit:
             self.policy.on_submit(job, now)
@@ -450,7 +450,7 @@ class Simulation:
         if self._on_sample:
             counts = self.cluster.counts
             for hook in self._on_sample:
-                hook(self.env.now, counts.used, counts.shared, self.running, self.pending)
+                hook(self.env._now, counts.used, counts.shared, self.running, self.pending)
 
     def _node_life(self, node: Node, rng: random.Random) -> Process:
         """Fails after an exponential time with mean ``node_mtbf``, is repaired, and so on."""
@@ -504,7 +504,7 @@ class Simulation:
 
     def start(self, job: Job, vc: VirtualCluster, plan: Plan) -> None:
         """Start ``job`` on ``plan``: (node, count) takes idle GPUs, (node, [ids]) exactly those (sharing)."""
-        now = self.env.now
+        now = self.env._now  # type: ignore[attr-defined]
         if len(plan) == 1:  # (most jobs fit on one node)
             node, where = plan[0]
             job.allocation = ((node, node.allocate(job, where) if isinstance(where, int) else node.attach(job, where)),)
@@ -624,7 +624,7 @@ class Simulation:
 
     def _stop(self, job: Job, vc: VirtualCluster, overhead: float = 0.0,
               lose_since_checkpoint: float | None = None) -> None:
-        job.stop(self.env.now, overhead, lose_since_checkpoint)
+        job.stop(self.env._now, overhead, lose_since_checkpoint)
         self._release(job, vc)
         self._enqueue(job, vc)
 
@@ -741,7 +741,7 @@ class Simulation:
                     hook(job, now)
 
     def _finish(self, job: Job, vc: VirtualCluster) -> None:
-        now = self.env.now
+        now = self.env._now  # type: ignore[attr-defined]
         job.finish(now)
         self._release(job, vc)
         job.process = job.run_end = None  # a finished job keeps no SimPy objects alive
@@ -763,7 +763,7 @@ class Simulation:
         if key in timers:
             return
         timers.add(key)
-        self._call_at(max(0.0, when - self.env.now), partial(self._ring, vc, key), LATE)
+        self._call_at(max(0.0, when - self.env._now), partial(self._ring, vc, key), LATE)
 
     def _ring(self, vc: VirtualCluster, key: tuple[str, float]) -> None:
         """A policy's timer is due: forget it, and ask for a pass on its VC."""
@@ -774,4 +774,4 @@ class Simulation:
         self._dirty[vc.name] = None
         if self._pass_at is None:  # the place in the queue a LATE event scheduled now would take
             env = self.env
-            self._pass_at = (env.now, LATE, next(env._eid))  # type: ignore[attr-defined]
+            self._pass_at = (env._now, LATE, next(env._eid))  # type: ignore[attr-defined]
