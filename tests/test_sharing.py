@@ -157,3 +157,30 @@ def test_sharing_respects_capacity_and_memory_and_conserves_work(rows, policy, s
         assert guard.progress.get(job_id, 0.0) == pytest.approx(row["duration"], abs=1e-6)
         assert row["end_time"] >= row["start_time"] >= row["submit_time"]
         assert row["busy_time"] >= row["duration"] + row["overhead"] - 1e-6
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=st.lists(st.tuples(st.sampled_from([1, 2, 3, 4, 8, 16]), st.integers(0, 300), st.integers(1, 300)),
+                     min_size=1, max_size=25),
+       policy=st.sampled_from(["srtf-ars", "srtf-wrs", "sjf-ffs", "sjf-bsbf"]), max_jobs=st.sampled_from([2, 3]))
+def test_nodes_passed_over_for_sharing_could_never_have_held_the_job(rows, policy, max_jobs):
+    """Sharing placements only skip nodes that no partner cost could make a candidate: the same runs as
+    when every node is weighed (only the number of slowdown lookups differs)."""
+    import simcluster.policies.sharing as sharing
+
+    rows = [("a", g, t, d) for g, t, d in sorted(rows, key=lambda r: r[1])]
+    # slowdowns that differ by pair, so which partners a placement weighs shows in the results
+    trace = make_trace(rows, {"a": 3})
+    trace.frame["model"], trace.frame["dataset"], trace.frame["amp"] = "M", "D", 0
+    trace.frame["batchsize"] = [16 * (1 + i % 3) for i in range(len(rows))]
+
+    def results():
+        model = FixedColocation(0.6, memory=500.0)
+        model.pair_speeds = lambda a, na, b, nb: (0.5 + 0.1 * (a.batchsize // 16), 0.9 - 0.1 * (b.batchsize // 16))
+        return simulate(trace, SimConfig(policy=policy, max_jobs_per_gpu=max_jobs), colocation=model).jobs
+
+    pruned = results()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sharing, "may_share_on", lambda node, need, max_jobs: True)
+        weighed = results()
+    pd.testing.assert_frame_equal(pruned, weighed)

@@ -69,6 +69,14 @@ def wise_partner_cost(ctx: SchedulingContext) -> PartnerCost:
     return cost
 
 
+def may_share_on(node: Node, need: int, max_jobs: int) -> bool:
+    """Whether a job of ``need`` GPUs (at most a node's) might share on ``node``: it has too few idle GPUs for
+    the job (else the job would not share) and, where a GPU holds at most two jobs, enough idle and singly used
+    ones.  A node that fails this is no candidate whatever its partners cost, so their slowdowns are not
+    looked up (``colocation_fallbacks`` counts the lookups made)."""
+    return node.gpu_count - node.used < need and (max_jobs != 2 or need <= node.gpu_count - node.shared)
+
+
 def shared_plan(job: Job, vc: VirtualCluster, ctx: SchedulingContext, partner_cost: PartnerCost) -> Plan | None:
     """Idle GPUs plus shareable ones for ``job``, using as few shared GPUs as possible.
 
@@ -105,8 +113,10 @@ def shared_plan(job: Job, vc: VirtualCluster, ctx: SchedulingContext, partner_co
         return list(node.free_ids), shareable
 
     need = job.gpu_num
-    candidates = [(node, *usable(node)) for node in vc.nodes if node.up and node.used and job.speed_on(node.gpu_type)]
-    if need <= vc.gpus_per_node:
+    one_node = need <= vc.gpus_per_node
+    candidates = [(node, *usable(node)) for node in vc.nodes if node.up and node.used and job.speed_on(node.gpu_type)
+                  and (not one_node or may_share_on(node, need, max_jobs))]
+    if one_node:
         best = None
         for node, idle, shareable in candidates:
             shared_needed = need - len(idle)
