@@ -121,7 +121,8 @@ def simulate(trace: Trace | HeteroTrace, config: SimConfig | None = None, observ
     # (finished jobs in trace order, listed now rather than collected by a hook as each finished:
     # no call per job during the run, and the jobs table's sort by trace index finds them in order)
     done = [job for job in jobs if job.state is JobState.FINISHED]
-    frame = jobs_frame(done + left, now=sim.env.now, left_at=sim.abandoned)
+    given = trace.frame if isinstance(trace, Trace) and not merged else None  # (merged: VCs not the trace's)
+    frame = jobs_frame(done + left, now=sim.env.now, left_at=sim.abandoned, trace=given)
     series = pd.DataFrame(
         {"time": timeline.time, "busy_gpus": timeline.used_gpus, "shared_gpus": timeline.shared_gpus,
          "running_jobs": timeline.running, "pending_jobs": timeline.pending}

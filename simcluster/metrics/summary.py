@@ -19,12 +19,14 @@ JOB_COLUMNS = [
 
 
 def jobs_frame(jobs: Iterable[Job], now: float | None = None,
-               left_at: Mapping[Job, float] | None = None) -> pd.DataFrame:
+               left_at: Mapping[Job, float] | None = None, trace: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per job, in trace order (times in seconds).
 
     Jobs not finished (a run stopped at a horizon, or a job abandoned) have no end time and no JCT;
     their queueing and busy time count up to ``now`` (the run's end), or for a job in ``left_at``
-    (taken out of the run) up to when it left.
+    (taken out of the run) up to when it left.  ``trace``: the trace's table the jobs were made from
+    (row ``i`` is the job of index ``i``, its columns what the job was given), from which the given
+    columns are taken as they are: a million job ids and names need no conversion to text columns again.
     """
     rows = sorted(jobs, key=attrgetter("index"))
     left_at = left_at or {}
@@ -46,6 +48,12 @@ def jobs_frame(jobs: Iterable[Job], now: float | None = None,
     def column(name: str, dtype: Any = float) -> np.ndarray:  # (map and attrgetter: no Python frame per job)
         return np.fromiter(map(attrgetter(name), rows), dtype, n)
 
+    given = _given_columns(trace, column("index", np.int64)) if trace is not None else None
+    if given is None:
+        given = {"job_id": list(map(attrgetter("job_id"), rows)), "vc": list(map(attrgetter("vc"), rows)),
+                 "user": list(map(attrgetter("user"), rows)), "gpu_num": column("gpu_num", np.int64),
+                 "submit_time": _whole_if_whole(column("submit_time")),
+                 "duration": _whole_if_whole(column("duration"))}
     if list(map(attrgetter("state"), rows)).count(JobState.FINISHED) == n:  # the usual run: every job done
         start, end, queued, busy_time = (column("start_time"), column("end_time"), column("queue_time"),
                                           column("busy_time"))
@@ -56,14 +64,9 @@ def jobs_frame(jobs: Iterable[Job], now: float | None = None,
         busy_time = np.fromiter((busy(j) for j in rows), float, n)
     frame = pd.DataFrame(
         {
-            "job_id": list(map(attrgetter("job_id"), rows)),
-            "vc": list(map(attrgetter("vc"), rows)),
-            "user": list(map(attrgetter("user"), rows)),
-            "gpu_num": column("gpu_num", np.int64),
-            "submit_time": _whole_if_whole(column("submit_time")),
+            **given,
             "start_time": start,
             "end_time": end,
-            "duration": _whole_if_whole(column("duration")),
             "queue": queued,
             "preemptions": column("preemptions", np.int64),
             "restarts": column("restarts", np.int64),
@@ -80,6 +83,27 @@ def jobs_frame(jobs: Iterable[Job], now: float | None = None,
     frame["mean_speed"] = np.where(working > 0, work / working.where(working > 0, 1.0), 1.0)
     frame.loc[frame["end_time"].isna(), "mean_speed"] = np.nan  # its work is not done: no speed to tell
     return frame[JOB_COLUMNS]
+
+
+def _given_columns(trace: pd.DataFrame, index: np.ndarray) -> dict[str, Any] | None:
+    """The jobs' given columns (id, VC, user, GPUs, submit time, duration) from the rows ``index`` of the
+    trace's table, with the values and types that reading them from the jobs gives; None when the table
+    does not hold them all as such (text columns of another type: the jobs are read instead)."""
+    if not all(c in trace for c in ("job_id", "vc", "gpu_num", "submit_time", "duration")):
+        return None
+    text = ["job_id", "vc", *(["user"] if "user" in trace else [])]
+    if not all(isinstance(trace[c].dtype, pd.StringDtype) for c in text):
+        return None
+    whole = len(index) == len(trace) and bool((index == np.arange(len(index))).all())
+    taken = {c: trace[c].array if whole else trace[c].array.take(index) for c in text}
+    return {
+        "job_id": taken["job_id"],
+        "vc": taken["vc"],
+        "user": taken.get("user", [""] * len(index)),
+        "gpu_num": trace["gpu_num"].to_numpy(np.int64)[index],
+        "submit_time": _whole_if_whole(trace["submit_time"].to_numpy(float)[index]),
+        "duration": _whole_if_whole(trace["duration"].to_numpy(float)[index]),
+    }
 
 
 def _whole_if_whole(values: np.ndarray) -> np.ndarray:
