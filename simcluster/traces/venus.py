@@ -201,10 +201,44 @@ def read_csv(path: Path) -> pd.DataFrame:
     """Every field as text ("" where empty), blank lines kept (so rows map to file lines)."""
     if not path.is_file():
         raise TraceError(path, "no such file")
+    plain = _read_plain_csv(path)
+    if plain is not None:
+        return plain
     try:
         return pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True, skip_blank_lines=False)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
         raise TraceError(path, f"not a readable CSV file ({exc})") from exc
+
+
+def _read_plain_csv(path: Path) -> pd.DataFrame | None:
+    """What :func:`read_csv` reads, by Arrow's CSV reader (on a million rows about half pandas' CPU time),
+    for a plain file: UTF-8 without a byte-order mark, no quotes, no blank lines, a header of distinct
+    non-empty names, every row as long as the header and no field starting with a space.  None for any
+    other file, which pandas reads (and whose problems it reports).
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as pa_csv
+
+    data = path.read_bytes()
+    end = data.find(b"\n")
+    if end <= 0 or data.startswith(b"\xef\xbb\xbf") or any(s in data for s in (b'"', b"\n\n", b"\n\r\n")):
+        return None
+    try:
+        names = data[:end].decode().rstrip("\r").split(",")
+    except UnicodeDecodeError:
+        return None
+    if not all(names) or len(set(names)) < len(names) or any(n != n.lstrip(" ") for n in names):
+        return None
+    try:
+        table = pa_csv.read_csv(pa.py_buffer(data), parse_options=pa_csv.ParseOptions(quote_char=False),
+                                convert_options=pa_csv.ConvertOptions(column_types=dict.fromkeys(names, pa.string())))
+    except (pa.ArrowException, ValueError):
+        return None
+    columns = table.columns
+    if table.column_names != names or any(pc.any(pc.starts_with(c, " ")).as_py() for c in columns):
+        return None
+    return pd.DataFrame({name: pd.Series(c, dtype=str) for name, c in zip(names, columns, strict=True)})
 
 
 def _read_log(path: Path) -> tuple[pd.DataFrame, np.ndarray]:
