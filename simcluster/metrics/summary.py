@@ -48,32 +48,41 @@ def jobs_frame(jobs: Iterable[Job], now: float | None = None,
     def column(name: str, dtype: Any = float) -> np.ndarray:  # (map and attrgetter: no Python frame per job)
         return np.fromiter(map(attrgetter(name), rows), dtype, n)
 
-    given = _given_columns(trace, column("index", np.int64)) if trace is not None else None
-    if given is None:
-        given = {"job_id": list(map(attrgetter("job_id"), rows)), "vc": list(map(attrgetter("vc"), rows)),
-                 "user": list(map(attrgetter("user"), rows)), "gpu_num": column("gpu_num", np.int64),
-                 "submit_time": _whole_if_whole(column("submit_time")),
-                 "duration": _whole_if_whole(column("duration"))}
+    counts = ("preemptions", "restarts", "overhead_total", "lost_work", "shared_seconds")
     if list(map(attrgetter("state"), rows)).count(JobState.FINISHED) == n:  # the usual run: every job done
-        start, end, queued, busy_time = (column("start_time"), column("end_time"), column("queue_time"),
-                                          column("busy_time"))
+        # (one pass reading every figure of a job at once: after a long run the jobs are out of the CPU's
+        # caches, and a pass per column would fetch each job's memory again)
+        read = ("index", "start_time", "end_time", "queue_time", "busy_time", *counts)
+        record = np.dtype([(name, np.int64 if name in ("index", "preemptions", "restarts") else float) for name in read])
+        values = np.fromiter(map(attrgetter(*read), rows), record, n)
+        start, end, queued, busy_time = (values["start_time"], values["end_time"], values["queue_time"],
+                                         values["busy_time"])
+        index = values["index"]
     else:
         start = np.fromiter((maybe(j.start_time) for j in rows), float, n)
         end = np.fromiter((maybe(j.end_time) for j in rows), float, n)
         queued = np.fromiter((queue(j) for j in rows), float, n)
         busy_time = np.fromiter((busy(j) for j in rows), float, n)
+        values = {name: column(name, np.int64 if name in ("preemptions", "restarts") else float) for name in counts}
+        index = column("index", np.int64) if trace is not None else None
+    given = _given_columns(trace, index) if trace is not None else None
+    if given is None:
+        given = {"job_id": list(map(attrgetter("job_id"), rows)), "vc": list(map(attrgetter("vc"), rows)),
+                 "user": list(map(attrgetter("user"), rows)), "gpu_num": column("gpu_num", np.int64),
+                 "submit_time": _whole_if_whole(column("submit_time")),
+                 "duration": _whole_if_whole(column("duration"))}
     frame = pd.DataFrame(
         {
             **given,
             "start_time": start,
             "end_time": end,
             "queue": queued,
-            "preemptions": column("preemptions", np.int64),
-            "restarts": column("restarts", np.int64),
+            "preemptions": values["preemptions"],
+            "restarts": values["restarts"],
             "busy_time": busy_time,
-            "overhead": column("overhead_total"),
-            "lost_work": column("lost_work"),
-            "shared_seconds": column("shared_seconds"),
+            "overhead": values["overhead_total"],
+            "lost_work": values["lost_work"],
+            "shared_seconds": values["shared_seconds"],
         }
     )
     frame["jct"] = frame["end_time"] - frame["submit_time"]
