@@ -53,7 +53,8 @@ def jobs_frame(jobs: Iterable[Job], now: float | None = None,
         # (one pass reading every figure of a job at once: after a long run the jobs are out of the CPU's
         # caches, and a pass per column would fetch each job's memory again)
         read = ("index", "start_time", "end_time", "queue_time", "busy_time", *counts)
-        record = np.dtype([(name, np.int64 if name in ("index", "preemptions", "restarts") else float) for name in read])
+        whole = ("index", "preemptions", "restarts")
+        record = np.dtype([(name, np.int64 if name in whole else float) for name in read])
         values = np.fromiter(map(attrgetter(*read), rows), record, n)
         start, end, queued, busy_time = (values["start_time"], values["end_time"], values["queue_time"],
                                          values["busy_time"])
@@ -171,7 +172,7 @@ def summarize(frame: pd.DataFrame, vc_gpus: Mapping[str, int],
     total = (sum(s for s, _ in vc_sharing.values()), sum(e for _, e in vc_sharing.values()))
     summary.update(figures(frame, sum(vc_gpus.values()) + partition_gpus, total, run_end))
     vcs = frame["vc"]
-    slim = frame.drop(columns=["job_id", "vc"], errors="ignore")  # (text the figures do not read: each VC's rows copy less)
+    slim = frame.drop(columns=["job_id", "vc"], errors="ignore")  # (text figures do not read: less to copy per VC)
     summary["per_vc"] = {
         vc: figures(slim[(vcs == vc).to_numpy()], gpus, vc_sharing.get(vc, (0.0, 0.0)), run_end)
         for vc, gpus in vc_gpus.items()

@@ -251,7 +251,8 @@ def _read_plain_csv(path: Path) -> pd.DataFrame | None:
     if table.column_names != names or any(pc.any(pc.starts_with(c, " ")).as_py() for c in columns):
         return None
     text = pd.StringDtype("pyarrow", na_value=np.nan)  # pandas' "str", what read_csv(dtype=str) gives
-    return pd.DataFrame({name: pd.arrays.ArrowStringArray(c, dtype=text) for name, c in zip(names, columns, strict=True)})
+    return pd.DataFrame({name: pd.arrays.ArrowStringArray(column, dtype=text)
+                         for name, column in zip(names, columns, strict=True)})
 
 
 def _read_log(path: Path) -> tuple[pd.DataFrame, np.ndarray]:
