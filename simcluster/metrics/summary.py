@@ -72,27 +72,27 @@ def jobs_frame(jobs: Iterable[Job], now: float | None = None,
                  "user": list(map(attrgetter("user"), rows)), "gpu_num": column("gpu_num", np.int64),
                  "submit_time": _whole_if_whole(column("submit_time")),
                  "duration": _whole_if_whole(column("duration"))}
-    frame = pd.DataFrame(
-        {
-            **given,
-            "start_time": start,
-            "end_time": end,
-            "queue": queued,
-            "preemptions": values["preemptions"],
-            "restarts": values["restarts"],
-            "busy_time": busy_time,
-            "overhead": values["overhead_total"],
-            "lost_work": values["lost_work"],
-            "shared_seconds": values["shared_seconds"],
-        }
-    )
-    frame["jct"] = frame["end_time"] - frame["submit_time"]
+    submit, duration = np.asarray(given["submit_time"]), np.asarray(given["duration"])
+    overhead = values["overhead_total"]
     # progress made per second of running (1.0 unless the job shared GPUs); restore overhead excluded
-    working = frame["busy_time"] - frame["overhead"]
-    work = frame["duration"] + frame["lost_work"]
-    frame["mean_speed"] = np.where(working > 0, work / working.where(working > 0, 1.0), 1.0)
-    frame.loc[frame["end_time"].isna(), "mean_speed"] = np.nan  # its work is not done: no speed to tell
-    return frame[JOB_COLUMNS]
+    working, work = busy_time - overhead, duration + values["lost_work"]
+    mean_speed = np.where(working > 0, work / np.where(working > 0, working, 1.0), 1.0)
+    mean_speed[np.isnan(end)] = np.nan  # its work is not done: no speed to tell
+    table = {
+        **given,
+        "start_time": start,
+        "end_time": end,
+        "queue": queued,
+        "jct": end - submit,
+        "preemptions": values["preemptions"],
+        "restarts": values["restarts"],
+        "busy_time": busy_time,
+        "overhead": overhead,
+        "lost_work": values["lost_work"],
+        "shared_seconds": values["shared_seconds"],
+        "mean_speed": mean_speed,
+    }
+    return pd.DataFrame({name: table[name] for name in JOB_COLUMNS})  # (made in its order: no copy to reorder)
 
 
 def _given_columns(trace: pd.DataFrame, index: np.ndarray) -> dict[str, Any] | None:
