@@ -241,10 +241,11 @@ def _read_plain_csv(path: Path) -> pd.DataFrame | None:
         return None
     if not all(names) or len(set(names)) < len(names) or any(n != n.lstrip(" ") for n in names):
         return None
+    as_text = pa_csv.ConvertOptions(column_types=dict.fromkeys(names, pa.large_string()))  # (pandas' own string type)
     try:
         table = pa_csv.read_csv(pa.py_buffer(data), read_options=pa_csv.ReadOptions(use_threads=False),
                                 parse_options=pa_csv.ParseOptions(quote_char=False, ignore_empty_lines=False),
-                                convert_options=pa_csv.ConvertOptions(column_types=dict.fromkeys(names, pa.string())))
+                                convert_options=as_text)
     except (pa.ArrowException, ValueError):
         return None
     columns = table.columns
