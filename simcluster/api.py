@@ -9,11 +9,13 @@ from __future__ import annotations
 import gc
 import os
 import time
+from array import array
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from simcluster.cluster_spec import ONE_VC, ClusterSpec, parse_cluster
@@ -121,10 +123,12 @@ def simulate(trace: Trace | HeteroTrace, config: SimConfig | None = None, observ
     # (finished jobs in trace order, listed now rather than collected by a hook as each finished:
     # no call per job during the run, and the jobs table's sort by trace index finds them in order)
     done = [job for job in jobs if job.state is JobState.FINISHED]
-    frame = jobs_frame(done + left, now=sim.env.now, left_at=sim.abandoned)
+    given = trace.frame if isinstance(trace, Trace) and not merged else None  # (merged: VCs not the trace's)
+    frame = jobs_frame(done + left, now=sim.env.now, left_at=sim.abandoned, trace=given)
     series = pd.DataFrame(
-        {"time": timeline.time, "busy_gpus": timeline.used_gpus, "shared_gpus": timeline.shared_gpus,
-         "running_jobs": timeline.running, "pending_jobs": timeline.pending}
+        {"time": _numbers(timeline.time), "busy_gpus": _numbers(timeline.used_gpus),
+         "shared_gpus": _numbers(timeline.shared_gpus), "running_jobs": _numbers(timeline.running),
+         "pending_jobs": _numbers(timeline.pending)}
     )
     partitions = sim.policy.partitions()
     vc_gpus = {name: vc.total_gpus for name, vc in sim.cluster.vcs.items() if name not in partitions}
@@ -164,6 +168,16 @@ def simulate(trace: Trace | HeteroTrace, config: SimConfig | None = None, observ
         warnings=warnings,
     )
     return RunResult(frame, series, summary)
+
+
+def _numbers(values: array) -> np.ndarray | array:
+    """A typed array as a NumPy array in one copy (pandas would read an ``array.array`` value by value: seconds
+    for a long timeline); an empty one as it is, which pandas makes a float column whatever its type.
+
+    >>> _numbers(array("q", [1, 2])).dtype, _numbers(array("q")).typecode
+    (dtype('int64'), 'q')
+    """
+    return np.array(values) if len(values) else values
 
 
 def cluster_of(trace: Trace | HeteroTrace, config: SimConfig) -> tuple[ClusterSpec, str]:

@@ -92,16 +92,17 @@ def finish_time_fairness(jobs: pd.DataFrame, vc_gpus: Mapping[str, int]) -> np.n
     rho = np.full(len(jobs), np.nan)
     if not len(jobs):
         return rho
-    vcs = jobs["vc"]
+    codes, names = pd.factorize(jobs["vc"])  # (one pass over the text, not one per VC)
+    code = {name: k for k, name in enumerate(names)}
+    submit, end, duration, gpu_num, jct = (jobs[c].to_numpy(float)
+                                           for c in ("submit_time", "end_time", "duration", "gpu_num", "jct"))
     for vc, gpus in vc_gpus.items():
-        mine = np.flatnonzero((vcs == vc).to_numpy())  # compared as a column: no Python string per job
+        mine = np.flatnonzero(codes == code[vc]) if vc in code else np.empty(0, np.int64)
         if not len(mine) or gpus <= 0:
             continue
-        part = jobs.iloc[mine]
-        n = contention(part["submit_time"].to_numpy(float), part["end_time"].to_numpy(float))
-        alone = np.maximum(part["duration"].to_numpy(float), 1.0) * np.maximum(
-            1.0, part["gpu_num"].to_numpy(float) * n / gpus)
-        rho[mine] = part["jct"].to_numpy(float) / alone
+        n = contention(submit[mine], end[mine])
+        alone = np.maximum(duration[mine], 1.0) * np.maximum(1.0, gpu_num[mine] * n / gpus)
+        rho[mine] = jct[mine] / alone
     return rho
 
 

@@ -19,12 +19,14 @@ JOB_COLUMNS = [
 
 
 def jobs_frame(jobs: Iterable[Job], now: float | None = None,
-               left_at: Mapping[Job, float] | None = None) -> pd.DataFrame:
+               left_at: Mapping[Job, float] | None = None, trace: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per job, in trace order (times in seconds).
 
     Jobs not finished (a run stopped at a horizon, or a job abandoned) have no end time and no JCT;
     their queueing and busy time count up to ``now`` (the run's end), or for a job in ``left_at``
-    (taken out of the run) up to when it left.
+    (taken out of the run) up to when it left.  ``trace``: the trace's table the jobs were made from
+    (row ``i`` is the job of index ``i``, its columns what the job was given), from which the given
+    columns are taken as they are: a million job ids and names need no conversion to text columns again.
     """
     rows = sorted(jobs, key=attrgetter("index"))
     left_at = left_at or {}
@@ -46,40 +48,72 @@ def jobs_frame(jobs: Iterable[Job], now: float | None = None,
     def column(name: str, dtype: Any = float) -> np.ndarray:  # (map and attrgetter: no Python frame per job)
         return np.fromiter(map(attrgetter(name), rows), dtype, n)
 
+    counts = ("preemptions", "restarts", "overhead_total", "lost_work", "shared_seconds")
     if list(map(attrgetter("state"), rows)).count(JobState.FINISHED) == n:  # the usual run: every job done
-        start, end, queued, busy_time = (column("start_time"), column("end_time"), column("queue_time"),
-                                          column("busy_time"))
+        # (one pass reading every figure of a job at once: after a long run the jobs are out of the CPU's
+        # caches, and a pass per column would fetch each job's memory again)
+        read = ("index", "start_time", "end_time", "queue_time", "busy_time", *counts)
+        whole = ("index", "preemptions", "restarts")
+        record = np.dtype([(name, np.int64 if name in whole else float) for name in read])
+        values = np.fromiter(map(attrgetter(*read), rows), record, n)
+        start, end, queued, busy_time = (values["start_time"], values["end_time"], values["queue_time"],
+                                         values["busy_time"])
+        index = values["index"]
     else:
         start = np.fromiter((maybe(j.start_time) for j in rows), float, n)
         end = np.fromiter((maybe(j.end_time) for j in rows), float, n)
         queued = np.fromiter((queue(j) for j in rows), float, n)
         busy_time = np.fromiter((busy(j) for j in rows), float, n)
-    frame = pd.DataFrame(
-        {
-            "job_id": list(map(attrgetter("job_id"), rows)),
-            "vc": list(map(attrgetter("vc"), rows)),
-            "user": list(map(attrgetter("user"), rows)),
-            "gpu_num": column("gpu_num", np.int64),
-            "submit_time": _whole_if_whole(column("submit_time")),
-            "start_time": start,
-            "end_time": end,
-            "duration": _whole_if_whole(column("duration")),
-            "queue": queued,
-            "preemptions": column("preemptions", np.int64),
-            "restarts": column("restarts", np.int64),
-            "busy_time": busy_time,
-            "overhead": column("overhead_total"),
-            "lost_work": column("lost_work"),
-            "shared_seconds": column("shared_seconds"),
-        }
-    )
-    frame["jct"] = frame["end_time"] - frame["submit_time"]
+        values = {name: column(name, np.int64 if name in ("preemptions", "restarts") else float) for name in counts}
+        index = column("index", np.int64) if trace is not None else None
+    given = _given_columns(trace, index) if trace is not None else None
+    if given is None:
+        given = {"job_id": list(map(attrgetter("job_id"), rows)), "vc": list(map(attrgetter("vc"), rows)),
+                 "user": list(map(attrgetter("user"), rows)), "gpu_num": column("gpu_num", np.int64),
+                 "submit_time": _whole_if_whole(column("submit_time")),
+                 "duration": _whole_if_whole(column("duration"))}
+    submit, duration = np.asarray(given["submit_time"]), np.asarray(given["duration"])
+    overhead = values["overhead_total"]
     # progress made per second of running (1.0 unless the job shared GPUs); restore overhead excluded
-    working = frame["busy_time"] - frame["overhead"]
-    work = frame["duration"] + frame["lost_work"]
-    frame["mean_speed"] = np.where(working > 0, work / working.where(working > 0, 1.0), 1.0)
-    frame.loc[frame["end_time"].isna(), "mean_speed"] = np.nan  # its work is not done: no speed to tell
-    return frame[JOB_COLUMNS]
+    working, work = busy_time - overhead, duration + values["lost_work"]
+    mean_speed = np.where(working > 0, work / np.where(working > 0, working, 1.0), 1.0)
+    mean_speed[np.isnan(end)] = np.nan  # its work is not done: no speed to tell
+    table = {
+        **given,
+        "start_time": start,
+        "end_time": end,
+        "queue": queued,
+        "jct": end - submit,
+        "preemptions": values["preemptions"],
+        "restarts": values["restarts"],
+        "busy_time": busy_time,
+        "overhead": overhead,
+        "lost_work": values["lost_work"],
+        "shared_seconds": values["shared_seconds"],
+        "mean_speed": mean_speed,
+    }
+    return pd.DataFrame({name: table[name] for name in JOB_COLUMNS})  # (made in its order: no copy to reorder)
+
+
+def _given_columns(trace: pd.DataFrame, index: np.ndarray) -> dict[str, Any] | None:
+    """The jobs' given columns (id, VC, user, GPUs, submit time, duration) from the rows ``index`` of the
+    trace's table, with the values and types that reading them from the jobs gives; None when the table
+    does not hold them all as such (text columns of another type: the jobs are read instead)."""
+    if not all(c in trace for c in ("job_id", "vc", "gpu_num", "submit_time", "duration")):
+        return None
+    text = ["job_id", "vc", *(["user"] if "user" in trace else [])]
+    if not all(isinstance(trace[c].dtype, pd.StringDtype) for c in text):
+        return None
+    whole = len(index) == len(trace) and bool((index == np.arange(len(index))).all())
+    taken = {c: trace[c].array if whole else trace[c].array.take(index) for c in text}
+    return {
+        "job_id": taken["job_id"],
+        "vc": taken["vc"],
+        "user": taken.get("user", [""] * len(index)),
+        "gpu_num": trace["gpu_num"].to_numpy(np.int64)[index],
+        "submit_time": _whole_if_whole(trace["submit_time"].to_numpy(float)[index]),
+        "duration": _whole_if_whole(trace["duration"].to_numpy(float)[index]),
+    }
 
 
 def _whole_if_whole(values: np.ndarray) -> np.ndarray:
@@ -137,8 +171,10 @@ def summarize(frame: pd.DataFrame, vc_gpus: Mapping[str, int],
     vc_sharing = vc_sharing or {}
     total = (sum(s for s, _ in vc_sharing.values()), sum(e for _, e in vc_sharing.values()))
     summary.update(figures(frame, sum(vc_gpus.values()) + partition_gpus, total, run_end))
+    vcs = frame["vc"]
+    slim = frame.drop(columns=["job_id", "vc"], errors="ignore")  # (text figures do not read: less to copy per VC)
     summary["per_vc"] = {
-        vc: figures(frame[frame["vc"] == vc], gpus, vc_sharing.get(vc, (0.0, 0.0)), run_end)
+        vc: figures(slim[(vcs == vc).to_numpy()], gpus, vc_sharing.get(vc, (0.0, 0.0)), run_end)
         for vc, gpus in vc_gpus.items()
     }
     return summary
