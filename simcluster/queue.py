@@ -127,6 +127,10 @@ class JobQueue:
     def first(self) -> Job | None:
         return self._all.jobs[self._all.head] if self._entry_of else None
 
+    def first_entry(self) -> Entry:
+        """The head's (key, trace index), as the queue holds it (the smallest); the queue must not be empty."""
+        return self._all.keys[self._all.head]
+
     def sizes(self) -> list[int]:
         """The GPU counts that jobs in the queue ask for."""
         return list(self._sized())

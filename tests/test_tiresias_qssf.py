@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 from itertools import accumulate
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from conftest import make_trace
@@ -139,6 +140,31 @@ def test_gittins_refreshed_piece_by_piece_keeps_the_same_sums_as_summing_from_sc
         g.refresh()
         assert g._sorted == sorted(seen)
         assert g._prefix == [0.0, *accumulate(sorted(seen))]  # exactly: same additions, same order
+
+@settings(max_examples=800, deadline=None)
+@given(services=st.lists(st.integers(1, 40).map(lambda k: k * 7.3), min_size=1, max_size=30),
+       thresholds=st.lists(st.integers(1, 40).map(lambda k: k * 7.3), min_size=1, max_size=3, unique=True),
+       jobs=st.lists(st.tuples(st.sampled_from([1, 2, 4, 8]), st.floats(0.0, 30.0), st.floats(0.0, 100.0)),
+                     min_size=1, max_size=6),
+       steps=st.lists(st.floats(0.0, 9.0), min_size=1, max_size=12))
+def test_gittins_running_keys_by_segment_are_the_index_keys_exactly(services, thresholds, jobs, steps):
+    # _split_running keeps each running job's segment of the distribution between passes; its keys must be
+    # the very floats _key computes through GittinsIndex.index, pass after pass (odd thresholds included,
+    # where attained + quantum can miss the threshold, and a service equal to it, by an ulp)
+    policy = TiresiasGittins(SimConfig(policy="tiresias-gittins", thresholds=tuple(thresholds)))
+    for service in services:
+        policy.gittins.add(service)
+    policy.gittins.refresh()
+    running = {}
+    for i, (gpus, busy, started) in enumerate(jobs):
+        job = Job(index=i, job_id=f"j{i}", vc="a", gpu_num=gpus, submit_time=i, duration=1e9)
+        job.state, job.busy_time, job.run_started_at = JobState.RUNNING, busy, started
+        running[job] = None
+    vc, now = SimpleNamespace(running=running), 100.0
+    for step in steps:
+        now += step
+        _, entries = policy._split_running(vc, now, None)
+        assert [key for key, _ in entries] == [policy._key(job, now) for job in running]
 
 def test_tiresias_gittins_serves_the_job_likely_to_finish_soonest(monkeypatch):
     monkeypatch.setattr(TiresiasGittins, "REFRESH_SECONDS", 0.0)

@@ -117,9 +117,7 @@ class Tiresias(Policy):
     @staticmethod
     def head_key(vc: VirtualCluster) -> Any:
         """The queue head's key, as the queue holds it (the smallest)."""
-        pending = vc.pending
-        (key, _), _ = next(pending.entries_of_size(pending.first().gpu_num))  # type: ignore[union-attr]
-        return key
+        return vc.pending.first_entry()[0]
 
     @staticmethod
     def walk_rest(vc: VirtualCluster, ctx: SchedulingContext, used: int, rest: list[tuple[Any, Job]],
@@ -128,7 +126,7 @@ class Tiresias(Policy):
         where they overbook the VC (GPU fractions may)."""
         if used > vc.total_gpus:
             used, rest = 0, running
-        elif not rest and all(size > vc.total_gpus - used for size in vc.pending.sizes()):
+        elif not rest and min(vc.pending.sizes()) > vc.total_gpus - used:  # (the queue is not empty)
             return
         walk_quota(vc, ctx, rest, queue_streams(vc, vc.total_gpus - used), pending_first_on_ties=False, reserved=used)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right, insort
+from bisect import bisect_left, bisect_right
 from itertools import accumulate
 from typing import Any
 
@@ -50,8 +50,8 @@ class GittinsIndex:
         new, self._new = sorted(self._new), []
         services, prefix = self._sorted, self._prefix
         first = bisect_right(services, new[0])
-        for service in new:
-            insort(services, service)
+        services += new
+        services.sort()  # two sorted runs: the sort merges them in linear time (an insort each moved the list)
         del prefix[first + 1:]
         tail = accumulate(services[first:], initial=prefix[first])
         next(tail)  # (prefix[first] itself)
@@ -70,6 +70,32 @@ class GittinsIndex:
         finished_within = done - alive
         served = prefix[done] - prefix[alive] - attained * finished_within + (len(s) - done) * quantum
         return finished_within / served if served > 0 else 0.0
+
+    def segment(self, attained: float, end: float) -> tuple[float, float, int, float, int]:
+        """What :meth:`index` reads off the distribution for a job with ``attained`` service whose quantum
+        ends at ``end`` (``attained + quantum``; inf in the last queue), valid for every attained service in
+        ``[low, high)`` until the next refresh: ``(low, high, count, total, beyond)``.
+
+        With a finite ``end``, ``count`` jobs finished within the quantum, their services summing to
+        ``total`` (one float: the same difference of prefix sums), and ``beyond`` outlived it; then
+        ``index(a, q) == count / (total - a * count + beyond * q)`` (0 where that is not positive) for
+        every ``a`` in the segment with ``a + q == end``.  With ``end`` inf, ``count`` jobs outlived
+        ``attained`` and ``index(a, inf) == count / (total - a * count)``.  A ``count`` of 0: index 0.
+
+        >>> g = GittinsIndex(); [g.add(s) for s in (10, 20, 30, 40)] and None; g.refresh()
+        >>> g.segment(15, 30), g.segment(20, float("inf"))
+        ((10, 20, 2, 50.0, 1), (20, 30, 2, 70.0, 0))
+        """
+        s, prefix = self._sorted, self._prefix
+        alive = bisect_right(s, attained)
+        low = s[alive - 1] if alive else float("-inf")
+        high = s[alive] if alive < len(s) else float("inf")
+        if alive == len(s):
+            return low, high, 0, 0.0, 0
+        if end == float("inf"):
+            return low, high, len(s) - alive, prefix[-1] - prefix[alive], 0
+        done = bisect_right(s, end, alive)
+        return low, high, done - alive, prefix[done] - prefix[alive], len(s) - done
 
 
 @POLICIES.register("tiresias-gittins")
@@ -90,6 +116,7 @@ class TiresiasGittins(Tiresias):
         self.gittins = GittinsIndex()
         self._next_refresh = float("-inf")
         self._queue_version: dict[str, int] = {}
+        self._segments: dict[Job, tuple[Any, ...]] = {}  # running job -> (version, queue, *its segment)
 
     def pending_key(self, job: Job) -> Any:
         return self._key(job, 0.0)  # fixed between refreshes of the distribution
@@ -127,7 +154,8 @@ class TiresiasGittins(Tiresias):
 
         :meth:`_key`, with the attained service and queue computed once (the same floats): this runs for
         every running job at every pass.  A job in a higher queue than the head's needs no index."""
-        thresholds, last_queue, index_of = self.thresholds, len(self.thresholds), self.gittins.index
+        thresholds, last_queue, gittins = self.thresholds, len(self.thresholds), self.gittins
+        version, segments, inf = gittins.version, self._segments, float("inf")
         head_queue = -1 if head_key is None else head_key[0]
         used, rest = 0, []
         for job in vc.running:
@@ -136,8 +164,24 @@ class TiresiasGittins(Tiresias):
             if queue < head_queue:
                 used += job.gpu_num  # ahead of the head whatever its index
                 continue
-            quantum = thresholds[queue] - attained if queue < last_queue else float("inf")
-            key = (queue, -index_of(attained, quantum), job.submit_time)
+            # GittinsIndex.index by the job's segment, kept while it stays in it: the same float expression
+            seg = segments.get(job)
+            if seg is None or seg[0] != version or seg[1] != queue or not seg[2] <= attained < seg[3]:
+                end = thresholds[queue] if queue < last_queue else inf
+                seg = segments[job] = (version, queue, *gittins.segment(attained, end))
+            count = seg[4]
+            if queue < last_queue:
+                quantum = thresholds[queue] - attained
+                if attained + quantum != thresholds[queue]:  # (rounding moved the quantum's end: the full way)
+                    index = gittins.index(attained, quantum)
+                elif count:
+                    served = seg[5] - attained * count + seg[6] * quantum
+                    index = count / served if served > 0 else 0.0
+                else:
+                    index = 0.0
+            else:
+                index = count / (seg[5] - attained * count) if count else 0.0
+            key = (queue, -index, job.submit_time)
             if head_key is not None and key <= head_key:
                 used += job.gpu_num
             else:
@@ -159,4 +203,5 @@ class TiresiasGittins(Tiresias):
 
     def on_finish(self, job: Job, now: float) -> None:
         super().on_finish(job, now)
+        self._segments.pop(job, None)
         self.gittins.add(job.gpu_num * job.duration)
