@@ -687,8 +687,9 @@ class Simulation:
         for node, ids in job.allocation:
             alone = job.speed_on(node.gpu_type)
             slowest = min(slowest, alone)
+            gpus, factors = node.gpus, {}  # (a partner's factor, looked up once per node however many GPUs they share)
             for i in ids:
-                holders = node.gpus[i]
+                holders = gpus[i]
                 if len(holders) < 2:
                     continue
                 sharing = True
@@ -696,7 +697,10 @@ class Simulation:
                     speed = alone
                     for other in holders:
                         if other is not job:
-                            speed *= self._pair_speed(job, other, node.gpu_type)
+                            factor = factors.get(other)
+                            if factor is None:
+                                factor = factors[other] = self._pair_speed(job, other, node.gpu_type)
+                            speed *= factor
                     slowest = min(slowest, speed)
         # (times 1.0 without a spread penalty: the same float)
         return (slowest * self._spread_speed(job) if self._spread_penalty else slowest), sharing

@@ -166,7 +166,7 @@ def test_sharing_respects_capacity_and_memory_and_conserves_work(rows, policy, s
 def test_nodes_passed_over_for_sharing_could_never_have_held_the_job(rows, policy, max_jobs):
     """Sharing placements only skip nodes that no partner cost could make a candidate: the same runs as
     when every node is weighed (only the number of slowdown lookups differs)."""
-    import simcluster.policies.sharing as sharing
+    from simcluster.policies import sharing
 
     rows = [("a", g, t, d) for g, t, d in sorted(rows, key=lambda r: r[1])]
     # slowdowns that differ by pair, so which partners a placement weighs shows in the results

@@ -39,7 +39,12 @@ def gpu_share(job: Job) -> float:
     """The quota a running job uses when GPUs may be shared: each GPU split among its jobs."""
     if not job.sharing:
         return job.gpu_num
-    return sum(1.0 / len(node.gpus[i]) for node, ids in job.allocation for i in ids)
+    share = 0  # (summed left to right, as sum() did: the same float)
+    for node, ids in job.allocation:
+        gpus = node.gpus
+        for i in ids:
+            share += 1.0 / len(gpus[i])
+    return share
 
 
 def walk_quota(vc: VirtualCluster, ctx: SchedulingContext, running: list[tuple[Any, Job]],
