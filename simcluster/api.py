@@ -119,10 +119,13 @@ def simulate(trace: Trace | HeteroTrace, config: SimConfig | None = None, observ
         sim.run()
     sim_cpu = time.process_time() - cpu0
 
-    left = sim.unfinished()  # only when the run stopped at --until or gave up on jobs
     # (finished jobs in trace order, listed now rather than collected by a hook as each finished:
     # no call per job during the run, and the jobs table's sort by trace index finds them in order)
-    done = [job for job in jobs if job.state is JobState.FINISHED]
+    if sim.finished_every_job():  # the usual run: no pass over the jobs to tell
+        left, done = [], jobs
+    else:  # the run stopped at --until or gave up on jobs
+        left = sim.unfinished()
+        done = [job for job in jobs if job.state is JobState.FINISHED]
     given = trace.frame if isinstance(trace, Trace) and not merged else None  # (merged: VCs not the trace's)
     frame = jobs_frame(done + left, now=sim.env.now, left_at=sim.abandoned, trace=given)
     series = pd.DataFrame(

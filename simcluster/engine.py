@@ -264,7 +264,7 @@ class Simulation:
         ``throughputs``: the table the jobs' per-type speeds come from, whose pairs time jobs sharing GPUs."""
         self.config = config = config or SimConfig()
         self.jobs = jobs
-        start = min((j.submit_time for j in jobs), default=0)
+        start = min(map(attrgetter("submit_time"), jobs), default=0)  # (map and attrgetter: no frame per job)
         self.env = simpy.Environment(initial_time=start)
         self.policy = POLICIES.get(config.policy)(config)
         spec = cluster if isinstance(cluster, ClusterSpec) else ClusterSpec.uniform(cluster, config.gpus_per_node)
@@ -277,8 +277,8 @@ class Simulation:
         self.throughputs = throughputs
         self.cluster = Cluster(spec, config.gpus_per_node, throughputs.type_order() if throughputs else ())
         self.placement = make_placement(config.placement, random.Random(config.seed))
-        fractions = any(j.gpu_milli < 1000 for j in jobs)
-        arriving = Counter(j.queue_vc for j in jobs)
+        fractions = min(map(attrgetter("gpu_milli"), jobs), default=1000) < 1000
+        arriving = Counter(map(attrgetter("queue_vc"), jobs))
         for vc in self.cluster.vcs.values():
             vc.pending = JobQueue(key=self.policy.pending_key)
             vc.clock = self._now
@@ -617,6 +617,10 @@ class Simulation:
         self._unfinished -= 1
         if not self._unfinished:
             self._all_done.succeed()
+
+    def finished_every_job(self) -> bool:
+        """Whether the run ended with every job finished (no horizon cut it short, no job was given up on)."""
+        return not self._unfinished and not self.abandoned
 
     def unfinished(self) -> list[Job]:
         """Jobs submitted but not finished when the run ended (a horizon, or abandoned), in trace order."""
