@@ -333,7 +333,11 @@ class Simulation:
     # --- the run -----------------------------------------------------------
     def run(self) -> None:
         env = self.env
-        arrivals = sorted(self.jobs, key=attrgetter("submit_time", "index"))  # (a C key: a million jobs sort in 0.2 s)
+        # by submit time, then trace order: jobs listed in trace order (a trace's own) keep it among equal submit
+        # times in a stable sort by submit time alone, which is half the work of a (time, index) key on a million
+        indices = list(map(_BY_INDEX, self.jobs))
+        by_submit = attrgetter("submit_time") if indices == sorted(indices) else attrgetter("submit_time", "index")
+        arrivals = sorted(self.jobs, key=by_submit)
         self._call_at(0.0, lambda: self._arrive(arrivals, 0), URGENT)  # first, as a process would start
         for node in self.cluster.nodes if self.config.node_mtbf > 0 else ():  # (a node that never fails has no life)
             env.process(self._node_life(node, random.Random(f"{self.config.seed}:{node.name}")))

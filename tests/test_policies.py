@@ -68,3 +68,26 @@ def test_policies_command_lists_every_registered_policy():
     result = CliRunner().invoke(app, ["policies", "--json"])
     assert result.exit_code == 0
     assert {"fifo", "sjf", "srtf"} <= set(__import__("json").loads(result.stdout))
+
+
+
+def test_jobs_submitted_at_one_instant_arrive_in_trace_order_however_they_are_listed():
+    from simcluster.engine import Simulation
+    from simcluster.job import Job
+    from simcluster.metrics import Observer
+
+    class Arrivals(Observer):
+        def __init__(self):
+            self.seen = []
+
+        def on_submit(self, job, now):
+            self.seen.append((now, job.index))
+
+    def arrivals(order):
+        jobs = [Job(index=i, job_id=str(i), vc="ab"[i % 2], gpu_num=8, submit_time=0 if i < 3 else 5, duration=10)
+                for i in range(5)]
+        watch = Arrivals()
+        Simulation([jobs[i] for i in order], {"a": 1, "b": 1}, SimConfig(policy="fifo"), [watch]).run()
+        return watch.seen
+
+    assert arrivals(range(5)) == arrivals([4, 2, 0, 3, 1]) == [(0, 0), (0, 1), (0, 2), (5, 3), (5, 4)]
