@@ -125,3 +125,20 @@ def test_the_simulator_and_lucid_profile_help_never_import_torch():
             "import simcluster.cli, profiler.cli\n"
             "print('torch' in sys.modules)")
     assert fresh_python(code) == "False"
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_a_run_leaves_the_garbage_collector_as_it_found_it(enabled):
+    import gc
+
+    trace = synthesize(SynthSpec(jobs=50, nodes=4, vcs=2, seed=3))
+    before = gc.get_threshold()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        simulate(trace, SimConfig(policy="srtf"))
+        assert (gc.isenabled(), gc.get_threshold(), gc.get_freeze_count()) == (enabled, before, 0)
+        with pytest.raises(ValueError):
+            simulate(trace, SimConfig(policy="tiresias", quantum=-1))
+        assert (gc.isenabled(), gc.get_threshold(), gc.get_freeze_count()) == (enabled, before, 0)
+    finally:
+        gc.enable()
