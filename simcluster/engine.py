@@ -315,9 +315,9 @@ class Simulation:
         self._spread_penalty = config.spread_penalty
         self._dirty: dict[str, None] = {}
         self._timers: set[tuple[str, float]] = set()  # (VC, time) of policy wake-ups already set
-        self._pass_at: tuple[float, int, int] | None = None  # (now, LATE, SimPy event id) of the pass due now
-        # the engine's own calls (arrivals, policies' timers), ordered with SimPy's events: (time, priority,
-        # SimPy event id, call), in a heap beside SimPy's queue (see _loop)
+        self._pass_due = False  # a scheduler pass is due at this instant
+        # the engine's own calls (scheduler passes, arrivals, policies' timers), ordered with SimPy's events:
+        # (time, priority, SimPy event id, call), in a heap beside SimPy's queue (see _loop)
         self._calls: list[tuple[float, int, int, Callable[[], None]]] = []
         self._unfinished = len(jobs)
         self._all_done = self.env.event()
@@ -360,20 +360,16 @@ class Simulation:
         A scheduler pass would be an event with one callback at every scheduling instant, an arrival or a
         policy's timer one more: each only calls the engine.  Instead each takes the place such an event
         would have in the queue — (time, priority, the next event id), as :meth:`simpy.Environment.schedule`
-        would give it — the pass in :attr:`_pass_at` (:meth:`_request_pass`), the others in the heap
-        :attr:`_calls` (:meth:`_call_at`); the loop runs whichever of them and of the queue's events comes
-        first: the same order, without the events' making, queueing and stepping.  Otherwise this is
-        :meth:`simpy.Environment.step` as SimPy 4 does it.
+        would give it — in the heap :attr:`_calls` (:meth:`_call_at`); the loop runs whichever of the calls
+        and of the queue's events comes first: the same order, without the events' making and stepping.
+        Otherwise this is :meth:`simpy.Environment.step` as SimPy 4 does it.
         """
         env = self.env
         queue, calls = env._queue, self._calls  # type: ignore[attr-defined]
         stopped: list[simpy.Event] = []
         stop.callbacks.append(stopped.append)  # type: ignore[union-attr]
         while not stopped:
-            due: tuple[Any, ...] | None = self._pass_at
-            if calls and (due is None or calls[0] < due):
-                due = calls[0]
-            if queue and (due is None or queue[0] < due):
+            if queue and (not calls or queue[0] < calls[0]):
                 env._now, _, _, event = heappop(queue)  # type: ignore[attr-defined]
                 callbacks, event.callbacks = event.callbacks, None
                 for callback in callbacks:
@@ -382,10 +378,8 @@ class Simulation:
                     exc = type(event._value)(*event._value.args)
                     exc.__cause__ = event._value
                     raise exc
-            elif due is None:
+            elif not calls:
                 raise RuntimeError(f"no scheduled events left but {stop} was not triggered")
-            elif due is self._pass_at:
-                self._scheduler_pass()
             else:
                 env._now, _, _, call = heappop(calls)  # type: ignore[attr-defined]
                 call()
@@ -396,8 +390,8 @@ class Simulation:
     def _arrive(self, jobs: list[Job], first: int) -> None:
         """Submits ``jobs[first:]`` (sorted by submit time, then trace order) at their submit times.
 
-        Submits the jobs due now and starts their processes, then sets one event at the next submit time
-        whose callback goes on from there: an event per distinct submit time, and no generator to resume."""
+        Submits the jobs due now and starts their processes, then calls itself again at the next submit
+        time: a call per distinct submit time, and no generator to resume."""
         env = self.env
         now = env._now  # type: ignore[attr-defined]
         submit, life = self._submit, self._job_life
@@ -442,11 +436,11 @@ class Simulation:
             return
 
     def _scheduler_pass(self) -> None:
-        """Runs the policy on each VC where something changed (at the place :meth:`_request_pass` took).
+        """Runs the policy on each VC where something changed (a LATE call, after everything else of the instant).
 
         A plain call, not a process: a pass needs no state of its own between wake-ups, and resuming
         a generator at every scheduling instant cost more than the pass itself on a FIFO queue."""
-        self._pass_at = None  # from here on, a change asks for another pass at this instant
+        self._pass_due = False  # from here on, a change asks for another pass at this instant
         dirty, self._dirty = self._dirty, {}
         vcs, contexts, schedule = self.cluster.vcs, self._contexts, self.policy.schedule
         for name in dirty:
@@ -784,6 +778,6 @@ class Simulation:
 
     def _request_pass(self, vc: VirtualCluster) -> None:
         self._dirty[vc.name] = None
-        if self._pass_at is None:  # the place in the queue a LATE event scheduled now would take
-            env = self.env
-            self._pass_at = (env._now, LATE, next(env._eid))  # type: ignore[attr-defined]
+        if not self._pass_due:
+            self._pass_due = True
+            self._call_at(0.0, self._scheduler_pass, LATE)
