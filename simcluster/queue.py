@@ -135,6 +135,10 @@ class JobQueue:
         """The GPU counts that jobs in the queue ask for."""
         return list(self._sized())
 
+    def none_fits(self, gpus: float) -> bool:
+        """Whether no waiting job asks for at most ``gpus`` GPUs (a pass then has nothing to start there)."""
+        return not self._entry_of or min(self._sized()) > gpus
+
     def entries_of_size(self, gpu_num: int) -> Iterator[tuple[Entry, Job]]:
         """(entry, job) of the jobs asking for ``gpu_num`` GPUs, in queue order."""
         return self._sized()[gpu_num].entries()

@@ -67,7 +67,7 @@ class ShortestRemainingTimeFirst(Policy):
         if ends and head > ends[-1][0] - now:  # (the longest remaining time: the last end)
             # every running job comes first and fits: only what is left is handed out
             quota_used = held
-            if all(size > vc.total_gpus - quota_used for size in vc.pending.sizes()):
+            if vc.pending.none_fits(vc.total_gpus - quota_used):
                 return  # and no waiting job fits what is left (none at all when nothing is)
             running: list[tuple[float, Job]] = []
         elif ends:
@@ -97,7 +97,7 @@ class ShortestRemainingTimeFirst(Policy):
         if running and head > max(map(itemgetter(0), running)):
             running = []  # every running job comes first and fits: only what is left is handed out
             quota_used = sum(self.quota_of(j) for j in vc.running)
-            if all(size > vc.total_gpus - quota_used for size in vc.pending.sizes()):
+            if vc.pending.none_fits(vc.total_gpus - quota_used):
                 return  # and no waiting job fits what is left (none at all when nothing is)
         streams = queue_streams(vc, vc.total_gpus - quota_used)
         walk_quota(vc, ctx, running, streams, reserved=quota_used, quota_of=self.quota_of)

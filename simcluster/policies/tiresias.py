@@ -126,7 +126,7 @@ class Tiresias(Policy):
         where they overbook the VC (GPU fractions may)."""
         if used > vc.total_gpus:
             used, rest = 0, running
-        elif not rest and min(vc.pending.sizes()) > vc.total_gpus - used:  # (the queue is not empty)
+        elif not rest and vc.pending.none_fits(vc.total_gpus - used):
             return
         walk_quota(vc, ctx, rest, queue_streams(vc, vc.total_gpus - used), pending_first_on_ties=False, reserved=used)
 
