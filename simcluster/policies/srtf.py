@@ -7,7 +7,8 @@ from simcluster.cluster import VirtualCluster
 from simcluster.config import SimConfig
 from simcluster.job import Job
 from simcluster.policies.base import POLICIES, Policy, SchedulingContext
-from simcluster.policies.quota import gpu_count, queue_streams, walk_quota
+from simcluster.policies.quota import gpu_share, queue_streams, walk_quota
+from simcluster.policies.sharing import PartnerCost, share_waiting_jobs
 
 
 @POLICIES.register("srtf")
@@ -24,7 +25,6 @@ class ShortestRemainingTimeFirst(Policy):
     """
 
     preemptive = True
-    quota_of = staticmethod(gpu_count)
 
     def __init__(self, config: SimConfig | None = None) -> None:
         super().__init__(config)
@@ -53,9 +53,6 @@ class ShortestRemainingTimeFirst(Policy):
     def schedule(self, vc: VirtualCluster, ctx: SchedulingContext) -> None:
         if not vc.pending:
             return  # running jobs fit the quota by construction: nothing can change
-        if self.shares_gpus:
-            self._schedule_shared(vc, ctx)
-            return
         pending, held = vc.pending, self._held.get(vc.name, 0)
         if len(pending) == 1 and held + pending.first().gpu_num <= vc.total_gpus:  # type: ignore[union-attr]
             # the one waiting job fits beside every running one: the walk would start it and preempt none
@@ -87,18 +84,40 @@ class ShortestRemainingTimeFirst(Policy):
             # at once, as the artifacts' per-second loop does
             ctx.wake_at(now)
 
-    def _schedule_shared(self, vc: VirtualCluster, ctx: SchedulingContext) -> None:
-        """The walk of the sharing variants: a job's speed varies with its partners, and a shared GPU counts
-        as a fraction of one (:attr:`quota_of`), so every running job is walked, with its remaining time now."""
+
+class SrtfSharing(ShortestRemainingTimeFirst):
+    """SRTF's walk for the sharing variants, then the jobs still waiting offered shared GPUs in SRTF order
+    (:mod:`simcluster.policies.sharing`), each variant with its rule for a partner (:meth:`partner_cost`).
+
+    A job's speed varies with its partners and a shared GPU counts as a fraction of one for each of its jobs
+    (:func:`~simcluster.policies.quota.gpu_share`), so every pass walks every running job with its remaining
+    time then (not srtf's order of end times: its run hooks are off).
+    """
+
+    shares_gpus = True
+    on_run_start = Policy.on_run_start
+    on_run_stop = Policy.on_run_stop
+
+    def partner_cost(self, ctx: SchedulingContext) -> PartnerCost:
+        raise NotImplementedError
+
+    def schedule(self, vc: VirtualCluster, ctx: SchedulingContext) -> None:
+        if not vc.pending:
+            return
+        self._walk(vc, ctx)
+        if vc.pending:
+            share_waiting_jobs(vc, ctx, self.partner_cost(ctx))
+
+    def _walk(self, vc: VirtualCluster, ctx: SchedulingContext) -> None:
         now = ctx.now
         running = [(j.remaining_at(now), j) for j in vc.running]
         head = self.pending_key(vc.pending.first())  # type: ignore[arg-type]
         quota_used: float = 0
         if running and head > max(map(itemgetter(0), running)):
             running = []  # every running job comes first and fits: only what is left is handed out
-            quota_used = sum(self.quota_of(j) for j in vc.running)
+            quota_used = sum(gpu_share(j) for j in vc.running)
             if vc.pending.none_fits(vc.total_gpus - quota_used):
                 return  # and no waiting job fits what is left (none at all when nothing is)
         streams = queue_streams(vc, vc.total_gpus - quota_used)
-        walk_quota(vc, ctx, running, streams, reserved=quota_used, quota_of=self.quota_of)
+        walk_quota(vc, ctx, running, streams, reserved=quota_used, quota_of=gpu_share)
         # (no second look after a preemption, unlike srtf's: sharing variants would chase their own tail)

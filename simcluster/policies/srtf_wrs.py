@@ -1,14 +1,12 @@
 from __future__ import annotations
 
-from simcluster.cluster import VirtualCluster
-from simcluster.policies.base import POLICIES, Policy, SchedulingContext
-from simcluster.policies.quota import gpu_share
-from simcluster.policies.sharing import share_waiting_jobs, wise_partner_cost
-from simcluster.policies.srtf import ShortestRemainingTimeFirst
+from simcluster.policies.base import POLICIES, SchedulingContext
+from simcluster.policies.sharing import PartnerCost, wise_partner_cost
+from simcluster.policies.srtf import SrtfSharing
 
 
 @POLICIES.register("srtf-wrs")
-class SrtfWiseSharing(ShortestRemainingTimeFirst):
+class SrtfWiseSharing(SrtfSharing):
     """SRTF, and a waiting job shares a resident's GPUs only when that lowers their average completion time.
 
     Wise (conditional) sharing: for waiting job A and resident B with
@@ -18,13 +16,5 @@ class SrtfWiseSharing(ShortestRemainingTimeFirst):
     Sharing never preempts.
     """
 
-    shares_gpus = True
-    quota_of = staticmethod(gpu_share)
-    # not srtf's order of end times (a shared job's speed varies): every pass takes its running jobs as they are
-    on_run_start = Policy.on_run_start
-    on_run_stop = Policy.on_run_stop
-
-    def schedule(self, vc: VirtualCluster, ctx: SchedulingContext) -> None:
-        super().schedule(vc, ctx)
-        if vc.pending:
-            share_waiting_jobs(vc, ctx, wise_partner_cost(ctx))
+    def partner_cost(self, ctx: SchedulingContext) -> PartnerCost:
+        return wise_partner_cost(ctx)
