@@ -22,6 +22,7 @@ from simcluster.job import Job
 
 QueueKey = Callable[[Job], Any]
 Entry = tuple[Any, int]  # (policy key, trace index): unique and totally ordered
+SizedRun = tuple[list[Entry], list["Job | None"], int]  # (entries, jobs, first): see JobQueue.runs_by_size
 
 
 def submit_order(job: Job) -> tuple[int, int]:
@@ -83,8 +84,9 @@ class JobQueue:
     >>> q = JobQueue(key=lambda j: j.duration)
     >>> for i, (d, g) in enumerate([(30, 1), (10, 8), (20, 1)]):
     ...     q.push(Job(index=i, job_id=str(i), vc="v", gpu_num=g, submit_time=0, duration=d))
-    >>> [j.duration for j in q], [j.duration for _, j in q.entries_of_size(1)]
-    ([10, 20, 30], [20, 30])
+    >>> entries, jobs, first = q.runs_by_size(4)[1]  # (the 1-GPU jobs; no count above 4)
+    >>> [j.duration for j in q], [j.duration for j in jobs[first:]], sorted(q.runs_by_size(8))
+    ([10, 20, 30], [20, 30], [1, 8])
     """
 
     def __init__(self, key: QueueKey = submit_order) -> None:
@@ -139,9 +141,11 @@ class JobQueue:
         """Whether no waiting job asks for at most ``gpus`` GPUs (a pass then has nothing to start there)."""
         return not self._entry_of or min(self._sized()) > gpus
 
-    def entries_of_size(self, gpu_num: int) -> Iterator[tuple[Entry, Job]]:
-        """(entry, job) of the jobs asking for ``gpu_num`` GPUs, in queue order."""
-        return self._sized()[gpu_num].entries()
+    def runs_by_size(self, max_gpus: float) -> dict[int, SizedRun]:
+        """Per GPU count up to ``max_gpus``, its jobs in queue order as ``(entries, jobs, first)``: the queue's
+        own parallel lists, to read in place from position ``first`` on (no iterator to make per count;
+        do not push or remove meanwhile).  See the class example."""
+        return {size: (run.keys, run.jobs, run.head) for size, run in self._sized().items() if size <= max_gpus}
 
     def __contains__(self, job: Job) -> bool:
         return job in self._entry_of

@@ -18,6 +18,7 @@ from simcluster.engine import Simulation
 from simcluster.estimators import make_estimator
 from simcluster.job import Job, JobState
 from simcluster.metrics import Observer
+from simcluster.policies.quota import queue_streams, walk_quota
 from simcluster.policies.tiresias import Tiresias
 from simcluster.policies.tiresias_gittins import GittinsIndex, TiresiasGittins
 
@@ -187,6 +188,27 @@ def test_tiresias_gittins_decides_the_same_by_its_shortcut_as_by_the_general_wal
         patch.setattr(TiresiasGittins, "decide", Tiresias.decide)  # running keys, then the queue, then the walk
         general, _ = times(rows, {"a": 2}, policy="tiresias-gittins", thresholds=(900.0, 9000.0))
     assert fast == general
+
+def walk_always(vc, ctx, used, rest, running):
+    """Tiresias.walk_rest without its shortcut: the quota walk at every decision."""
+    if used > vc.total_gpus:
+        used, rest = 0, running
+    walk_quota(vc, ctx, rest, queue_streams(vc, vc.total_gpus - used), pending_first_on_ties=False, reserved=used)
+
+
+@settings(max_examples=25, deadline=None)
+@given(rows=st.lists(st.tuples(st.sampled_from([1, 2, 4, 8]), st.integers(0, 3000), st.integers(1, 4000)),
+                     min_size=2, max_size=40),
+       policy=st.sampled_from(["tiresias", "tiresias-gittins"]))
+def test_tiresias_skips_only_walks_that_would_change_nothing(rows, policy):
+    rows = [("a", g, t, d) for g, t, d in sorted(rows, key=lambda r: r[1])]
+    with pytest.MonkeyPatch.context() as patch:
+        fast, a = times(rows, {"a": 2}, policy=policy, thresholds=(900.0, 9000.0))
+        patch.setattr(Tiresias, "walk_rest", staticmethod(walk_always))
+        walked, b = times(rows, {"a": 2}, policy=policy, thresholds=(900.0, 9000.0))
+    assert fast == walked
+    assert a.timeline.equals(b.timeline)
+
 
 # --- qssf ------------------------------------------------------------------------------------------
 def test_qssf_orders_by_estimated_service_once_older_jobs_wait():

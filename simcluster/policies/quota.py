@@ -13,22 +13,20 @@ being stepped through.  Running jobs are few and sorted up front.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from heapq import heapify, heappop, heapreplace
 from typing import Any
 
 from simcluster.cluster import VirtualCluster
 from simcluster.job import Job
 from simcluster.policies.base import SchedulingContext
+from simcluster.queue import SizedRun
 
-Stream = Iterator[tuple[tuple[Any, int], Job]]  # ((order key, trace index), job), in order
 
-
-def queue_streams(vc: VirtualCluster, max_gpus: float | None = None) -> dict[int, Stream]:
-    """The VC's pending queue, one stream per GPU count (the key) up to ``max_gpus``, in queue order."""
-    pending = vc.pending
-    limit = vc.total_gpus if max_gpus is None else max_gpus
-    return {size: pending.entries_of_size(size) for size in pending.sizes() if size <= limit}
+def queue_streams(vc: VirtualCluster, max_gpus: float | None = None) -> dict[int, SizedRun]:
+    """The VC's pending queue, one stream per GPU count (the key) up to ``max_gpus``, in queue order
+    (:meth:`~simcluster.queue.JobQueue.runs_by_size`)."""
+    return vc.pending.runs_by_size(vc.total_gpus if max_gpus is None else max_gpus)
 
 
 def gpu_count(job: Job) -> float:
@@ -48,7 +46,7 @@ def gpu_share(job: Job) -> float:
 
 
 def walk_quota(vc: VirtualCluster, ctx: SchedulingContext, running: list[tuple[Any, Job]],
-               pending: dict[int, Stream], pending_first_on_ties: bool = True, reserved: float = 0,
+               pending: dict[int, SizedRun], pending_first_on_ties: bool = True, reserved: float = 0,
                quota_of: Callable[[Job], float] = gpu_count) -> int:
     """Preempt and start jobs of ``vc`` by the quota walk.
 
@@ -61,14 +59,11 @@ def walk_quota(vc: VirtualCluster, ctx: SchedulingContext, running: list[tuple[A
     quota = vc.total_gpus - reserved
     ordered = [(key, running_tag, job.index, job) for key, job in running]
     ordered.sort()
-    heap = []
-    for size, stream in pending.items():
-        if size > quota:
-            continue  # can never fit in this walk
-        first = next(stream, None)
-        if first is not None:
-            (key, index), job = first
-            heap.append((key, pending_tag, index, job, stream))
+    heap = []  # per GPU count, its next job: (key, tag, trace index, position, entries, jobs)
+    for size, (entries, jobs, first) in pending.items():
+        if size <= quota and first < len(entries):  # (a bigger count can never fit in this walk)
+            key, index = entries[first]
+            heap.append((key, pending_tag, index, first, entries, jobs))
     heapify(heap)
 
     to_preempt: list[Job] = []
@@ -90,19 +85,21 @@ def walk_quota(vc: VirtualCluster, ctx: SchedulingContext, running: list[tuple[A
                 if quota <= 0 or walked == n or (head is not None and not ordered[walked] < head):
                     break
             continue
-        job, stream = heap[0][3], heap[0][4]
+        _, _, _, at, entries, jobs = heap[0]
+        job = jobs[at]
         if job.gpu_num > quota:
             heappop(heap)  # this GPU count no longer fits, and the quota only shrinks
             continue
         quota -= job.gpu_num
         to_start.append(job)
-        item = next(stream, None)
-        if item is None:
+        at += 1
+        if at == len(entries):
             heappop(heap)
         else:
-            (key, index), job = item
-            heapreplace(heap, (key, pending_tag, index, job, stream))
-    to_preempt.extend(r[3] for r in ordered[walked:])  # not reached: the quota ran out first
+            key, index = entries[at]
+            heapreplace(heap, (key, pending_tag, index, at, entries, jobs))
+    if walked < n:
+        to_preempt.extend(r[3] for r in ordered[walked:])  # not reached: the quota ran out first
     for job in to_preempt:
         ctx.preempt(job)
     for job in to_start:

@@ -60,24 +60,21 @@ class ShortestRemainingTimeFirst(Policy):
             return
         now = ctx.now
         head = self.pending_key(pending.first())  # type: ignore[arg-type]
-        ends = self._by_end.get(vc.name)
-        if ends and head > ends[-1][0] - now:  # (the longest remaining time: the last end)
-            # every running job comes first and fits: only what is left is handed out
-            quota_used = held
-            if vc.pending.none_fits(vc.total_gpus - quota_used):
-                return  # and no waiting job fits what is left (none at all when nothing is)
-            running: list[tuple[float, Job]] = []
-        elif ends:
-            # the running jobs shorter than every waiting one come first and fit (they hold the VC's GPUs, which
-            # its quota counts): hand them their GPUs up front, walk only the rest.  Whole GPU counts, so the
-            # sum is exact in any order.  Remaining time (end - now) grows with the end: they are a prefix
-            first_rest = bisect_left(ends, head, key=lambda entry: entry[0] - now)
-            running, quota_used = [], held
-            for end, _, job in ends[first_rest:] if first_rest else ends:
-                running.append((end - now, job))
-                quota_used -= job.gpu_num
+        ends = self._by_end.get(vc.name, ())
+        # the running jobs shorter than every waiting one come first and fit (they hold the VC's GPUs, which its
+        # quota counts): hand them their GPUs up front, walk only the rest.  Whole GPU counts, so the sum is
+        # exact in any order.  Remaining time (end - now) grows with the end: they are a prefix
+        if not ends or head > ends[-1][0] - now:  # (the longest remaining time: the last end)
+            first_rest = len(ends)  # every running job comes first
         else:
-            running, quota_used = [], 0
+            first_rest = bisect_left(ends, head, key=lambda entry: entry[0] - now)
+        running: list[tuple[float, Job]] = []
+        quota_used = held
+        for end, _, job in ends[first_rest:] if first_rest else ends:
+            running.append((end - now, job))
+            quota_used -= job.gpu_num
+        if held <= vc.total_gpus and vc.pending.none_fits(vc.total_gpus - quota_used):
+            return  # none would start (the quota only shrinks), so the rest, which fit now, would all stay
         streams = queue_streams(vc, vc.total_gpus - quota_used)
         if walk_quota(vc, ctx, running, streams, reserved=quota_used):
             # the preempted jobs' remaining time grew by the overhead, which may let others in: look again

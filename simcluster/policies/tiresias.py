@@ -123,10 +123,13 @@ class Tiresias(Policy):
     def walk_rest(vc: VirtualCluster, ctx: SchedulingContext, used: int, rest: list[tuple[Any, Job]],
                   running: list[tuple[Any, Job]]) -> None:
         """Walk the running jobs ``rest`` and the queue in what ``used`` GPUs leave; all of ``running``
-        where they overbook the VC (GPU fractions may)."""
+        where they overbook the VC (GPU fractions may).
+
+        No walk when no waiting job fits what ``used`` leaves: the quota only shrinks, so none would start,
+        and the jobs of ``rest`` fit beside ``used`` (they hold their GPUs now), so none would be preempted."""
         if used > vc.total_gpus:
             used, rest = 0, running
-        elif not rest and vc.pending.none_fits(vc.total_gpus - used):
+        elif vc.pending.none_fits(vc.total_gpus - used) and used + sum(j.gpu_num for _, j in rest) <= vc.total_gpus:
             return
         walk_quota(vc, ctx, rest, queue_streams(vc, vc.total_gpus - used), pending_first_on_ties=False, reserved=used)
 
