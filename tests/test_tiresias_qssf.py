@@ -189,6 +189,7 @@ def test_tiresias_gittins_decides_the_same_by_its_shortcut_as_by_the_general_wal
         general, _ = times(rows, {"a": 2}, policy="tiresias-gittins", thresholds=(900.0, 9000.0))
     assert fast == general
 
+
 def walk_always(vc, ctx, used, rest, running):
     """Tiresias.walk_rest without its shortcut: the quota walk at every decision."""
     if used > vc.total_gpus:
