@@ -306,12 +306,14 @@ class Simulation:
         self._on_node_up = overridden_hooks(observers, "on_node_up")
         self._on_sample = overridden_hooks(observers, "on_sample")
         self._contexts = {name: _VcContext(self, vc) for name, vc in self.cluster.vcs.items()}
-        # the policy's job hooks and the spread penalty, looked up once: most runs have neither
-        policy_type = type(self.policy)
-        self._policy_on_submit = policy_type.on_submit is not Policy.on_submit
-        self._policy_on_finish = policy_type.on_finish is not Policy.on_finish
-        self._policy_on_run_start = policy_type.on_run_start is not Policy.on_run_start
-        self._policy_on_run_stop = policy_type.on_run_stop is not Policy.on_run_stop
+        # the policy's job hooks and the spread penalty, looked up once: most runs have neither.  A hook is the
+        # policy's where its class or the policy itself (an option that needs it) defines it
+        def defines(hook: str) -> bool:
+            return getattr(getattr(self.policy, hook), "__func__", None) is not getattr(Policy, hook)
+        self._policy_on_submit = defines("on_submit")
+        self._policy_on_finish = defines("on_finish")
+        self._policy_on_run_start = defines("on_run_start")
+        self._policy_on_run_stop = defines("on_run_stop")
         self._spread_penalty = config.spread_penalty
         self._dirty: dict[str, None] = {}
         self._timers: set[tuple[str, float]] = set()  # (VC, time) of policy wake-ups already set

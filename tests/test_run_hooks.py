@@ -59,6 +59,10 @@ def test_only_policies_that_define_the_hooks_are_called():
     for policy in ("fifo", "srtf-ars", "srtf-wrs"):  # sharing variants: a shared job's speed varies, no end order
         sim = Simulation(random_jobs(1, 5), {"a": 2, "b": 2}, SimConfig(policy=policy))
         assert not sim._policy_on_run_start and not sim._policy_on_run_stop
+    # tiresias notes stopped jobs only for its promote knob
+    for knob, called in ((0.0, False), (2.0, True)):
+        sim = Simulation(random_jobs(1, 5), {"a": 2, "b": 2}, SimConfig(policy="tiresias", promote_knob=knob))
+        assert sim._policy_on_run_stop is called and not sim._policy_on_run_start
 
 
 def walk_every_pass(sim: Simulation) -> None:

@@ -116,6 +116,41 @@ def test_the_promote_knob_bounds_how_long_a_demoted_job_starves(knob):
         assert max(wait for wait, _ in log.waits) > 5000
 
 
+def promote_by_scanning(self, vc, now):
+    """The promote knob as written first: every waiting job tested at every pass."""
+    for job in [j for j in vc.pending if self._starving(j, now)]:
+        vc.pending.remove(job)
+        self._forgiven[job] = self._forgiven.get(job, 0.0) + self.attained(job, now)
+        vc.pending.push(job)
+        self.promotions += 1
+
+
+def promotion_timers_by_scanning(self, vc, ctx, now):
+    for job in vc.pending:
+        last = self.last_run(job)
+        if last > 0 and self.attained(job, now) > 0:
+            ctx.wake_at(self._boundary_at_or_after(max(now + self.quantum, job.pending_since + self.knob * last)))
+
+
+@settings(max_examples=25, deadline=None)
+@given(rows=st.lists(st.tuples(st.sampled_from([1, 2, 4, 8]), st.integers(0, 3000), st.integers(1, 4000)),
+                     min_size=2, max_size=40),
+       policy=st.sampled_from(["tiresias", "tiresias-gittins"]), knob=st.sampled_from([0.5, 1.0, 2.0]),
+       mtbf=st.sampled_from([0.0, 5_000.0]))
+def test_the_promote_knob_by_eligibility_times_decides_as_scanning_every_waiting_job(rows, policy, knob, mtbf):
+    rows = [("a", g, t, d) for g, t, d in sorted(rows, key=lambda r: r[1])]
+    config = {"policy": policy, "thresholds": (300.0, 3000.0), "promote_knob": knob, "node_mtbf": mtbf,
+              "node_repair": 600, "on_no_progress": "abandon"}
+    with pytest.MonkeyPatch.context() as patch:
+        fast, a = times(rows, {"a": 2}, **config)
+        patch.setattr(Tiresias, "_promote_starving", promote_by_scanning)
+        patch.setattr(Tiresias, "_set_promotion_timers", promotion_timers_by_scanning)
+        scanned, b = times(rows, {"a": 2}, **config)
+    assert fast == scanned
+    assert a.timeline.equals(b.timeline)
+    assert a.summary["promotions"] == b.summary["promotions"]
+
+
 # --- tiresias-gittins ----------------------------------------------------------------------------
 def test_gittins_index_from_finished_services():
     g = GittinsIndex()

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
+from heapq import heappop, heappush
 from typing import Any
 
 from simcluster.cluster import VirtualCluster
@@ -52,6 +53,13 @@ class Tiresias(Policy):
         self.knob = self.config.promote_knob
         self._forgiven: dict[Job, float] = {}  # attained service wiped by promotions
         self.promotions = 0
+        # with the knob: per VC, the waiting jobs that may starve, by the time they become eligible for promotion
+        # (a heap of (eligible, trace index, job, pending_since); an entry is stale once its job ran or was
+        # promoted), and those queued since the VC's last timers were set
+        self._eligible: dict[str, list[tuple[float, int, Job, float]]] = {}
+        self._new_eligible: dict[str, list[tuple[float, int, Job, float]]] = {}
+        if self.knob > 0:
+            self.on_run_stop = self._note_stopped  # type: ignore[method-assign]  (the engine calls it only then)
 
     # --- attained service and queues -----------------------------------------
     def attained(self, job: Job, now: float) -> float:
@@ -136,12 +144,48 @@ class Tiresias(Policy):
     def order_queue(self, vc: VirtualCluster, now: float) -> None:
         """Hook: bring the waiting jobs' keys up to date before the walk (their order may have changed)."""
 
+    # --- the promote knob ------------------------------------------------------------------------
+    def _note_stopped(self, job: Job, vc: VirtualCluster) -> None:
+        """A job left its GPUs: if it waits again having run, it may starve; note when it becomes eligible.
+
+        Its last run, its attained service and so its eligibility stay fixed while it waits, so the waiting
+        jobs need not be scanned at every pass (which made the knob cost a pass per waiting job)."""
+        if job.state is not JobState.PENDING or not self._may_starve(job):
+            return
+        entry = (job.pending_since + self.knob * self.last_run(job), job.index, job, job.pending_since)
+        heappush(self._eligible.setdefault(vc.name, []), entry)
+        self._new_eligible.setdefault(vc.name, []).append(entry)
+
+    def _may_starve(self, job: Job) -> bool:
+        return self.last_run(job) > 0 and self.attained(job, 0.0) > 0  # (both fixed while it waits)
+
+    def _waiting_since(self, vc: VirtualCluster, entry: tuple[float, int, Job, float]) -> bool:
+        """Whether the entry's job still waits in ``vc`` as it did when noted, unpromoted."""
+        job = entry[2]
+        return job in vc.pending and job.pending_since == entry[3] and self.attained(job, 0.0) > 0
+
     def _promote_starving(self, vc: VirtualCluster, now: float) -> None:
-        for job in [j for j in vc.pending if self._starving(j, now)]:
+        """Promote to the highest queue every waiting job that has starved (:meth:`_starving`).
+
+        Candidates come off the VC's heap by eligibility time, a little past ``now`` (the test's own float
+        form decides); one not starving yet goes back."""
+        heap = self._eligible.get(vc.name)
+        horizon = now + 1e-9 * max(1.0, abs(now))
+        not_yet = []
+        while heap and heap[0][0] <= horizon:
+            entry = heappop(heap)
+            if not self._waiting_since(vc, entry):
+                continue
+            job = entry[2]
+            if not self._starving(job, now):
+                not_yet.append(entry)
+                continue
             vc.pending.remove(job)
             self._forgiven[job] = self._forgiven.get(job, 0.0) + self.attained(job, now)
             vc.pending.push(job)
             self.promotions += 1
+        for entry in not_yet:
+            heappush(heap, entry)  # type: ignore[arg-type]
 
     @staticmethod
     def last_run(job: Job) -> float:
@@ -167,11 +211,23 @@ class Tiresias(Policy):
         for when in wake:
             ctx.wake_at(when)
         if self.knob > 0:
-            for job in vc.pending:
-                last = self.last_run(job)
-                if last > 0 and self.attained(job, now) > 0:
-                    eligible = job.pending_since + self.knob * last
-                    ctx.wake_at(self._boundary_at_or_after(max(now + self.quantum, eligible)))
+            self._set_promotion_timers(vc, ctx, now)
+
+    def _set_promotion_timers(self, vc: VirtualCluster, ctx: SchedulingContext, now: float) -> None:
+        """Wake at the boundary when a waiting job becomes eligible for promotion, or at the next boundary
+        for those eligible by then.
+
+        The timers of waiting jobs eligible later than that are set once, at the first pass that sees them:
+        their time is fixed, and the timer is still due (so setting it again at every pass would be a no-op)."""
+        soon = now + self.quantum
+        for entry in self._new_eligible.pop(vc.name, ()):
+            if entry[0] > soon and self._waiting_since(vc, entry):
+                ctx.wake_at(self._boundary_at_or_after(entry[0]))
+        heap = self._eligible.get(vc.name)
+        while heap and not self._waiting_since(vc, heap[0]):
+            heappop(heap)  # (stale: it ran or was promoted)
+        if heap and heap[0][0] <= soon:
+            ctx.wake_at(self._boundary_at_or_after(soon))
 
     def _boundary_at_or_after(self, t: float) -> float:
         return math.ceil(t / self.quantum) * self.quantum
