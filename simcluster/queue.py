@@ -133,10 +133,6 @@ class JobQueue:
         """The head's (key, trace index), as the queue holds it (the smallest); the queue must not be empty."""
         return self._all.keys[self._all.head]
 
-    def sizes(self) -> list[int]:
-        """The GPU counts that jobs in the queue ask for."""
-        return list(self._sized())
-
     def none_fits(self, gpus: float) -> bool:
         """Whether no waiting job asks for at most ``gpus`` GPUs (a pass then has nothing to start there)."""
         return not self._entry_of or min(self._sized()) > gpus

@@ -45,6 +45,15 @@ def gpu_share(job: Job) -> float:
     return share
 
 
+def walk_changes_nothing(vc: VirtualCluster, rest: list[tuple[Any, Job]], reserved: float,
+                         quota_of: Callable[[Job], float] = gpu_count) -> bool:
+    """Whether :func:`walk_quota` over ``rest`` and the queue, with ``reserved`` GPUs held first, would start
+    and preempt no job: no waiting job fits what ``reserved`` leaves (the quota only shrinks, so none would
+    start), and the jobs of ``rest`` fit beside it (they hold their GPUs now, so none would be preempted)."""
+    total = vc.total_gpus
+    return vc.pending.none_fits(total - reserved) and reserved + sum(quota_of(job) for _, job in rest) <= total
+
+
 def walk_quota(vc: VirtualCluster, ctx: SchedulingContext, running: list[tuple[Any, Job]],
                pending: dict[int, SizedRun], pending_first_on_ties: bool = True, reserved: float = 0,
                quota_of: Callable[[Job], float] = gpu_count) -> int:

@@ -7,7 +7,7 @@ from simcluster.cluster import VirtualCluster
 from simcluster.config import SimConfig
 from simcluster.job import Job
 from simcluster.policies.base import POLICIES, Policy, SchedulingContext
-from simcluster.policies.quota import gpu_share, queue_streams, walk_quota
+from simcluster.policies.quota import gpu_share, queue_streams, walk_changes_nothing, walk_quota
 from simcluster.policies.sharing import PartnerCost, share_waiting_jobs
 
 
@@ -73,8 +73,8 @@ class ShortestRemainingTimeFirst(Policy):
         for end, _, job in ends[first_rest:] if first_rest else ends:
             running.append((end - now, job))
             quota_used -= job.gpu_num
-        if held <= vc.total_gpus and vc.pending.none_fits(vc.total_gpus - quota_used):
-            return  # none would start (the quota only shrinks), so the rest, which fit now, would all stay
+        if walk_changes_nothing(vc, running, quota_used):
+            return
         streams = queue_streams(vc, vc.total_gpus - quota_used)
         if walk_quota(vc, ctx, running, streams, reserved=quota_used):
             # the preempted jobs' remaining time grew by the overhead, which may let others in: look again
@@ -113,7 +113,7 @@ class SrtfSharing(ShortestRemainingTimeFirst):
         if running and head > max(map(itemgetter(0), running)):
             running = []  # every running job comes first and fits: only what is left is handed out
             quota_used = sum(gpu_share(j) for j in vc.running)
-            if vc.pending.none_fits(vc.total_gpus - quota_used):
+            if walk_changes_nothing(vc, running, quota_used, gpu_share):
                 return  # and no waiting job fits what is left (none at all when nothing is)
         streams = queue_streams(vc, vc.total_gpus - quota_used)
         walk_quota(vc, ctx, running, streams, reserved=quota_used, quota_of=gpu_share)

@@ -26,7 +26,7 @@ from simcluster.cluster import VirtualCluster
 from simcluster.config import SimConfig
 from simcluster.job import Job, JobState
 from simcluster.policies.base import POLICIES, Policy, SchedulingContext
-from simcluster.policies.quota import queue_streams, walk_quota
+from simcluster.policies.quota import queue_streams, walk_changes_nothing, walk_quota
 
 
 @POLICIES.register("tiresias")
@@ -131,13 +131,10 @@ class Tiresias(Policy):
     def walk_rest(vc: VirtualCluster, ctx: SchedulingContext, used: int, rest: list[tuple[Any, Job]],
                   running: list[tuple[Any, Job]]) -> None:
         """Walk the running jobs ``rest`` and the queue in what ``used`` GPUs leave; all of ``running``
-        where they overbook the VC (GPU fractions may).
-
-        No walk when no waiting job fits what ``used`` leaves: the quota only shrinks, so none would start,
-        and the jobs of ``rest`` fit beside ``used`` (they hold their GPUs now), so none would be preempted."""
+        where they overbook the VC (GPU fractions may); no walk where it would change nothing."""
         if used > vc.total_gpus:
             used, rest = 0, running
-        elif vc.pending.none_fits(vc.total_gpus - used) and used + sum(j.gpu_num for _, j in rest) <= vc.total_gpus:
+        elif walk_changes_nothing(vc, rest, used):
             return
         walk_quota(vc, ctx, rest, queue_streams(vc, vc.total_gpus - used), pending_first_on_ties=False, reserved=used)
 
@@ -157,7 +154,8 @@ class Tiresias(Policy):
         self._new_eligible.setdefault(vc.name, []).append(entry)
 
     def _may_starve(self, job: Job) -> bool:
-        return self.last_run(job) > 0 and self.attained(job, 0.0) > 0  # (both fixed while it waits)
+        """Whether a waiting job ran and kept attained service (both fixed while it waits)."""
+        return self.last_run(job) > 0 and self.attained(job, 0.0) > 0
 
     def _waiting_since(self, vc: VirtualCluster, entry: tuple[float, int, Job, float]) -> bool:
         """Whether the entry's job still waits in ``vc`` as it did when noted, unpromoted."""
@@ -193,8 +191,7 @@ class Tiresias(Policy):
         return job.pending_since - job.run_started_at if job.start_time is not None else 0.0
 
     def _starving(self, job: Job, now: float) -> bool:
-        last = self.last_run(job)
-        return last > 0 and self.attained(job, now) > 0 and now - job.pending_since >= self.knob * last
+        return self._may_starve(job) and now - job.pending_since >= self.knob * self.last_run(job)
 
     def _set_timers(self, vc: VirtualCluster, ctx: SchedulingContext, now: float) -> None:
         if not vc.pending:
