@@ -227,9 +227,12 @@ class Job:
         self.busy_time += ran
         if self.sharing:
             self.shared_seconds += ran
-        paid = min(ran, self.overhead_left)
-        self.overhead_left -= paid
-        self.work_left = max(0.0, self.work_left - (ran - paid) * self.speed)
+        # min(ran, overhead) and max(0.0, left), without the builtins' calls: this runs at every stop and finish
+        overhead = self.overhead_left
+        paid = overhead if overhead < ran else ran  # noqa: FURB136
+        self.overhead_left = overhead - paid
+        left = self.work_left - (ran - paid) * self.speed
+        self.work_left = left if left > 0.0 else 0.0  # noqa: FURB136
 
     # --- results ---------------------------------------------------------
     @property

@@ -45,13 +45,13 @@ def gpu_share(job: Job) -> float:
     return share
 
 
-def walk_changes_nothing(vc: VirtualCluster, rest: list[tuple[Any, Job]], reserved: float,
-                         quota_of: Callable[[Job], float] = gpu_count) -> bool:
-    """Whether :func:`walk_quota` over ``rest`` and the queue, with ``reserved`` GPUs held first, would start
-    and preempt no job: no waiting job fits what ``reserved`` leaves (the quota only shrinks, so none would
-    start), and the jobs of ``rest`` fit beside it (they hold their GPUs now, so none would be preempted)."""
+def walk_changes_nothing(vc: VirtualCluster, reserved: float, rest: float = 0) -> bool:
+    """Whether :func:`walk_quota` over running jobs using ``rest`` of the quota and the queue, with ``reserved``
+    GPUs held first, would start and preempt no job: no waiting job fits what ``reserved`` leaves (the quota
+    only shrinks, so none would start), and the walked running jobs fit beside it (they hold their GPUs now,
+    so none would be preempted).  The callers know ``rest`` already, or sum it as they list those jobs."""
     total = vc.total_gpus
-    return vc.pending.none_fits(total - reserved) and reserved + sum(quota_of(job) for _, job in rest) <= total
+    return reserved + rest <= total and vc.pending.none_fits(total - reserved)
 
 
 def walk_quota(vc: VirtualCluster, ctx: SchedulingContext, running: list[tuple[Any, Job]],

@@ -59,7 +59,7 @@ class ShortestRemainingTimeFirst(Policy):
             ctx.try_start(pending.first())  # type: ignore[arg-type]
             return
         now = ctx.now
-        head = self.pending_key(pending.first())  # type: ignore[arg-type]
+        head = pending.first_entry()[0]  # (the head's pending_key, as the queue holds it)
         ends = self._by_end.get(vc.name, ())
         # the running jobs shorter than every waiting one come first and fit (they hold the VC's GPUs, which its
         # quota counts): hand them their GPUs up front, walk only the rest.  Whole GPU counts, so the sum is
@@ -68,12 +68,11 @@ class ShortestRemainingTimeFirst(Policy):
             first_rest = len(ends)  # every running job comes first
         else:
             first_rest = bisect_left(ends, head, key=lambda entry: entry[0] - now)
-        running: list[tuple[float, Job]] = []
-        quota_used = held
-        for end, _, job in ends[first_rest:] if first_rest else ends:
-            running.append((end - now, job))
-            quota_used -= job.gpu_num
-        if walk_changes_nothing(vc, running, quota_used):
+        rest = ends[first_rest:] if first_rest else ends
+        running = [(end - now, job) for end, _, job in rest]
+        rest_gpus = sum([job.gpu_num for _, _, job in rest])
+        quota_used = held - rest_gpus
+        if walk_changes_nothing(vc, quota_used, rest_gpus):
             return
         streams = queue_streams(vc, vc.total_gpus - quota_used)
         if walk_quota(vc, ctx, running, streams, reserved=quota_used):
@@ -108,12 +107,12 @@ class SrtfSharing(ShortestRemainingTimeFirst):
     def _walk(self, vc: VirtualCluster, ctx: SchedulingContext) -> None:
         now = ctx.now
         running = [(j.remaining_at(now), j) for j in vc.running]
-        head = self.pending_key(vc.pending.first())  # type: ignore[arg-type]
+        head = vc.pending.first_entry()[0]
         quota_used: float = 0
         if running and head > max(map(itemgetter(0), running)):
             running = []  # every running job comes first and fits: only what is left is handed out
             quota_used = sum(gpu_share(j) for j in vc.running)
-            if walk_changes_nothing(vc, running, quota_used, gpu_share):
+            if walk_changes_nothing(vc, quota_used):
                 return  # and no waiting job fits what is left (none at all when nothing is)
         streams = queue_streams(vc, vc.total_gpus - quota_used)
         walk_quota(vc, ctx, running, streams, reserved=quota_used, quota_of=gpu_share)

@@ -134,7 +134,7 @@ class Tiresias(Policy):
         where they overbook the VC (GPU fractions may); no walk where it would change nothing."""
         if used > vc.total_gpus:
             used, rest = 0, running
-        elif walk_changes_nothing(vc, rest, used):
+        elif walk_changes_nothing(vc, used, sum(job.gpu_num for _, job in rest)):
             return
         walk_quota(vc, ctx, rest, queue_streams(vc, vc.total_gpus - used), pending_first_on_ties=False, reserved=used)
 
