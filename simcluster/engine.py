@@ -286,6 +286,7 @@ class Simulation:
             vc.to_arrive = arriving[vc.name]
             if fractions:
                 vc.track_fractions()
+        self.policy.attach(self.cluster)
         self._pools: dict[tuple[int, str], list[Pool]] = {}  # (id of a job's speeds, VC) → the pools it may use
         self.colocation: ColocationModel | None = None
         if self.policy.shares_gpus:

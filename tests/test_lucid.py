@@ -170,3 +170,38 @@ def test_a_profiler_factor_above_one_never_strands_a_job_bigger_than_the_partiti
     jobs, _, policy = simulation([(16, 0, 500, "Small")], lucid_sharing="never", profiler_nodes=1, vc_nodes=2,
                                       profiler_factor=4.0)
     assert jobs["j0"].end_time == 500 and policy.counts["skipped_profiling"] == 1
+
+
+class ProfilerQueue(Observer):
+    """Keeps the jobs waiting for the profiling partition by itself, and checks each arrival's admission
+    against it: a job goes to the profiler only if at most ``limit`` jobs wait there."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit, self.waiting, self.wrong, self.evicted_there = limit, set(), [], 0
+
+    def on_submit(self, job: Job, now: float) -> None:  # (after the policy's admission, once the job is queued)
+        if (job.queue_vc == PROFILER) != (len(self.waiting) <= self.limit):
+            self.wrong.append((job.job_id, now, len(self.waiting)))
+        if job.queue_vc == PROFILER:
+            self.waiting.add(job)
+
+    def on_start(self, job: Job, now: float) -> None:
+        self.waiting.discard(job)
+
+    def on_restart(self, job: Job, now: float) -> None:  # evicted by a node failure: it waits again, where it ran
+        if job.queue_vc == PROFILER:
+            self.waiting.add(job)
+            self.evicted_there += 1
+
+
+def test_jobs_evicted_from_the_profiler_count_among_those_waiting_for_it():
+    # a busy profiler whose node fails: the evicted jobs queue there again, and arrivals see them waiting
+    jobs = [Job(index=i, job_id=f"j{i}", vc="a", gpu_num=1, submit_time=20 * i, duration=600, user="u",
+                workload=SMALL) for i in range(300)]
+    config = SimConfig(policy="lucid", estimator="oracle", lucid_sharing="never", profiler_nodes=1,
+                       profile_seconds=300, profiler_queue_limit=3, node_mtbf=3000, restart_limit=0, seed=1)
+    admission = ProfilerQueue(limit=3)
+    sim = Simulation(jobs, {"a": 2}, config, [admission], colocation=FixedColocation(0.8, 1000.0))
+    sim.run()
+    assert admission.evicted_there > 0 and sim.policy.counts["profiler_busy"] > 0
+    assert admission.wrong == []

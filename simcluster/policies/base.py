@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from simcluster.cluster import VirtualCluster
+from simcluster.cluster import Cluster, VirtualCluster
 from simcluster.config import SimConfig
 from simcluster.job import Job
 from simcluster.queue import submit_order
@@ -75,6 +75,10 @@ class Policy:
     def partitions(self) -> dict[str, int]:
         """Partitions of the policy's own (name → nodes), e.g. lucid's profiler."""
         return {}
+
+    def attach(self, cluster: Cluster) -> None:
+        """Hook: the run's cluster, once built and before the first arrival (a policy with partitions of its
+        own may keep what it reads of them, e.g. how many jobs wait for lucid's profiler)."""
 
     def borrowed_nodes(self) -> dict[str, int]:
         """Nodes the policy's partitions take out of the trace's VCs (VC → nodes); the others come beside them."""

@@ -70,13 +70,14 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any
 
-from simcluster.cluster import VirtualCluster
+from simcluster.cluster import Cluster, VirtualCluster
 from simcluster.config import SimConfig
 from simcluster.estimators import EstimateQuality, make_estimator
 from simcluster.estimators.from_file import TieOrder
 from simcluster.job import UNKNOWN_WORKLOAD as UNKNOWN
 from simcluster.job import Job, table_keys
 from simcluster.policies.base import POLICIES, Policy, SchedulingContext
+from simcluster.queue import JobQueue
 from simcluster.throughputs import PAIR_FLOOR
 
 PROFILER = "profiler"
@@ -122,7 +123,7 @@ class Lucid(Policy):
         # a job bigger than the whole partition could never be profiled: factors above 1 count as 1
         self._profile_limit = min(c.profiler_factor, 1.0) * c.profiler_nodes * c.gpus_per_node
         self._scores: dict[Job, int | None] = {}
-        self._profiler_waiting = 0  # jobs queued for the profiling partition, not yet started there
+        self._profiler_queue: JobQueue | None = None  # jobs waiting for the profiling partition (attach)
         self.packing: Any = None  # the scores' source: a labels file, or the packing model built at first use
         if c.sharing_labels:
             from simcluster.models.labels import LabelledScores
@@ -138,6 +139,12 @@ class Lucid(Policy):
     def borrowed_nodes(self) -> dict[str, int]:
         return dict(Counter(profiler_vcs(self.config)))
 
+    def attach(self, cluster: Cluster) -> None:
+        # its queue, not a count kept by hand: a job evicted there by a node failure waits there again, and
+        # one given up on leaves it, which the policy is not told of
+        if PROFILER in cluster.vcs:
+            self._profiler_queue = cluster.vcs[PROFILER].pending
+
     def on_submit(self, job: Job, now: float) -> None:
         if self.forecaster is None and self.config.lucid_sharing == "adaptive":
             self.forecaster = self._make_forecaster(now)
@@ -152,12 +159,11 @@ class Lucid(Policy):
         if job.gpu_num > self._profile_limit:
             self._scores[job] = None  # never profiled: its profile is unknown, so it never pairs
             self.counts["skipped_profiling"] += 1
-        elif limit and self._profiler_waiting > limit:
+        elif limit and len(self._profiler_queue) > limit:  # type: ignore[arg-type]  (the partition exists)
             self._scores[job] = None
             self.counts["profiler_busy"] += 1
         elif self.config.profiler_mode == "move" or job.duration <= self.config.profile_seconds:
             job.queue_vc = PROFILER
-            self._profiler_waiting += 1
         else:
             self.counts["profiled_beside"] += 1  # short-only: profiled in a pass of its own, at no cost to it
 
@@ -178,7 +184,6 @@ class Lucid(Policy):
             ctx.move(job, job.vc)  # profiled: on to its own VC, with the progress it made
             self.counts["profiled"] += 1
         while (waiting := vc.pending.first()) is not None and ctx.try_start(waiting):
-            self._profiler_waiting -= 1
             ctx.wake_at(now + window)
 
     # --- a VC: priority order, affine pairs while load is high ---------------------
