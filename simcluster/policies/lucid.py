@@ -123,7 +123,7 @@ class Lucid(Policy):
         # a job bigger than the whole partition could never be profiled: factors above 1 count as 1
         self._profile_limit = min(c.profiler_factor, 1.0) * c.profiler_nodes * c.gpus_per_node
         self._scores: dict[Job, int | None] = {}
-        self._profiler_queue: JobQueue | None = None  # jobs waiting for the profiling partition (attach)
+        self._profiler_queue = JobQueue()  # jobs waiting for the profiling partition: its own queue, once attached
         self.packing: Any = None  # the scores' source: a labels file, or the packing model built at first use
         if c.sharing_labels:
             from simcluster.models.labels import LabelledScores
@@ -159,7 +159,7 @@ class Lucid(Policy):
         if job.gpu_num > self._profile_limit:
             self._scores[job] = None  # never profiled: its profile is unknown, so it never pairs
             self.counts["skipped_profiling"] += 1
-        elif limit and len(self._profiler_queue) > limit:  # type: ignore[arg-type]  (the partition exists)
+        elif limit and len(self._profiler_queue) > limit:
             self._scores[job] = None
             self.counts["profiler_busy"] += 1
         elif self.config.profiler_mode == "move" or job.duration <= self.config.profile_seconds:
