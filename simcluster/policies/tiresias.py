@@ -58,8 +58,8 @@ class Tiresias(Policy):
         # promoted), and those queued since the VC's last timers were set
         self._eligible: dict[str, list[tuple[float, int, Job, float]]] = {}
         self._new_eligible: dict[str, list[tuple[float, int, Job, float]]] = {}
-        if self.knob > 0:
-            self.on_run_stop = self._note_stopped  # type: ignore[method-assign]  (the engine calls it only then)
+        if self.knob > 0:  # the engine calls a run hook only where one is set: plain tiresias has none
+            self.on_run_stop = self._note_stopped  # type: ignore[method-assign]
 
     # --- attained service and queues -----------------------------------------
     def attained(self, job: Job, now: float) -> float:
