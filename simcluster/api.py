@@ -75,7 +75,8 @@ def load_trace(trace: str | os.PathLike[str] | pd.DataFrame,
 
     if isinstance(vc_config, Mapping):
         raise TypeError("vc_config for a trace file is the VC config CSV's path")
-    return load_file(trace, vc_config, **options)
+    # (the file loaders read any os.PathLike, through Path(); their annotation says str | Path)
+    return load_file(trace, vc_config, **options)  # type: ignore[arg-type]
 
 
 def simulate(trace: Trace | HeteroTrace, config: SimConfig | None = None, observers: Iterable[Observer] = (),
@@ -269,11 +270,11 @@ def colocation_warnings(model: Any) -> list[str]:
 SIDE_FILES = ("estimates", "tie_order", "sharing_labels")  # settings naming a file that may sit beside the trace
 
 
-def files_beside_trace(config: SimConfig, trace: Trace) -> SimConfig:
+def files_beside_trace(config: SimConfig, trace: Trace | HeteroTrace) -> SimConfig:
     """``config`` with each relative side-file path that is not found from here but is beside the trace
     made to point there (so a preset can name ``reference_estimates/…`` of the trace it reproduces)."""
     folder = Path(trace.source).parent
-    changes = {}
+    changes: dict[str, Any] = {}
     for name in SIDE_FILES:
         value = getattr(config, name)
         if value and not Path(value).is_absolute() and not Path(value).exists() and (folder / value).is_file():

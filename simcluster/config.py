@@ -310,7 +310,7 @@ def default_of(f: Field) -> Any:
 
 def base_type(f: Field) -> type:
     """int, float, bool, str or tuple: the kind of value the field holds (Optional removed)."""
-    kind = f.type
+    kind: Any = f.type
     if typing.get_origin(kind) in (typing.Union, types.UnionType):
         kind = next(a for a in typing.get_args(kind) if a is not type(None))
     return typing.get_origin(kind) or kind  # tuple[float, ...] → tuple

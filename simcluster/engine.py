@@ -372,9 +372,11 @@ class Simulation:
         stopped: list[simpy.Event] = []
         stop.callbacks.append(stopped.append)  # type: ignore[union-attr]
         while not stopped:
-            if queue and (not calls or queue[0] < calls[0]):
+            # (an event and a call never tie on (time, priority, id): their last items are never compared)
+            if queue and (not calls or queue[0] < calls[0]):  # type: ignore[operator]
                 env._now, _, _, event = heappop(queue)  # type: ignore[attr-defined]
-                callbacks, event.callbacks = event.callbacks, None
+                # (a processed event's callbacks are None, as SimPy's own step sets them)
+                callbacks, event.callbacks = event.callbacks, None  # type: ignore[assignment]
                 for callback in callbacks:
                     callback(event)
                 if not event._ok and not hasattr(event, "_defused"):  # a process failed, and no one handled it
@@ -689,6 +691,7 @@ class Simulation:
         of a GPU runs at full speed beside the others there."""
         slowest, sharing = math.inf, False
         whole = job.gpu_milli >= 1000
+        factors: dict[Job, float]  # (a declaration only: no code)
         for node, ids in job.allocation:
             alone = job.speed_on(node.gpu_type)
             slowest = min(slowest, alone)

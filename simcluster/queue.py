@@ -25,7 +25,7 @@ Entry = tuple[Any, int]  # (policy key, trace index): unique and totally ordered
 SizedRun = tuple[list[Entry], list["Job | None"], int]  # (entries, jobs, first): see JobQueue.runs_by_size
 
 
-def submit_order(job: Job) -> tuple[int, int]:
+def submit_order(job: Job) -> tuple[float, int]:
     return (job.submit_time, job.index)
 
 

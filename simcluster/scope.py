@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from simcluster.config import (
     CLUSTER,
@@ -38,13 +38,17 @@ from simcluster.config import (
     knobs,
 )
 
+if TYPE_CHECKING:
+    from simcluster.policies.base import Policy
+    from simcluster.policies.gavel.rounds import RoundPolicy
+
 
 @dataclass(frozen=True)
 class Run:
     """What a reader looks at: the policy's class (None: unknown), the settings, and whether the trace's
     jobs have job types with per-GPU-type throughputs (a Gavel trace: ``--throughputs`` is read)."""
 
-    policy: type | None
+    policy: type[Policy] | None
     config: SimConfig
     job_types: bool = False
 
@@ -57,7 +61,7 @@ class Reader:
     error: bool = False
 
 
-def _policy(test: Callable[[type], bool]) -> Callable[[Run], bool]:
+def _policy(test: Callable[[type[Policy]], bool]) -> Callable[[Run], bool]:
     return lambda run: run.policy is not None and test(run.policy)
 
 
@@ -103,7 +107,7 @@ def _draws_random(run: Run) -> bool:
     models (the ebm estimator, lucid's models), or Gavel's agnostic policies (they draw GPU types, pairs)."""
     config = run.config
     if run.policy is not None and _ROUNDS(run.policy):
-        return not run.policy.aware or config.node_mtbf > 0
+        return not cast("type[RoundPolicy]", run.policy).aware or config.node_mtbf > 0
     return (config.placement == "random" or config.node_mtbf > 0 or _estimator(run) == "ebm"
             or (run.policy is not None and _LUCID(run.policy)))
 

@@ -81,7 +81,7 @@ def config_from(ctx: typer.Context, values: dict[str, Any], exclude: tuple[str, 
     """The run's settings: defaults < --preset < --config < the options given on the command line."""
     from simcluster.presets import resolve_config
 
-    settings = settings_from(ctx, values, [n for n in knobs() if n not in exclude])
+    settings: dict[str, Any] = settings_from(ctx, values, [n for n in knobs() if n not in exclude])
     thresholds = queue_thresholds(values.get("queues"), settings.get("thresholds"))
     if thresholds is not None:
         settings["thresholds"] = thresholds

@@ -349,6 +349,7 @@ class ColocationModel:
         Symmetric: ``pair_speeds(b, nb, a, na)`` is the same answer swapped.  Raises ValueError
         only for a non-positive batch size or GPU count (a caller's bug, not missing data).
         """
+        hit: tuple[tuple[float, float], str] | None  # (a declaration only: no code)
         known = self._by_identity.get((id(a), a_gpus, id(b), b_gpus))
         if known is not None and known[0] is a and known[1] is b:
             hit = known[2]

@@ -44,7 +44,7 @@ class EstimateQuality:
 
     def __init__(self) -> None:
         self.estimates: list[float] = []
-        self.truths: list[int] = []
+        self.truths: list[float] = []
 
     def record(self, estimate: float, job: Job) -> None:
         self.estimates.append(estimate)

@@ -55,7 +55,7 @@ def jobs_frame(jobs: Iterable[Job], now: float | None = None,
         read = ("index", "start_time", "end_time", "queue_time", "busy_time", *counts)
         whole = ("index", "preemptions", "restarts")
         record = np.dtype([(name, np.int64 if name in whole else float) for name in read])
-        values = np.fromiter(map(attrgetter(*read), rows), record, n)
+        values: Any = np.fromiter(map(attrgetter(*read), rows), record, n)
         start, end, queued, busy_time = (values["start_time"], values["end_time"], values["queue_time"],
                                          values["busy_time"])
         index = values["index"]

@@ -56,7 +56,7 @@ def _write_model(name: str, model: Any, out: Path, class_names: list[str] | None
 
 def submissions(jobs: list[Job]) -> Iterator[tuple[Job, list[Job]]]:
     """Each job in submission order, with the jobs that would have finished (submit + duration) since the last."""
-    running: list[tuple[int, int, Job]] = []  # (finish, index, job), a heap
+    running: list[tuple[float, int, Job]] = []  # (finish, index, job), a heap
     for job in sorted(jobs, key=lambda j: (j.submit_time, j.index)):
         finished = []
         while running and running[0][0] <= job.submit_time:

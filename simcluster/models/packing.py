@@ -100,7 +100,8 @@ class PackingModel:
                 cached = self.classes[0] if self.classes else 0
             else:  # the model's own answer, read from its tables (model.predict costs ~5 ms of pandas a call)
                 profile = self.profile(workload, gpus, memory)
-                cached = int(self._predict.classify([profile[f] for f in FEATURES]))
+                # (self._predict is set together with self.model)
+                cached = int(self._predict.classify([profile[f] for f in FEATURES]))  # type: ignore[union-attr]
             self._cache[key] = cached
         return cached
 

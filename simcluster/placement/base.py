@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from typing import Protocol
 
-from simcluster.cluster import Node, VirtualCluster
+from simcluster.cluster import Node, Pool
 from simcluster.job import Job
 from simcluster.registry import Registry
 
@@ -16,8 +16,11 @@ Plan = list[tuple[Node, int | list[int]]]
 class Placement(Protocol):
     name: str
 
-    def place(self, job: Job, vc: VirtualCluster) -> Plan | None:
+    def place(self, job: Job, vc: Pool) -> Plan | None:
         """GPUs for ``job`` on ``vc`` now, or None if it cannot be placed now.
+
+        ``vc`` is the job's VC, or one GPU type's :class:`~simcluster.cluster.Pool` of it (a job that runs on
+        some of the VC's types only; Gavel's rounds); a placement with ``chooses_types`` always gets the VC.
 
         Must not change the cluster: the engine applies the plan.
         """
@@ -32,7 +35,7 @@ def make_placement(name: str, rng: random.Random) -> Placement:
     return cls(rng)  # type: ignore[no-any-return]
 
 
-def lowest_node(vc: VirtualCluster, mask: int) -> Node:
+def lowest_node(vc: Pool, mask: int) -> Node:
     return vc.nodes[(mask & -mask).bit_length() - 1]
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 import random
 from itertools import islice
 
-from simcluster.cluster import VirtualCluster
+from simcluster.cluster import Pool
 from simcluster.job import Job
 from simcluster.placement.base import PLACEMENTS, Plan, lowest_node
 
@@ -26,7 +26,7 @@ class Consolidate:
     def __init__(self, rng: random.Random | None = None) -> None:
         pass
 
-    def place(self, job: Job, vc: VirtualCluster) -> Plan | None:
+    def place(self, job: Job, vc: Pool) -> Plan | None:
         need, per = job.gpu_num, vc.gpus_per_node
         if need > vc.free_gpus:
             return None

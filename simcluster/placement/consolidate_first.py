@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import random
 
-from simcluster.cluster import VirtualCluster
+from simcluster.cluster import Pool
 from simcluster.job import Job
 from simcluster.placement.base import PLACEMENTS, Plan, fill_in_order
 from simcluster.placement.consolidate import Consolidate
@@ -21,7 +21,7 @@ class ConsolidateFirst:
     def __init__(self, rng: random.Random | None = None) -> None:
         self._consolidate = Consolidate()
 
-    def place(self, job: Job, vc: VirtualCluster) -> Plan | None:
+    def place(self, job: Job, vc: Pool) -> Plan | None:
         plan = self._consolidate.place(job, vc)
         if plan is not None or job.gpu_num > vc.free_gpus:
             return plan

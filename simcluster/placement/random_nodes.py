@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import random
 
-from simcluster.cluster import VirtualCluster
+from simcluster.cluster import Pool
 from simcluster.job import Job
 from simcluster.placement.base import PLACEMENTS, Plan, fill_in_order
 
@@ -16,7 +16,7 @@ class RandomNodes:
     def __init__(self, rng: random.Random) -> None:
         self._rng = rng
 
-    def place(self, job: Job, vc: VirtualCluster) -> Plan | None:
+    def place(self, job: Job, vc: Pool) -> Plan | None:
         if job.gpu_num > vc.free_gpus:
             return None
         candidates = [n for n in vc.nodes if n.free_gpus]

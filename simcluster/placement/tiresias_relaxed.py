@@ -4,7 +4,7 @@ import csv
 import random
 from importlib.resources import files
 
-from simcluster.cluster import VirtualCluster
+from simcluster.cluster import Pool
 from simcluster.job import Job
 from simcluster.placement.base import PLACEMENTS, Plan
 from simcluster.placement.consolidate import Consolidate
@@ -35,7 +35,7 @@ class TiresiasRelaxed:
         self.sensitive = sensitive_models() if sensitive is None else sensitive
         self._consolidate, self._relaxed = Consolidate(), ConsolidateFirst()
 
-    def place(self, job: Job, vc: VirtualCluster) -> Plan | None:
+    def place(self, job: Job, vc: Pool) -> Plan | None:
         if job.workload is not None and job.workload.model in self.sensitive:
             return self._consolidate.place(job, vc)
         return self._relaxed.place(job, vc)

@@ -272,9 +272,9 @@ class Lucid(Policy):
         from simcluster.traces.venus import DEFAULT_EPOCH
 
         c = self.config
-        rule = {"quantile": c.share_load_quantile, "seed": c.seed, "boosting": c.boosting,
-                "retrain_growth": c.retrain_growth,
-                "min_rate": c.share_min_rate if c.share_rule == "rate" else None}
+        rule: dict[str, Any] = {"quantile": c.share_load_quantile, "seed": c.seed, "boosting": c.boosting,
+                                "retrain_growth": c.retrain_growth,
+                                "min_rate": c.share_min_rate if c.share_rule == "rate" else None}
         if c.throughput_history:
             first, counts = read_throughput_log(c.throughput_history, DEFAULT_EPOCH)
             return ThroughputForecaster(SubmissionSeries(first, counts), train_until=int(now // BIN), **rule)

@@ -37,7 +37,7 @@ def gpu_share(job: Job) -> float:
     """The quota a running job uses when GPUs may be shared: each GPU split among its jobs."""
     if not job.sharing:
         return job.gpu_num
-    share = 0  # (summed left to right, as sum() did: the same float)
+    share: float = 0  # (summed left to right, as sum() did: the same float)
     for node, ids in job.allocation:
         gpus = node.gpus
         for i in ids:
@@ -95,7 +95,8 @@ def walk_quota(vc: VirtualCluster, ctx: SchedulingContext, running: list[tuple[A
                     break
             continue
         _, _, _, at, entries, jobs = heap[0]
-        job = jobs[at]
+        # (from a run's first position on, its jobs are all there: None marks only the removed ones before it)
+        job = jobs[at]  # type: ignore[assignment]
         if job.gpu_num > quota:
             heappop(heap)  # this GPU count no longer fits, and the quota only shrinks
             continue

@@ -8,7 +8,7 @@ from simcluster.policies.base import POLICIES, Policy, start_in_order_until_bloc
 class ShortestJobFirst(Policy):
     """Shortest job first (true duration, non-preemptive); stops at the first job that cannot be placed."""
 
-    def pending_key(self, job: Job) -> int:
+    def pending_key(self, job: Job) -> float:
         return job.duration
 
     schedule = staticmethod(start_in_order_until_blocked)  # (a call less per scheduling pass)
