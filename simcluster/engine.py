@@ -55,6 +55,7 @@ from simcluster.metrics.observer import Observer, overridden_hooks
 from simcluster.placement import Plan, fraction_plan, make_placement
 from simcluster.policies import POLICIES, Policy
 from simcluster.queue import JobQueue
+from simcluster.registry import implements
 
 if TYPE_CHECKING:  # pragma: no cover
     from simcluster.throughputs import ThroughputTable
@@ -307,14 +308,11 @@ class Simulation:
         self._on_node_up = overridden_hooks(observers, "on_node_up")
         self._on_sample = overridden_hooks(observers, "on_sample")
         self._contexts = {name: _VcContext(self, vc) for name, vc in self.cluster.vcs.items()}
-        # the policy's job hooks and the spread penalty, looked up once: most runs have neither.  A hook is the
-        # policy's where its class or the policy itself (an option that needs it) defines it
-        def defines(hook: str) -> bool:
-            return getattr(getattr(self.policy, hook), "__func__", None) is not getattr(Policy, hook)
-        self._policy_on_submit = defines("on_submit")
-        self._policy_on_finish = defines("on_finish")
-        self._policy_on_run_start = defines("on_run_start")
-        self._policy_on_run_stop = defines("on_run_stop")
+        # the policy's job hooks and the spread penalty, looked up once: most runs have neither
+        self._policy_on_submit = implements(self.policy, Policy, "on_submit")
+        self._policy_on_finish = implements(self.policy, Policy, "on_finish")
+        self._policy_on_run_start = implements(self.policy, Policy, "on_run_start")
+        self._policy_on_run_stop = implements(self.policy, Policy, "on_run_stop")
         self._spread_penalty = config.spread_penalty
         self._dirty: dict[str, None] = {}
         self._timers: set[tuple[str, float]] = set()  # (VC, time) of policy wake-ups already set

@@ -79,3 +79,21 @@ class Registry(Generic[T]):
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())
+
+
+def implements(plugin: object, base: type, hook: str) -> bool:
+    """Whether ``plugin`` has a ``hook`` of its own, not ``base``'s no-op default.
+
+    Its class may override the hook, or the plug-in may set one on itself (an option
+    that needs it); the engine calls only the hooks that are implemented.
+
+    >>> class Base:
+    ...     def on_tick(self): ...
+    >>> class Ticker(Base):
+    ...     def on_tick(self): return "tick"
+    >>> quiet, tuned = Base(), Base()
+    >>> tuned.on_tick = lambda: "tock"
+    >>> implements(Ticker(), Base, "on_tick"), implements(quiet, Base, "on_tick"), implements(tuned, Base, "on_tick")
+    (True, False, True)
+    """
+    return getattr(getattr(plugin, hook), "__func__", None) is not getattr(base, hook)

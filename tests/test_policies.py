@@ -91,3 +91,17 @@ def test_jobs_submitted_at_one_instant_arrive_in_trace_order_however_they_are_li
         return watch.seen
 
     assert arrivals(range(5)) == arrivals([4, 2, 0, 3, 1]) == [(0, 0), (0, 1), (0, 2), (5, 3), (5, 4)]
+
+
+def test_an_observer_hook_set_on_the_instance_is_called():
+    # A plain Observer with a hook assigned to it (no subclass) must not be skipped as a no-op.
+    from simcluster.engine import Simulation
+    from simcluster.job import Job
+    from simcluster.metrics import Observer
+
+    finished = []
+    watch = Observer()
+    watch.on_finish = lambda job, now: finished.append((job.job_id, now))  # type: ignore[method-assign]
+    jobs = [Job(index=i, job_id=str(i), vc="a", gpu_num=8, submit_time=0, duration=10 * (i + 1)) for i in range(2)]
+    Simulation(jobs, {"a": 2}, SimConfig(policy="fifo"), [watch]).run()
+    assert finished == [("0", 10), ("1", 20)]

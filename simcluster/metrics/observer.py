@@ -10,6 +10,7 @@ import math
 from array import array
 
 from simcluster.job import Job
+from simcluster.registry import implements
 
 
 class Observer:
@@ -27,8 +28,7 @@ class Observer:
 
 def overridden_hooks(observers: list[Observer], hook: str) -> list:
     """Bound ``hook`` methods of the observers that implement it (no-op defaults are skipped)."""
-    default = getattr(Observer, hook)
-    return [getattr(o, hook) for o in observers if getattr(type(o), hook) is not default]
+    return [getattr(o, hook) for o in observers if implements(o, Observer, hook)]
 
 
 class ClusterTimeline(Observer):
