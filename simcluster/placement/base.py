@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-from typing import Protocol
 
 from simcluster.cluster import Node, Pool
 from simcluster.job import Job
@@ -13,8 +12,18 @@ from simcluster.registry import Registry
 Plan = list[tuple[Node, int | list[int]]]
 
 
-class Placement(Protocol):
-    name: str
+class Placement:
+    """Base class of placements: maps one job to GPUs of its VC, or says "not now".
+
+    ``chooses_types``: the engine hands the placement the whole VC even for a job that runs on some of its
+    GPU types only (the placement then chooses the type itself); otherwise it gets one type's pool at a time.
+    """
+
+    name: str = "?"
+    chooses_types: bool = False
+
+    def __init__(self, rng: random.Random | None = None) -> None:
+        self.rng = rng if rng is not None else random.Random(0)
 
     def place(self, job: Job, vc: Pool) -> Plan | None:
         """GPUs for ``job`` on ``vc`` now, or None if it cannot be placed now.
@@ -24,10 +33,10 @@ class Placement(Protocol):
 
         Must not change the cluster: the engine applies the plan.
         """
-        ...
+        raise NotImplementedError
 
 
-PLACEMENTS: Registry[type] = Registry("placement")
+PLACEMENTS: Registry[type[Placement]] = Registry("placement")
 
 
 def make_placement(name: str, rng: random.Random) -> Placement:

@@ -5,11 +5,11 @@ from itertools import islice
 
 from simcluster.cluster import Pool
 from simcluster.job import Job
-from simcluster.placement.base import PLACEMENTS, Plan, lowest_node
+from simcluster.placement.base import PLACEMENTS, Placement, Plan, lowest_node
 
 
 @PLACEMENTS.register("consolidate")
-class Consolidate:
+class Consolidate(Placement):
     """Whole nodes for big jobs, the fullest fitting node for small ones (Helios/Lucid).
 
     - A job of at most one node's GPUs goes on the node with the fewest free

@@ -4,12 +4,12 @@ import random
 
 from simcluster.cluster import Pool
 from simcluster.job import Job
-from simcluster.placement.base import PLACEMENTS, Plan, fill_in_order
+from simcluster.placement.base import PLACEMENTS, Placement, Plan, fill_in_order
 from simcluster.placement.consolidate import Consolidate
 
 
 @PLACEMENTS.register("consolidate-first")
-class ConsolidateFirst:
+class ConsolidateFirst(Placement):
     """Consolidated if possible, else spread over the fewest nodes.
 
     Spreading takes the nodes with the most free GPUs first (ties: node

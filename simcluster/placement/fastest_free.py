@@ -6,12 +6,12 @@ import random
 
 from simcluster.cluster import VirtualCluster
 from simcluster.job import Job
-from simcluster.placement.base import PLACEMENTS, Plan, fill_in_order
+from simcluster.placement.base import PLACEMENTS, Placement, Plan, fill_in_order
 from simcluster.placement.consolidate_first import ConsolidateFirst
 
 
 @PLACEMENTS.register("fastest-free")
-class FastestFree:
+class FastestFree(Placement):
     """Heterogeneity-aware: the fastest GPU type (for the job) with room for all of it, consolidated there.
 
     GPU types are tried by the job's speed on them (ties: fastest first for the cluster), and within

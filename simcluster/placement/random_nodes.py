@@ -4,11 +4,11 @@ import random
 
 from simcluster.cluster import Pool
 from simcluster.job import Job
-from simcluster.placement.base import PLACEMENTS, Plan, fill_in_order
+from simcluster.placement.base import PLACEMENTS, Placement, Plan, fill_in_order
 
 
 @PLACEMENTS.register("random")
-class RandomNodes:
+class RandomNodes(Placement):
     """Free GPUs on randomly ordered nodes (seeded), no regard for locality."""
 
     name = "random"

@@ -6,7 +6,7 @@ from importlib.resources import files
 
 from simcluster.cluster import Pool
 from simcluster.job import Job
-from simcluster.placement.base import PLACEMENTS, Plan
+from simcluster.placement.base import PLACEMENTS, Placement, Plan
 from simcluster.placement.consolidate import Consolidate
 from simcluster.placement.consolidate_first import ConsolidateFirst
 
@@ -20,7 +20,7 @@ def sensitive_models() -> frozenset[str]:
 
 
 @PLACEMENTS.register("tiresias")
-class TiresiasRelaxed:
+class TiresiasRelaxed(Placement):
     """Tiresias' placement relaxation: consolidate models sensitive to spreading, let the others spread.
 
     A job whose model is in the data file ``tiresias_sensitive_models.csv``

@@ -8,7 +8,7 @@ one VC at one instant.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from simcluster.cluster import Cluster, VirtualCluster
 from simcluster.config import SimConfig
@@ -68,9 +68,12 @@ class Policy:
     preemptive: bool = False
     shares_gpus: bool = False  # True: the engine loads a colocation model and times shared GPUs
     own_placement: str | None = None  # the policy places jobs itself (named so in summaries); None: --placement
+    # the policy's own settings: a frozen dataclass whose fields are made with ``sdk.setting`` (default, help)
+    Settings: ClassVar[type | None] = None
 
     def __init__(self, config: SimConfig | None = None) -> None:
         self.config = config or SimConfig()
+        self.settings: Any = self.Settings() if self.Settings is not None else None
 
     def partitions(self) -> dict[str, int]:
         """Partitions of the policy's own (name → nodes), e.g. lucid's profiler."""

@@ -1,0 +1,38 @@
+"""Everything a scheduling policy or a placement needs, in one import.
+
+A policy orders jobs and decides which to start or preempt; a placement maps one job to GPUs.  Both
+are short classes written against this module, and the built-in ones are written against it too.
+
+>>> from simcluster.sdk import Policy, register_policy, start_in_order_until_blocked
+>>> class LargestFirst(Policy):
+...     '''The job asking for the most GPUs first (ties: submit order).'''
+...     def pending_key(self, job):
+...         return (-job.gpu_num, job.submit_time)
+...     schedule = staticmethod(start_in_order_until_blocked)
+"""
+
+from __future__ import annotations
+
+from simcluster.config import setting
+from simcluster.job import JobState
+from simcluster.placement.base import PLACEMENTS, Placement, Plan, fill_in_order, lowest_node
+from simcluster.policies.base import POLICIES, Policy, SchedulingContext, start_in_order_until_blocked
+from simcluster.queue import submit_order
+
+register_policy = POLICIES.register
+register_placement = PLACEMENTS.register
+
+__all__ = [
+    "JobState",
+    "Placement",
+    "Plan",
+    "Policy",
+    "SchedulingContext",
+    "fill_in_order",
+    "lowest_node",
+    "register_placement",
+    "register_policy",
+    "setting",
+    "start_in_order_until_blocked",
+    "submit_order",
+]
