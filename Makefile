@@ -12,12 +12,17 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
+# editable_mode=compat: the checkout goes on sys.path as a path entry, so that Python finds the package there
+# even where the current folder holds a directory named simcluster (a clone), which would otherwise shadow it as
+# an empty namespace package (setuptools' default editable finder comes after Python's path search)
+EDITABLE := --config-settings editable_mode=compat
+
 $(RUN_STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e .
+	$(BIN)/python -m pip install --quiet -e . $(EDITABLE)
 	touch $@
 
 $(TEST_STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[test,ray,profiler]'
+	$(BIN)/python -m pip install --quiet -e '.[test,ray,profiler]' $(EDITABLE)
 	touch $@ $(RUN_STAMP)
 
 ## Simulate the embedded default trace (traces/default) with fifo.
@@ -34,7 +39,7 @@ bench: $(TEST_STAMP)
 
 ## Style and types (installs ruff and mypy into .venv).
 lint: $(TEST_STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[lint]'
+	$(BIN)/python -m pip install --quiet -e '.[lint]' $(EDITABLE)
 	$(BIN)/ruff check .
 	$(BIN)/mypy simcluster profiler workloads --ignore-missing-imports
 

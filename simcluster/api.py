@@ -27,7 +27,8 @@ from simcluster.metrics import ClusterTimeline, NodeFailures, Observer
 from simcluster.metrics.fairness import finish_time_fairness, users_table
 from simcluster.metrics.gpu_types import TypeSeconds
 from simcluster.metrics.summary import jobs_frame, summarize
-from simcluster.policies import POLICIES
+from simcluster.plugins import Origin, origin_of, resolve, resolved_config
+from simcluster.policies.base import describe_settings, settings_as_dict
 from simcluster.scope import check_settings
 from simcluster.throughputs import ThroughputTable, load_throughputs
 from simcluster.traces import Trace, TraceError
@@ -92,7 +93,7 @@ def simulate(trace: Trace | HeteroTrace, config: SimConfig | None = None, observ
     >>> result.summary["jobs"], result.summary["policy"]
     (50, 'sjf')
     """
-    config = config or SimConfig()
+    config = resolved_config(config or SimConfig())  # plug-ins loaded, the policy's own settings checked
     warnings = check_settings(trace, config)  # a given setting the run would ignore: error or warning
     config = files_beside_trace(config, trace)
     throughput_log = getattr(trace, "throughput_log", None)
@@ -105,7 +106,7 @@ def simulate(trace: Trace | HeteroTrace, config: SimConfig | None = None, observ
     table = throughputs if throughputs is not None else throughput_table(trace, config)
     load_cpu = trace.load_cpu_seconds + (time.process_time() - load0 if table is not None else 0.0)  # table: loading
     cpu0 = time.process_time()
-    policy_class = POLICIES.get(config.policy)
+    policy_class, origin = resolve(config.policy, "policy")
     failures, timeline = NodeFailures(), ClusterTimeline()
     per_type = TypeSeconds(spec.gpu_types) if spec.typed else None
     with _quiet_gc() as quiet:  # from the jobs' making on: tens of thousands of objects that live as long as the run
@@ -115,7 +116,7 @@ def simulate(trace: Trace | HeteroTrace, config: SimConfig | None = None, observ
             for job in jobs:
                 job.vc = job.queue_vc = ONE_VC
         if spec.typed or merged or isinstance(trace, HeteroTrace):  # the loader checked a job log against its VCs
-            check_fits(trace, jobs, spec, getattr(policy_class, "one_type_per_job", False))
+            check_fits(trace, jobs, spec, policy_class.one_type_per_job)
         watchers = [failures, timeline, *([per_type] if per_type else []), *observers]
         sim = Simulation(jobs, spec, config, watchers, colocation, table)
         sim.run()
@@ -157,6 +158,7 @@ def simulate(trace: Trace | HeteroTrace, config: SimConfig | None = None, observ
         extra["throughputs"] = table.source
     if notes := getattr(trace, "notes", None):
         extra["trace_notes"] = notes
+    extra |= plugin_figures(sim.policy, origin, config)
     stopped: dict[str, Any] = {}
     if left or config.until:
         stopped = {"stopped_at": sim.env.now, "unfinished_jobs": len(left),
@@ -173,6 +175,20 @@ def simulate(trace: Trace | HeteroTrace, config: SimConfig | None = None, observ
         warnings=warnings,
     )
     return RunResult(frame, series, summary)
+
+
+def plugin_figures(policy: Any, origin: Origin, config: SimConfig) -> dict[str, Any]:
+    """What a summary records of plug-ins: where each came from (spec, file, its SHA-256), so that a result names
+    the code that made it, and the policy's own settings as the run used them (defaults included)."""
+    figures: dict[str, Any] = {}
+    if origin.source != "built-in":
+        figures["policy_source"] = origin.as_dict()
+    placement = origin_of(config.placement, "placement")
+    if placement.source != "built-in":
+        figures["placement_source"] = placement.as_dict()
+    if describe_settings(type(policy)):
+        figures["policy_settings"] = settings_as_dict(policy.settings)
+    return figures
 
 
 def _numbers(values: array) -> np.ndarray | array:

@@ -323,7 +323,7 @@ class VirtualCluster(Pool):
         self.shared_gpu_seconds = self.extra_gpu_seconds = 0.0
         self._since = 0.0
         self.pending: JobQueue = JobQueue()
-        self.running: dict[Job, None] = {}  # insertion-ordered set
+        self.running: RunningJobs = RunningJobs()  # insertion-ordered set
         self.to_arrive = 0  # jobs of this VC not submitted yet (the simulation counts them down)
         self.fastest_first = self.gpu_types  # its GPU types, fastest first (the cluster sets it)
 
@@ -357,6 +357,16 @@ class VirtualCluster(Pool):
         the first job of a GPU (what summing jobs' GPU-time counts twice)."""
         return (self.shared_gpu_seconds + self.shared_gpus * (now - self._since),
                 self.extra_gpu_seconds + self.extra_jobs * (now - self._since))
+
+
+class RunningJobs(dict[Job, None]):
+    """A VC's running jobs in start order (an insertion-ordered set), iterated over a snapshot: a policy may
+    preempt the jobs it walks."""
+
+    __slots__ = ()
+
+    def __iter__(self) -> Iterator[Job]:
+        return iter(tuple(dict.__iter__(self)))
 
 
 @dataclass

@@ -23,6 +23,9 @@ POLICY, CLUSTER, FAILURES, TIRESIAS, ESTIMATES, SHARING, LUCID, HETERO = (
     "Sharing", "Policy: lucid", "Heterogeneous (Gavel)",
 )
 PROVENANCE = "provenance"  # fields that record where settings came from; no option or --set key sets them
+# the policy's own settings (its Settings dataclass): set by --set NAME=VALUE or a config file's [policy] table,
+# not by an option of their own
+POLICY_SETTINGS = "policy settings"
 
 
 def setting(default: Any, help: str, panel: str = POLICY, *, min: float | None = None, max: float | None = None,
@@ -42,8 +45,12 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True)
 class SimConfig:
-    policy: str = setting("fifo", "Scheduling policy (see `lucid-sim policies`).")
-    placement: str = setting("consolidate", "Placement (see `lucid-sim placements`).")
+    policy: str = setting(
+        "fifo", "Scheduling policy: a built-in name (see `lucid-sim policies`), path/to/file.py[:Class], "
+        "package.module:Class, or a name an installed package registers (entry point simcluster.policies).")
+    placement: str = setting(
+        "consolidate", "Placement: a built-in name (see `lucid-sim placements`), path/to/file.py[:Class], "
+        "package.module:Class, or an entry point of simcluster.placements.")
     seed: int = setting(0, "Seed for every random choice (placement, failures, learners).")
     until: float = setting(
         0.0, "Simulated-time horizon: stop the run this many seconds after the first submission and report the "
@@ -248,15 +255,35 @@ class SimConfig:
         "badly), below the second 1, else 0.", LUCID,
     )
 
+    # the policy's own settings, as (name, value) pairs sorted by name; the policy's Settings dataclass says
+    # which exist and checks them (simcluster.policies.base.policy_settings)
+    policy_settings: tuple[tuple[str, Any], ...] = setting(
+        (), "The policy's own settings (`lucid-sim policies NAME` lists them): --set NAME=VALUE, or a [policy] "
+        "table in a config file.", POLICY_SETTINGS)
+
     # where these settings came from (recorded in summary.json; set by --preset/--config, not a knob)
     preset: str | None = setting(None, "The preset the settings started from.", PROVENANCE)
     config_file: str | None = setting(None, "The config file the settings were read from.", PROVENANCE)
+
+    def __post_init__(self) -> None:
+        # a class given by the Python API is known by the spec that loads it again in another process
+        for name, kind in (("policy", "policy"), ("placement", "placement")):
+            if isinstance(getattr(self, name), type):
+                from simcluster.plugins import spec_of
+
+                object.__setattr__(self, name, spec_of(getattr(self, name), kind))  # type: ignore[arg-type]
+        given = self.policy_settings
+        if not isinstance(given, tuple) or any(not isinstance(p, tuple) for p in given):
+            object.__setattr__(self, "policy_settings", settings_pairs(given))
 
     def preemption_overhead(self, gpu_num: int) -> float:
         return self.preempt_overhead_small if gpu_num <= 8 else self.preempt_overhead_large
 
     def as_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        """Every field by name; the policy's own settings as a mapping (as summary.json and TOML write them)."""
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        values["policy_settings"] = dict(self.policy_settings)
+        return values
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any], where: str = "settings",
@@ -273,6 +300,9 @@ class SimConfig:
         by_name = knobs()
         values = {}
         for key, value in settings.items():
+            if key == "policy_settings":
+                values[key] = settings_pairs(value, where)
+                continue
             if key not in by_name:
                 raise ConfigError(f"{where}: unknown setting {key!r}{_did_you_mean(key, by_name)}")
             values[key] = coerce(by_name[key], value, where)
@@ -289,8 +319,32 @@ class SimConfig:
 
 
 def knobs() -> dict[str, Field]:
-    """The fields a user sets (every field but the provenance ones)."""
-    return {name: f for name, f in config_fields().items() if f.metadata["panel"] != PROVENANCE}
+    """The fields a user sets by name, each an option of `lucid-sim run` (every field but the provenance ones and
+    the policy's own settings)."""
+    return {name: f for name, f in config_fields().items() if f.metadata["panel"] not in (PROVENANCE, POLICY_SETTINGS)}
+
+
+def panel_fields(panel: str) -> frozenset[str]:
+    """The settings of one help panel, e.g. tiresias' (what a policy declares it reads: ``Policy.reads``)."""
+    return frozenset(name for name, f in config_fields().items() if f.metadata["panel"] == panel)
+
+
+def settings_pairs(given: Any, where: str = "settings") -> tuple[tuple[str, Any], ...]:
+    """A policy's own settings as (name, value) pairs sorted by name, from a mapping or pairs.
+
+    >>> settings_pairs({"threshold": 60, "queues": 2})
+    (('queues', 2), ('threshold', 60))
+    """
+    if given is None:
+        return ()
+    if isinstance(given, Mapping):
+        pairs = list(given.items())
+    else:
+        try:
+            pairs = [(str(name), value) for name, value in given]
+        except (TypeError, ValueError):
+            raise ConfigError(f"{where}: the policy's settings must be a table of name = value, got {given!r}") from None
+    return tuple(sorted((str(name), value) for name, value in pairs))
 
 
 @cache

@@ -49,11 +49,13 @@ from simcluster.cluster import Cluster, Node, Pool, VirtualCluster
 from simcluster.cluster_spec import ClusterSpec, NodeGroup
 from simcluster.colocation.loader import ColocationModel, load_colocation_model
 from simcluster.config import SimConfig
+from simcluster.guard import POLICY_HOOKS, CheckedContext, CheckedPlacement, PluginFailed, guard_hooks
 from simcluster.job import UNKNOWN_WORKLOAD as UNKNOWN
 from simcluster.job import Job, JobState, table_keys
 from simcluster.metrics.observer import Observer, overridden_hooks
-from simcluster.placement import Plan, fraction_plan, make_placement
-from simcluster.policies import POLICIES, Policy
+from simcluster.placement import Placement, Plan, fraction_plan
+from simcluster.plugins import display_name, resolve
+from simcluster.policies import Policy, SchedulingContext
 from simcluster.queue import JobQueue
 from simcluster.registry import implements
 
@@ -178,6 +180,10 @@ class SimulationStalled(RuntimeError):
     pass
 
 
+class _NoEvents(RuntimeError):
+    """The run's loop found nothing left to happen before its end."""
+
+
 class NoProgressError(ValueError):
     """A job keeps being evicted by node failures without its checkpointed progress advancing: under
     these settings (failure rate, checkpoint interval) the run would not end.  A ValueError, as bad
@@ -236,8 +242,19 @@ class _VcContext:
     def preempt(self, job: Job, overhead: float | None = None, moving: bool = False) -> None:
         self.sim.preempt(job, self.vc, overhead, moving)
 
+    def requeue(self, job: Job) -> None:
+        queue = self.vc.pending
+        queue.remove(job)
+        queue.push(job)
+
+    def reorder(self) -> None:
+        self.vc.pending.rekey()
+
     def move(self, job: Job, partition: str) -> None:
         self.sim.move(job, partition)
+
+    def partition_names(self) -> list[str]:
+        return list(self.sim.cluster.vcs)
 
 
 class Simulation:
@@ -259,15 +276,25 @@ class Simulation:
         observers: Iterable[Observer] = (),
         colocation: ColocationModel | None = None,
         throughputs: ThroughputTable | None = None,
+        policy: Policy | None = None,
+        placement: Placement | None = None,
+        wrap_context: Callable[[SchedulingContext, VirtualCluster], SchedulingContext] | None = None,
     ) -> None:
         """``cluster``: nodes per VC (untyped, ``config.gpus_per_node`` GPUs each) or a :class:`ClusterSpec`.
         ``colocation`` overrides the model that ``config.colocation`` names (for sharing policies);
-        ``throughputs``: the table the jobs' per-type speeds come from, whose pairs time jobs sharing GPUs."""
+        ``throughputs``: the table the jobs' per-type speeds come from, whose pairs time jobs sharing GPUs.
+        ``policy`` and ``placement``: instances to use instead of the ones ``config`` names, and ``wrap_context``
+        what wraps each VC's context (the conformance kit's checks, :mod:`simcluster.testing`)."""
         self.config = config = config or SimConfig()
         self.jobs = jobs
         start = min(map(attrgetter("submit_time"), jobs), default=0)  # (map and attrgetter: no frame per job)
         self.env = simpy.Environment(initial_time=start)
-        self.policy = POLICIES.get(config.policy)(config)
+        policy_class, origin = resolve(config.policy, "policy")
+        self.policy = policy if policy is not None else policy_class(config)
+        guarded = origin.source != "built-in" and policy is None  # a plug-in: its hooks and decisions are checked
+        if guarded:
+            label = f"policy {display_name(config.policy)}"
+            guard_hooks(self.policy, Policy, POLICY_HOOKS, label, self._now, origin.location)
         spec = cluster if isinstance(cluster, ClusterSpec) else ClusterSpec.uniform(cluster, config.gpus_per_node)
         partitions = self.policy.partitions()
         if clash := set(partitions) & set(spec.vcs):
@@ -277,7 +304,11 @@ class Simulation:
         spec = spec.with_vcs(NodeGroup(name, kind, n, config.gpus_per_node) for name, n in partitions.items())
         self.throughputs = throughputs
         self.cluster = Cluster(spec, config.gpus_per_node, throughputs.type_order() if throughputs else ())
-        self.placement = make_placement(config.placement, random.Random(config.seed))
+        placement_class, placement_origin = resolve(config.placement, "placement")
+        self.placement = placement if placement is not None else placement_class(random.Random(config.seed))
+        if placement_origin.source != "built-in" and placement is None:
+            self.placement = CheckedPlacement(self.placement, f"placement {display_name(config.placement, 'placement')}",
+                                              self._now, source_file=placement_origin.location)
         fractions = min(map(attrgetter("gpu_milli"), jobs), default=1000) < 1000
         arriving = Counter(map(attrgetter("queue_vc"), jobs))
         for vc in self.cluster.vcs.values():
@@ -287,6 +318,7 @@ class Simulation:
             vc.to_arrive = arriving[vc.name]
             if fractions:
                 vc.track_fractions()
+        self.policy.clock = self._now
         self.policy.attach(self.cluster)
         self._pools: dict[tuple[int, str], list[Pool]] = {}  # (id of a job's speeds, VC) → the pools it may use
         self.colocation: ColocationModel | None = None
@@ -307,7 +339,11 @@ class Simulation:
         self._on_node_down = overridden_hooks(observers, "on_node_down")
         self._on_node_up = overridden_hooks(observers, "on_node_up")
         self._on_sample = overridden_hooks(observers, "on_sample")
-        self._contexts = {name: _VcContext(self, vc) for name, vc in self.cluster.vcs.items()}
+        self._contexts: dict[str, SchedulingContext] = {name: _VcContext(self, vc) for name, vc in self.cluster.vcs.items()}
+        if guarded:
+            wrap_context = partial(CheckedContext, label=label, shares=self.policy.shares_gpus)
+        if wrap_context is not None:
+            self._contexts = {name: wrap_context(ctx, self.cluster.vcs[name]) for name, ctx in self._contexts.items()}
         # the policy's job hooks and the spread penalty, looked up once: most runs have neither
         self._policy_on_submit = implements(self.policy, Policy, "on_submit")
         self._policy_on_finish = implements(self.policy, Policy, "on_finish")
@@ -351,7 +387,7 @@ class Simulation:
             stop = env.any_of([self._all_done, horizon])
         try:
             self._loop(stop)
-        except RuntimeError as exc:  # no events left, yet jobs remain
+        except _NoEvents as exc:  # no events left, yet jobs remain
             stuck = [j.job_id for j in self.jobs if j.state is not JobState.FINISHED][:5]
             raise SimulationStalled(f"simulation stalled at t={env.now}: jobs {stuck} can never run") from exc
 
@@ -382,7 +418,7 @@ class Simulation:
                     exc.__cause__ = event._value
                     raise exc
             elif not calls:
-                raise RuntimeError(f"no scheduled events left but {stop} was not triggered")
+                raise _NoEvents(f"no scheduled events left but {stop} was not triggered")
             else:
                 env._now, _, _, call = heappop(calls)  # type: ignore[attr-defined]
                 call()
@@ -415,16 +451,23 @@ class Simulation:
     def _submit(self, job: Job) -> None:
         """Queue a job at its submit time.
 
-        The policy may route the job through another partition first (``job.queue_vc``)."""
+        The policy may route the job through a partition of its own first (``on_submit`` names it)."""
         vcs, now = self.cluster.vcs, self.env._now  # type: ignore[attr-defined]
         vcs[job.queue_vc].to_arrive -= 1
-        if self._policy_on_submit:
-            self.policy.on_submit(job, now)
+        if self._policy_on_submit and (partition := self.policy.on_submit(job, now)):
+            self._route(job, partition)
         vc = vcs[job.queue_vc]
         self._enqueue(job, vc)
         self._request_pass(vc)
         for hook in self._on_submit:
             hook(job, now)
+
+    def _route(self, job: Job, partition: str) -> None:
+        """Queue an arriving job in a partition of the policy's own first (what ``on_submit`` returned)."""
+        if partition not in self.cluster.vcs:
+            raise PluginFailed(f"policy {self.policy.name} routed job {job.job_id} to {partition!r}, which is no "
+                               f"VC or partition (t={self.env.now:,.6g})")
+        job.queue_vc = partition
 
     def _job_life(self, job: Job) -> Process:
         """Wait for GPUs, run; a preemption or failure sends it back to waiting (it was queued at submission)."""

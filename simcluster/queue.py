@@ -153,5 +153,6 @@ class JobQueue:
         return bool(self._entry_of)
 
     def __iter__(self) -> Iterator[Job]:
-        """In order; do not push or remove while iterating."""
-        return (job for _, job in self._all.entries())  # type: ignore[misc]
+        """In order, over the jobs waiting when the iteration began: starting or requeueing jobs meanwhile is safe."""
+        sorted_jobs = self._all
+        return iter(sorted_jobs.jobs[sorted_jobs.head:])  # type: ignore[arg-type]  # (no None from the head on)

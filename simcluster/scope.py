@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from simcluster.config import (
     CLUSTER,
@@ -40,7 +40,6 @@ from simcluster.config import (
 
 if TYPE_CHECKING:
     from simcluster.policies.base import Policy
-    from simcluster.policies.gavel.rounds import RoundPolicy
 
 
 @dataclass(frozen=True)
@@ -65,60 +64,57 @@ def _policy(test: Callable[[type[Policy]], bool]) -> Callable[[Run], bool]:
     return lambda run: run.policy is not None and test(run.policy)
 
 
-def _subclass_of(*names: str) -> Callable[[type], bool]:
-    return lambda cls: any(c.__name__ in names for c in cls.__mro__)
-
-
-_TIRESIAS = _subclass_of("Tiresias")
-_LUCID = _subclass_of("Lucid")
-_ROUNDS = _subclass_of("RoundPolicy")  # Gavel's policies
-# the estimate-driven policies and the estimator each uses for ``--estimator auto``
-_ESTIMATOR_DEFAULTS = {"QuasiShortestServiceFirst": "oracle", "Lucid": "ebm"}
+def _declared(name: str) -> Reader:
+    """Read where the policy declares it reads ``name`` (``Policy.reads``)."""
+    return Reader(_policy(lambda cls: name in cls.reads))
 
 
 def _estimator(run: Run) -> str | None:
-    """The estimator the run's policy uses, or None for a policy that uses none."""
-    if run.policy is None:
+    """The estimator the run's policy uses, or None for a policy that uses none (``Policy.default_estimator``)."""
+    if run.policy is None or run.policy.default_estimator is None:
         return None
-    default = next((d for c in run.policy.__mro__ if (d := _ESTIMATOR_DEFAULTS.get(c.__name__))), None)
-    if default is None:
-        return None
-    return default if run.config.estimator == "auto" else run.config.estimator
+    return run.policy.default_estimator if run.config.estimator == "auto" else run.config.estimator
 
 
 def _always(run: Run) -> bool:
     return True
 
 
+def _never(run: Run) -> bool:
+    return False
+
+
+# a panel's settings are read by every run, by runs that use an estimator, by policies that share GPUs, or
+# (the panels of one policy or family) only by the policies that declare them in ``Policy.reads``
 PANEL_READERS: dict[str, Reader] = {
     POLICY: Reader(_always),
     CLUSTER: Reader(_always),
     FAILURES: Reader(_always),
-    TIRESIAS: Reader(_policy(_TIRESIAS)),
     ESTIMATES: Reader(lambda run: _estimator(run) is not None),
     SHARING: Reader(_policy(lambda cls: cls.shares_gpus)),
-    LUCID: Reader(_policy(_LUCID)),
-    HETERO: Reader(_policy(_ROUNDS)),
 }
+POLICY_PANELS = (TIRESIAS, LUCID, HETERO)  # read only where declared
 
 
 def _draws_random(run: Run) -> bool:
     """Whether a random choice of the run depends on the seed: random placement, node failures, learned
-    models (the ebm estimator, lucid's models), or Gavel's agnostic policies (they draw GPU types, pairs)."""
+    estimators (ebm), or a policy that draws random numbers itself (``Policy.uses_seed``: lucid's models,
+    Gavel's agnostic policies)."""
     config = run.config
-    if run.policy is not None and _ROUNDS(run.policy):
-        return not cast("type[RoundPolicy]", run.policy).aware or config.node_mtbf > 0
+    if run.policy is not None and run.policy.own_placement is not None:  # (its placement draws nothing)
+        return run.policy.uses_seed(config) or config.node_mtbf > 0
     return (config.placement == "random" or config.node_mtbf > 0 or _estimator(run) == "ebm"
-            or (run.policy is not None and _LUCID(run.policy)))
+            or (run.policy is not None and run.policy.uses_seed(config)))
 
 
 _WITH_FAILURES = Reader(lambda run: run.config.node_mtbf > 0)
+_LEARNS = Reader(lambda run: _estimator(run) == "ebm" or (run.policy is not None and "boosting" in run.policy.reads))
 
 READERS: dict[str, Reader] = {
     "policy": Reader(_always),
     "seed": Reader(_draws_random),
     "cluster": Reader(_always),  # every policy runs on --cluster (a trace's VCs merged into it, with a warning)
-    "placement": Reader(lambda run: run.policy is None or not _ROUNDS(run.policy)),  # rounds place jobs themselves
+    "placement": Reader(lambda run: run.policy is None or run.policy.own_placement is None),
     "node_repair": _WITH_FAILURES,
     "checkpoint_interval": _WITH_FAILURES,
     "restart_limit": _WITH_FAILURES,
@@ -128,20 +124,20 @@ READERS: dict[str, Reader] = {
     "estimates": Reader(lambda run: _estimator(run) == "file"),
     "retrain_interval": Reader(lambda run: _estimator(run) == "ebm"),
     "throughputs": Reader(lambda run: run.job_types),
-    "lp_solution": Reader(_policy(lambda cls: _ROUNDS(cls) and getattr(cls, "solves_lps", False))),
-    "makespan_search": Reader(_policy(_subclass_of("MinTotalDuration", "MinTotalDurationPerf",
-                                                   "MinTotalDurationPacked"))),
-    "gandiva_pairing": Reader(_policy(_subclass_of("Gandiva"))),
-    "retrain_growth": Reader(lambda run: _estimator(run) == "ebm" or (run.policy is not None and _LUCID(run.policy))),
-    "boosting": Reader(lambda run: _estimator(run) == "ebm" or (run.policy is not None and _LUCID(run.policy))),
+    "retrain_growth": _LEARNS,
+    "boosting": _LEARNS,
 }
 
 
 def reader(name: str) -> Reader:
-    """The reader of setting ``name``: its own, else its help panel's, else "every run reads it"."""
+    """The reader of setting ``name``: its own, else its help panel's (a policy's own panel: the policies that
+    declare it), else "every run reads it"."""
     if name in READERS:
         return READERS[name]
-    return PANEL_READERS.get(knobs()[name].metadata["panel"], Reader(_always))
+    panel = knobs()[name].metadata["panel"]
+    if panel in POLICY_PANELS:
+        return _declared(name)
+    return PANEL_READERS.get(panel, Reader(_always))
 
 
 @dataclass(frozen=True)
@@ -202,7 +198,8 @@ def settings_read(config: SimConfig, job_types: bool = False) -> frozenset[str]:
     ['round_seconds']
     """
     run = _run(config, job_types)
-    return frozenset(name for name in knobs() if reader(name).reads(run))
+    own = set(settings_fields(run.policy)) if run.policy is not None else set()  # its own: always read
+    return frozenset(name for name in knobs() if reader(name).reads(run)) | own
 
 
 def why_seed_is_ignored(config: SimConfig) -> str:
@@ -222,10 +219,19 @@ def check_settings(trace: Any, config: SimConfig) -> list[str]:
     return [str(u) for u in unused]
 
 
-def _run(config: SimConfig, job_types: bool = False) -> Run:
-    from simcluster.policies import POLICIES
+def settings_fields(cls: type) -> dict[str, Any]:
+    from simcluster.policies.base import settings_fields as declared
 
-    policy = POLICIES.get(config.policy) if config.policy in POLICIES.names() else None
+    return declared(cls)
+
+
+def _run(config: SimConfig, job_types: bool = False) -> Run:
+    from simcluster.plugins import PluginError, resolve_policy
+
+    try:
+        policy = resolve_policy(config.policy)
+    except PluginError:
+        policy = None
     return Run(policy, config, job_types)
 
 
@@ -237,12 +243,12 @@ def _readers(name: str, config: SimConfig) -> str:
         return _CONDITIONS[name]
     rule = reader(name)
     policies = [p for p in POLICIES.names() if rule.reads(Run(POLICIES.get(p), config))]
-    rounds = [p for p in policies if _ROUNDS(POLICIES.get(p))]
+    rounds = [p for p in policies if POLICIES.get(p).family == "gavel"]
     if len(policies) == len(POLICIES.names()):
         return "every policy"
     if rounds and len(rounds) == len(policies) > 3:
         return "Gavel's policies (the round policies in `lucid-sim policies`)"
-    if rounds and len(rounds) == len([p for p in POLICIES.names() if _ROUNDS(POLICIES.get(p))]):
+    if rounds and len(rounds) == len([p for p in POLICIES.names() if POLICIES.get(p).family == "gavel"]):
         others = [p for p in policies if p not in rounds]
         return ", ".join(others) + (", " if others else "") + "Gavel's policies"
     return ", ".join(policies) or "no policy"

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from simcluster.cluster import VirtualCluster
 from simcluster.job import Job
 from simcluster.placement import make_placement
+from simcluster.plugins import PluginError
 
 
 def job(gpus: int, index: int = 0) -> Job:
@@ -98,5 +99,5 @@ def test_per_gpu_job_lists_built_when_first_asked_for_match_lists_kept_from_the_
 
 
 def test_unknown_placement_names_the_choices():
-    with pytest.raises(KeyError, match="choose one of: consolidate"):
+    with pytest.raises(PluginError, match="choose one of: consolidate"):
         make_placement("best-fit", random.Random(0))

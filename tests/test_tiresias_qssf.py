@@ -116,12 +116,11 @@ def test_the_promote_knob_bounds_how_long_a_demoted_job_starves(knob):
         assert max(wait for wait, _ in log.waits) > 5000
 
 
-def promote_by_scanning(self, vc, now):
+def promote_by_scanning(self, vc, ctx, now):
     """The promote knob as written first: every waiting job tested at every pass."""
     for job in [j for j in vc.pending if self._starving(j, now)]:
-        vc.pending.remove(job)
         self._forgiven[job] = self._forgiven.get(job, 0.0) + self.attained(job, now)
-        vc.pending.push(job)
+        ctx.requeue(job)
         self.promotions += 1
 
 

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import sys
 
-from simcluster.cli import diff, experiments, info, run, trace  # noqa: F401  (register the commands)
+from simcluster.cli import check, diff, experiments, info, run, trace  # noqa: F401  (register the commands)
 from simcluster.cli.common import app
 
 __all__ = ["app", "main"]
 
-_ROOT_FLAGS = {"--help", "-h"}
+_ROOT_FLAGS = {"--help", "-h", "--version"}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -37,6 +37,25 @@ app = App(
     add_completion=False,
     rich_markup_mode="rich",
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            print(f"simcluster {version('simcluster')}")
+        except PackageNotFoundError:  # run from a checkout that was never installed
+            print("simcluster (not installed)")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", help="Print simcluster's version and exit.",
+                                       is_eager=True, callback=_print_version)) -> None:
+    """Trace-driven, event-driven simulator of multi-tenant GPU clusters."""
+
+
 trace_app = App(help="Make, check and convert traces.")
 app.add_typer(trace_app, name="trace")
 

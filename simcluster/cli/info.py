@@ -14,27 +14,137 @@ from simcluster.paths import DEFAULT_TRACE
 
 
 @app.command(rich_help_panel="Reference")
-def policies(as_json: Annotated[bool, typer.Option("--json", help="Print name → description as JSON.")] = False) -> None:
-    """List the scheduling policies, one line each: every policy runs on every trace and cluster."""
-    from simcluster.policies import POLICIES
-    from simcluster.policies.gavel import RoundPolicy
+def policies(
+    name: Annotated[str | None, typer.Argument(help="A policy (built-in name, path/to/file.py[:Class], "
+                                               "module:Class or installed plug-in) to describe in full: what it "
+                                               "does, its capabilities, the settings it reads and its own.",
+                                               show_default=False)] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+) -> None:
+    """List the scheduling policies, one line each, with installed plug-ins and where they come from; or describe
+    one.  Every policy runs on every trace and cluster; `run --policy ./my_policy.py` runs your own."""
+    from simcluster.plugins import PluginError
 
-    described = POLICIES.describe()
-    if as_json:
-        print(json.dumps(described, indent=2))
-        return
-    rounds = {n for n in described if issubclass(POLICIES.get(n), RoundPolicy)}
-    plugin_table("Scheduling policies", {n: d for n, d in described.items() if n not in rounds}, as_json)
-    plugin_table("Gavel's policies (OSDI'20): allocations realised in rounds, each VC its own",
-                 {n: d for n, d in described.items() if n in rounds}, as_json)
+    try:
+        if name is not None:
+            _describe_plugin(name, "policy", as_json)
+            return
+        _list_plugins("policy", as_json)
+    except PluginError as exc:
+        fail(str(exc))
 
 
 @app.command(rich_help_panel="Reference")
-def placements(as_json: Annotated[bool, typer.Option("--json", help="Print name → description as JSON.")] = False) -> None:
-    """List the placements, one line each."""
-    from simcluster.placement import PLACEMENTS
+def placements(
+    name: Annotated[str | None, typer.Argument(help="A placement to describe in full (name, file.py or "
+                                               "module:Class).", show_default=False)] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+) -> None:
+    """List the placements, one line each, with installed plug-ins; or describe one."""
+    from simcluster.plugins import PluginError
 
-    plugin_table("Placements", PLACEMENTS.describe(), as_json)
+    try:
+        if name is not None:
+            _describe_plugin(name, "placement", as_json)
+            return
+        _list_plugins("placement", as_json)
+    except PluginError as exc:
+        fail(str(exc))
+
+
+def _list_plugins(kind: Any, as_json: bool) -> None:
+    """Built-ins (grouped by family) and the installed plug-ins of ``kind``, each with where it comes from."""
+    from simcluster.plugins import _registry, installed, resolve
+
+    registry = _registry(kind)
+    described = registry.describe()
+    plugins: dict[str, dict[str, str]] = {}
+    for ep_name, point in installed(kind).items():
+        where = f"{point.dist.name} {point.dist.version}" if point.dist is not None else point.value
+        try:
+            cls, _ = resolve(ep_name, kind) if ep_name not in registry else (None, None)
+            line = _first_line(cls) if cls is not None else f"(shadowed by the built-in {ep_name})"
+        except Exception as exc:  # noqa: BLE001 — a broken plug-in is listed with why, not fatal to the listing
+            line = f"(cannot be loaded: {exc})"
+        plugins[ep_name] = {"description": line, "source": f"entry point {point.value} ({where})"}
+    if as_json:
+        print(json.dumps({**{n: {"description": d, "source": "built-in"} for n, d in described.items()}, **plugins},
+                         indent=2))
+        return
+    title = "Scheduling policies" if kind == "policy" else "Placements"
+    families: dict[str, dict[str, str]] = {}
+    for n, d in described.items():
+        families.setdefault(getattr(registry.get(n), "family", ""), {})[n] = d
+    for family, rows in families.items():
+        heading = {"": title, "gavel": "Gavel's policies (OSDI'20): allocations realised in rounds, each VC its own"}
+        plugin_table(heading.get(family, f"{title}: {family}"), rows, False)
+    if plugins:
+        table = Table(title=f"Installed plug-ins ({'simcluster.policies' if kind == 'policy' else 'simcluster.placements'})",
+                      title_justify="left")
+        for column in ("name", "what it does", "from"):
+            table.add_column(column, style="bold cyan" if column == "name" else None)
+        for n, row in plugins.items():
+            table.add_row(n, row["description"], row["source"])
+        out.print(table)
+    noun = "policy" if kind == "policy" else "placement"
+    out.print(f"[dim]Your own: --{noun} path/to/file.py[:Class] or package.module:Class; `lucid-sim "
+              f"{'policies' if kind == 'policy' else 'placements'} NAME` describes one.[/]", highlight=False)
+
+
+def _first_line(cls: type) -> str:
+    return (cls.__doc__ or "").strip().splitlines()[0] if (cls.__doc__ or "").strip() else "(no description)"
+
+
+def _describe_plugin(spec: str, kind: Any, as_json: bool) -> None:
+    """Everything about one plug-in: its description, where it comes from, what it declares, its settings."""
+    import inspect
+
+    from simcluster.config import SimConfig, knobs
+    from simcluster.plugins import absolute_spec, display_name, resolve
+    from simcluster.policies.base import describe_settings
+
+    cls, origin = resolve(absolute_spec(spec, kind), kind)
+    doc = inspect.cleandoc(cls.__doc__ or "(no description)")
+    info: dict[str, Any] = {"name": display_name(origin.spec, kind), "kind": kind, **origin.as_dict(),
+                            "description": doc}
+    if kind == "policy":
+        from simcluster.scope import settings_read
+
+        defaults = SimConfig()
+        common = settings_read(SimConfig(policy="fifo"))  # what every policy reads: not worth listing
+        read = sorted(n for n in settings_read(SimConfig(policy=origin.spec)) if n in knobs() and n not in common)
+        info["capabilities"] = {flag: getattr(cls, flag) for flag in (
+            "preemptive", "shares_gpus", "own_placement", "one_type_per_job", "vc_independent", "default_estimator")}
+        info["run_settings_read"] = {n: getattr(defaults, n) for n in read}
+        info["settings"] = describe_settings(cls)
+    else:
+        info["capabilities"] = {"chooses_types": getattr(cls, "chooses_types", False)}
+    if as_json:
+        from simcluster.results import to_json
+
+        print(to_json(info))
+        return
+    out.print(f"[bold cyan]{info['name']}[/] — {kind} ({origin.source}: {origin.location})", highlight=False)
+    if origin.sha256:
+        out.print(f"[dim]sha256 {origin.sha256}[/]", highlight=False)
+    out.print(doc, highlight=False)
+    flags = [k.replace("_", " ") + ("" if v is True else f" = {v}") for k, v in info["capabilities"].items() if v]
+    out.print(f"\n[bold]declares:[/] {', '.join(flags) or 'nothing beyond the base class'}", highlight=False)
+    if kind == "policy":
+        if info["settings"]:
+            table = Table(title="Its own settings (--set NAME=VALUE, or a [policy] table in --config)",
+                          title_justify="left")
+            for column in ("name", "type", "default", "what it does"):
+                table.add_column(column, style="bold cyan" if column == "name" else None)
+            for row in info["settings"]:
+                choices = f" ({' | '.join(row['choices'])})" if row["choices"] else ""
+                table.add_row(row["name"], row["type"], repr(row["default"]), row["help"] + choices)
+            out.print(table)
+        else:
+            out.print("[bold]own settings:[/] none", highlight=False)
+        read = ", ".join("--" + n.replace("_", "-") for n in info["run_settings_read"])
+        out.print(f"[bold]run settings it reads[/] (besides those every policy reads): {read or 'none'}",
+                  highlight=False)
 
 
 @app.command(rich_help_panel="Reference")

@@ -22,7 +22,7 @@ from simcluster.cli.options import (
     with_parameters,
 )
 from simcluster.cli.trace_options import load_trace_from, trace_parameters
-from simcluster.config import TIRESIAS, ConfigError, SimConfig, knobs
+from simcluster.config import POLICY, TIRESIAS, ConfigError, SimConfig, knobs
 from simcluster.paths import DEFAULT_TRACE
 
 OUTPUT = "Output"
@@ -77,47 +77,72 @@ def check_thresholds(config: SimConfig) -> None:
         raise ConfigError(f"setting 'thresholds' must be positive and increasing, got {values!r}")
 
 
+def set_parameter() -> Any:
+    return parameter("policy_set", Annotated[list[str] | None, typer.Option(
+        "--set", help="NAME=VALUE: one of the policy's own settings (`lucid-sim policies NAME` lists them); "
+        "repeat for several.", rich_help_panel=POLICY, show_default=False, metavar="NAME=VALUE")])
+
+
+def parse_policy_set(items: list[str] | None) -> dict[str, str]:
+    """``["threshold=3600", …]`` → {"threshold": "3600"}: values as given; the policy's Settings type them."""
+    found: dict[str, str] = {}
+    for item in items or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise ConfigError(f"--set {item!r}: expected NAME=VALUE")
+        if name.strip() in found:
+            raise ConfigError(f"--set {name.strip()}: given twice")
+        found[name.strip()] = value.strip()
+    return found
+
+
 def config_from(ctx: typer.Context, values: dict[str, Any], exclude: tuple[str, ...] = ()) -> SimConfig:
-    """The run's settings: defaults < --preset < --config < the options given on the command line."""
+    """The run's settings: defaults < --preset < --config < the options given on the command line, with the
+    plug-ins they name loaded and the policy's own settings checked."""
     from simcluster.presets import resolve_config
 
     settings: dict[str, Any] = settings_from(ctx, values, [n for n in knobs() if n not in exclude])
     thresholds = queue_thresholds(values.get("queues"), settings.get("thresholds"))
     if thresholds is not None:
         settings["thresholds"] = thresholds
-    config = resolve_config(values.get("preset"), values.get("config_file"), settings)
+    own = parse_policy_set(values.get("policy_set"))
+    config = resolve_config(values.get("preset"), values.get("config_file"), settings, policy_settings=own)
     check_thresholds(config)
-    check_plugins(config)
-    return config
+    return check_plugins(config)
 
 
-def check_plugins(config: SimConfig) -> None:
-    """Unknown policy, placement or estimator: an error listing the choices."""
+def check_plugins(config: SimConfig) -> SimConfig:
+    """Unknown policy, placement or estimator: an error listing the choices; the config with its plug-ins'
+    specs made absolute and the policy's own settings typed."""
     from simcluster.estimators import ESTIMATORS
-    from simcluster.placement import PLACEMENTS
-    from simcluster.policies import POLICIES
+    from simcluster.plugins import resolved_config
 
-    POLICIES.get(config.policy)
-    PLACEMENTS.get(config.placement)
+    config = resolved_config(config)
     if config.estimator != "auto":
         ESTIMATORS.get(config.estimator)
+    return config
 
 
 def default_folder(trace: Path, config: SimConfig) -> Path:
     """``results/TRACE-POLICY-PLACEMENT``, plus a hash of every other setting that is not the default,
     so that runs differing in any option never share a folder."""
+    from simcluster.plugins import display_name
+
     name = trace.resolve().name.removesuffix(".csv").removesuffix(".trace")
     defaults = SimConfig().as_dict()
     changed = {k: v for k, v in config.as_dict().items()
                if k not in ("policy", "placement", "config_file") and v != defaults[k]}
-    folder = f"{name}-{config.policy}-{config.placement}"
+    policy, placement = display_name(config.policy), display_name(config.placement, "placement")
+    if policy != config.policy or placement != config.placement:  # a plug-in: its spec tells folders apart
+        changed["plugins"] = [config.policy, config.placement]
+    folder = f"{name}-{policy}-{placement}"
     if changed:
         folder += "-" + hashlib.sha1(json.dumps(changed, sort_keys=True, default=str).encode()).hexdigest()[:6]
     return Path("results") / folder
 
 
-RUN_PARAMETERS = [*trace_parameters(), *config_source_parameters(), *config_parameters(), queues_parameter(),
-                  *output_parameters()]
+RUN_PARAMETERS = [*trace_parameters(), *config_source_parameters(), *config_parameters(), set_parameter(),
+                  queues_parameter(), *output_parameters()]
 
 
 @app.command(rich_help_panel="Simulate")
@@ -138,7 +163,7 @@ def run(ctx: typer.Context, **values: Any) -> None:
     trace = values["trace"] or DEFAULT_TRACE
     try:
         config = config_from(ctx, values)
-    except (UnknownPlugin, ValueError) as exc:
+    except (UnknownPlugin, ValueError) as exc:  # (PluginError and ConfigError are ValueErrors)
         fail(str(exc))
     target = values["out_dir"] or default_folder(trace, config)
     inputs = run_inputs(values, config)
@@ -185,14 +210,14 @@ def print_warnings(warnings: list[str]) -> None:
 def print_plan(loaded: Any, config: SimConfig, target: Path, warnings: list[str], fmt: str) -> None:
     """``--dry-run``: the trace, the cluster, the settings that differ from the defaults, where results go."""
     from simcluster.api import cluster_of
-    from simcluster.policies import POLICIES
+    from simcluster.plugins import resolve_policy
     from simcluster.results import read_marker
 
     defaults = SimConfig()
     changed = {k: v for k, v in config.as_dict().items()
                if k in knobs() and k not in ("policy", "placement") and v != getattr(defaults, k)}
     spec, _ = cluster_of(loaded, config)
-    placement = getattr(POLICIES.get(config.policy), "own_placement", None) or config.placement
+    placement = resolve_policy(config.policy).own_placement or config.placement
     out.print(f"would simulate [bold]{loaded.source}[/] ({len(loaded):,} jobs) with {config.policy}/"
               f"{placement} on {spec.describe()} ({spec.total_gpus:,} GPUs)", highlight=False)
     if config.preset:
@@ -214,6 +239,7 @@ def simulate_with_progress(loaded: Any, config: SimConfig, quiet: bool, live: bo
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from simcluster.api import simulate
+    from simcluster.guard import PluginFailed
     from simcluster.live import EtaColumn, ProgressObserver, live_run
     from simcluster.traces import TraceError
 
@@ -227,3 +253,5 @@ def simulate_with_progress(loaded: Any, config: SimConfig, quiet: bool, live: bo
                 return simulate(loaded, config, [ProgressObserver(progress, task, loaded), *watchers])
         except (TraceError, ValueError, FileNotFoundError) as exc:  # e.g. an estimates file that lacks a job
             fail(str(exc))
+        except PluginFailed as exc:  # a plug-in raised, or took a decision the engine cannot carry out
+            fail(str(exc), 1)

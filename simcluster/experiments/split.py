@@ -1,6 +1,6 @@
 """Splitting one run by VC: each VC simulated on its own, the parts merged into exactly the whole run.
 
-VCs never share GPUs, so where the policy keeps its state per VC (:data:`VC_INDEPENDENT`) a VC's jobs
+VCs never share GPUs, so where the policy keeps its state per VC (it declares ``vc_independent``) a VC's jobs
 run the same whether the other VCs are simulated beside them or not.  Each part is a sub-trace of one
 VC; merging puts the jobs back in trace order, sums the timelines as step functions and recomputes the
 summary over the merged jobs (:func:`simcluster.metrics.summary.summarize`).
@@ -30,18 +30,10 @@ from simcluster.experiments.sweep import (
 )
 from simcluster.metrics.fairness import RHO_FIGURES
 from simcluster.metrics.summary import summarize
-from simcluster.policies import POLICIES
+from simcluster.plugins import PluginError, resolve_policy
 from simcluster.results import write_run
 from simcluster.traces import Trace
 from simcluster.traces.synth import vc_nodes_of
-
-# Policies whose decisions in one VC depend only on that VC (no learning from other VCs' jobs, no
-# shared random stream) and whose split runs merge into exactly the whole run's files.  Stay whole:
-# qssf (its history/ebm estimators learn from every VC's jobs), tiresias-gittins (one service
-# distribution for all VCs), lucid (learns across VCs), the sharing policies (one colocation model,
-# fallback counts per run), and tiresias (its jobs and summary merge exactly, but a finished VC's
-# leftover quantum timers add samples of an unchanged state to the whole run's timeline).
-VC_INDEPENDENT = frozenset({"fifo", "sjf", "srtf"})
 
 
 @dataclass
@@ -72,10 +64,12 @@ def execute_part(spec: RunSpec, vc: str) -> Part:
 
 def splittable(config: SimConfig) -> bool:
     """True when the run's VCs can be simulated apart and merged into exactly the whole run."""
-    if config.policy not in POLICIES or config.cluster:  # --cluster merges the trace's VCs into one
+    if config.cluster:  # --cluster merges the trace's VCs into one
         return False
-    policy = POLICIES.get(config.policy)
-    allowed = getattr(policy, "vc_independent", config.policy in VC_INDEPENDENT)
+    try:
+        allowed = resolve_policy(config.policy).vc_independent
+    except PluginError:
+        return False
     # random placement draws from one stream for all VCs; node failures and the --until horizon are timed
     # from the start of the simulation, which for a part is its own VC's first submission
     return bool(allowed) and config.placement != "random" and config.node_mtbf == 0 and not config.until

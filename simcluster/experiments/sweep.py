@@ -31,10 +31,12 @@ import math
 import os
 import re
 import shutil
+import sys
 import time
 import traceback
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,8 +47,7 @@ from simcluster.api import simulate
 from simcluster.atomic import atomic_write
 from simcluster.config import ConfigError, SimConfig, coerce, knobs
 from simcluster.estimators import ESTIMATORS
-from simcluster.placement import PLACEMENTS
-from simcluster.policies import POLICIES
+from simcluster.plugins import resolved_config
 from simcluster.registry import UnknownPlugin
 from simcluster.results import FORMATS, write_run
 from simcluster.traces import Trace, TraceError, load_trace
@@ -119,7 +120,9 @@ def parse_sets(items: Iterable[str]) -> dict[str, list[tuple[str, Any]]]:
 
     Values are converted to the field's type as a config file's would be
     (:func:`simcluster.config.coerce`); a tuple field (``thresholds``) takes
-    its elements separated by ``/`` (``thresholds=3600/7200,18000``).
+    its elements separated by ``/`` (``thresholds=3600/7200,18000``).  A key that is no SimConfig field
+    may be a policy's own setting: its values stay as given (``build_grid`` gives them to the policies that
+    declare it, whose Settings type them).
     """
     by_name = knobs()
     valid = [k for k in by_name if k not in FIXED_SETTINGS]
@@ -131,10 +134,13 @@ def parse_sets(items: Iterable[str]) -> dict[str, list[tuple[str, Any]]]:
             raise SweepError(f"--set {item!r}: expected key=value[,value…]")
         if key in FIXED_SETTINGS:
             raise SweepError(f"--set {key}=…: use {FIXED_SETTINGS[key]} for the {key}")
-        if key not in by_name:
-            raise SweepError(f"--set {item!r}: unknown setting {key!r}; valid keys: {', '.join(valid)}")
         if key in sets:
             raise SweepError(f"--set {key}: given twice")
+        if key not in by_name:
+            if not key.isidentifier():
+                raise SweepError(f"--set {item!r}: unknown setting {key!r}; valid keys: {', '.join(valid)}")
+            sets[key] = [(raw, raw) for raw in split_list(values, f"--set {key}")]  # a policy's own, maybe
+            continue
         try:
             sets[key] = [(raw, coerce(by_name[key], raw, f"--set {key}")) for raw in split_list(values, f"--set {key}")]
         except ConfigError as exc:
@@ -159,26 +165,31 @@ def build_grid(traces: Sequence[str], policies: Sequence[str], seeds: Sequence[i
             raise SweepError(f"--vc-config {vc_config}: no such file")
     traces = [t if t.startswith(SYNTH_PREFIX) else str(Path(t).expanduser().resolve()) for t in traces]
     names = _trace_names(traces)
-    combos: list[list[tuple[str, str, Any]]] = [[]]
-    for key, values in sets.items():
-        combos = [c + [(key, raw, value)] for c in combos for raw, value in values]
+    own = own_setting_keys(policies, sets)
     specs: list[RunSpec] = []
     for trace, name in zip(traces, names):
         for policy in policies:
+            label = _policy_label(policy)
+            combos: list[list[tuple[str, str, Any]]] = [[]]
+            for key, values in sets.items():
+                if key in knobs() or key in own[policy]:  # a policy's own setting: for the policies declaring it
+                    combos = [c + [(key, raw, value)] for c in combos for raw, value in values]
             for seed in seeds:
                 for combo in combos:
                     try:
-                        config = SimConfig.from_settings({"policy": policy, "seed": seed, **{k: v for k, _, v in combo}},
-                                                         "--set", base=base)
-                        config = absolute_paths(config)
-                        POLICIES.get(config.policy)
-                        PLACEMENTS.get(config.placement)
+                        config = SimConfig.from_settings(
+                            {"policy": policy, "seed": seed, **{k: v for k, _, v in combo if k in knobs()}},
+                            "--set", base=base)
+                        given = {k: v for k, _, v in combo if k not in knobs()}
+                        if given:
+                            config = replace(config, policy_settings={**dict(config.policy_settings), **given})
+                        config = resolved_config(absolute_paths(config))
                         if config.estimator != "auto":  # auto: the policy picks its own
                             ESTIMATORS.get(config.estimator)
                     except (UnknownPlugin, ValueError, TypeError) as exc:
                         raise SweepError(str(exc)) from None
                     suffix = "".join(f"-{k}={raw}" for k, raw, _ in combo)
-                    run_id = _safe_id(f"{name}-{policy}-seed{seed}{suffix}")
+                    run_id = _safe_id(f"{name}-{label}-seed{seed}{suffix}")
                     specs.append(RunSpec(run_id, trace, name, config, tuple((k, raw) for k, raw, _ in combo), fmt,
                                          None if trace.startswith(SYNTH_PREFIX) else vcs))
     seen: set[str] = set()
@@ -187,6 +198,38 @@ def build_grid(traces: Sequence[str], policies: Sequence[str], seeds: Sequence[i
             raise SweepError(f"two runs would share the folder {spec.run_id!r}: a value is given twice?")
         seen.add(spec.run_id)
     return specs
+
+
+def own_setting_keys(policies: Sequence[str], sets: Mapping[str, Any]) -> dict[str, set[str]]:
+    """Per policy, the ``--set`` keys that are its own settings (no SimConfig field of that name); a key that no
+    policy of the sweep declares is an error."""
+    from simcluster.plugins import PluginError, resolve_policy
+    from simcluster.policies.base import settings_fields
+
+    unknown = [k for k in sets if k not in knobs()]
+    found: dict[str, set[str]] = {}
+    for policy in policies:
+        try:
+            declared = settings_fields(resolve_policy(policy)) if unknown else {}
+        except PluginError as exc:
+            raise SweepError(str(exc)) from None
+        found[policy] = {k for k in unknown if k in declared}
+    for key in unknown:
+        if not any(key in keys for keys in found.values()):
+            valid = [k for k in knobs() if k not in FIXED_SETTINGS]
+            raise SweepError(f"--set {key}=…: unknown setting {key!r}: no run setting, and no policy of this sweep "
+                             f"({', '.join(map(_policy_label, policies))}) declares it; valid keys: {', '.join(valid)}")
+    return found
+
+
+def _policy_label(policy: str) -> str:
+    """How a run id names a policy: a built-in's name, a plug-in's name or class."""
+    from simcluster.plugins import PluginError, display_name
+
+    try:
+        return display_name(policy)
+    except PluginError:
+        return policy
 
 
 def _safe_id(text: str) -> str:
@@ -300,8 +343,13 @@ def check_traces(specs: Sequence[RunSpec]) -> None:
 
 # --- executing one run (in a worker) ----------------------------------------------------------------
 
+_IN_WORKER = False  # set in a process that executes a sweep's runs: a sweep started there is a mistake
+
+
 def execute_run(spec: RunSpec, out: str) -> dict[str, Any]:
     """Simulate one run and write its folder under ``out/runs``; return its runs.csv row (never raises)."""
+    global _IN_WORKER
+    _IN_WORKER = True
     t0 = time.perf_counter()
     try:
         trace = load_trace_arg(spec.trace, spec.config.gpus_per_node, spec.vc_config)
@@ -422,12 +470,14 @@ def run_sweep(specs: Sequence[RunSpec], out: Path, *, backend: str = "local", wo
               listener: SweepListener | None = None) -> SweepOutcome:
     """Run every spec not finished yet; keep ``out/runs.csv`` current.  Ctrl-C (KeyboardInterrupt) stops
     dispatching, records what finished and re-raises.  With Ray, Ray's own messages go to ``out/ray.log``."""
-    from simcluster.experiments.backends import make_backend
     from simcluster.experiments.notes import annotate, ignored_setting_notes, seed_notes
-    from simcluster.experiments.split import Part, execute_part, merge_parts, splittable, vcs_of
 
     if split_vcs not in SPLIT_MODES:
         raise SweepError(f"--split-vcs must be one of {', '.join(SPLIT_MODES)}, got {split_vcs!r}")
+    if _IN_WORKER:
+        raise SweepError("a sweep was started inside a sweep's worker: a plug-in file runs a sweep when it is "
+                         "imported; keep the policy in a file of its own (or put the sweep under "
+                         "`if __name__ == \"__main__\":`)")
     listener = listener or SweepListener()
     out = Path(out)
     check_traces(specs)
@@ -444,7 +494,6 @@ def run_sweep(specs: Sequence[RunSpec], out: Path, *, backend: str = "local", wo
             table.rows[spec.run_id] = row
     outcome = SweepOutcome([], skipped=len(specs) - len(todo), runs_csv=table.path)
     setting_notes = ignored_setting_notes(specs)
-    t0 = time.perf_counter()
 
     def finish() -> SweepOutcome:
         notes = setting_notes + seed_notes(specs, table.rows)
@@ -459,6 +508,18 @@ def run_sweep(specs: Sequence[RunSpec], out: Path, *, backend: str = "local", wo
 
     if backend == "ray":
         outcome.backend_log = out / "ray.log"
+    with workers_skip_main():
+        return _run_queue(todo, out, backend, workers, ray_address, split_vcs, listener, table, outcome, finish)
+
+
+def _run_queue(todo: list[RunSpec], out: Path, backend: str, workers: int | None, ray_address: str | None,
+               split_vcs: str, listener: SweepListener, table: RunsTable, outcome: SweepOutcome,
+               finish: Callable[[], SweepOutcome]) -> SweepOutcome:
+    """Run ``todo`` on the backend, recording each row as it comes."""
+    from simcluster.experiments.backends import make_backend
+    from simcluster.experiments.split import Part, execute_part, merge_parts, splittable, vcs_of
+
+    t0 = time.perf_counter()
     runner = make_backend(backend, workers=workers, ray_address=ray_address, log=outcome.backend_log)
     split = split_vcs == "always" or (split_vcs == "auto" and len(todo) < runner.slots)
     # tasks: (function, args, the run it belongs to)
@@ -472,11 +533,13 @@ def run_sweep(specs: Sequence[RunSpec], out: Path, *, backend: str = "local", wo
         else:
             queue.append((execute_run, (spec, str(out.resolve())), pending))  # workers may run elsewhere
     queue.reverse()  # pop() from the end takes them in grid order
-    listener.sweep_started(len(specs), outcome.skipped, runner.slots, backend)
+    listener.sweep_started(outcome.skipped + len(todo), outcome.skipped, runner.slots, backend)
     in_flight: dict[Any, _Pending] = {}
     started: set[str] = set()
 
     def record(row: dict[str, Any]) -> None:
+        if row["status"] == "ok":  # an earlier attempt's traceback no longer applies
+            (out / "failed" / f"{row['run_id']}.txt").unlink(missing_ok=True)
         table.add(row)
         outcome.ran += 1
         outcome.failed += row["status"] != "ok"
@@ -517,6 +580,28 @@ def run_sweep(specs: Sequence[RunSpec], out: Path, *, backend: str = "local", wo
         table.flush()
         outcome.wall_seconds = time.perf_counter() - t0
     return finish()
+
+
+@contextmanager
+def workers_skip_main() -> Iterator[None]:
+    """While a sweep runs, worker processes do not import the caller's main module.
+
+    A process started by ``spawn`` or ``forkserver`` first runs the caller's script again (as ``__mp_main__``),
+    so that functions defined there can be unpickled; a script without an ``if __name__ == "__main__":`` guard
+    would then start its sweep again in every worker.  A sweep's runs need nothing from the caller's script —
+    plug-ins travel as specs that each worker loads itself — so the main module is presented to
+    :mod:`multiprocessing` as a ``-m`` run of ``__main__``, which it skips."""
+    import importlib.machinery
+
+    main = sys.modules.get("__main__")
+    if main is None or getattr(getattr(main, "__spec__", None), "name", None) is not None:
+        yield  # run with -m (or interactively): multiprocessing imports it by name, which is safe
+        return
+    main.__spec__ = importlib.machinery.ModuleSpec("__main__", None)
+    try:
+        yield
+    finally:
+        main.__spec__ = None
 
 
 def cpu_count() -> int:

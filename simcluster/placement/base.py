@@ -39,9 +39,11 @@ class Placement:
 PLACEMENTS: Registry[type[Placement]] = Registry("placement")
 
 
-def make_placement(name: str, rng: random.Random) -> Placement:
-    cls = PLACEMENTS.get(name)
-    return cls(rng)  # type: ignore[no-any-return]
+def make_placement(spec: str, rng: random.Random) -> Placement:
+    """The placement ``spec`` names (a built-in name, a file or module:Class: :mod:`simcluster.plugins`)."""
+    from simcluster.plugins import resolve_placement
+
+    return resolve_placement(spec)(rng)  # type: ignore[no-any-return]
 
 
 def lowest_node(vc: Pool, mask: int) -> Node:

@@ -11,4 +11,5 @@ class Fifo(Policy):
     placed, no job behind it starts — the Helios/Lucid semantics.
     """
 
+    vc_independent = True
     schedule = staticmethod(start_in_order_until_blocked)  # (a call less per scheduling pass)

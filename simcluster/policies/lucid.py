@@ -71,7 +71,7 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from simcluster.cluster import Cluster, VirtualCluster
-from simcluster.config import SimConfig
+from simcluster.config import LUCID, SimConfig, panel_fields
 from simcluster.estimators import EstimateQuality, make_estimator
 from simcluster.estimators.from_file import TieOrder
 from simcluster.job import UNKNOWN_WORKLOAD as UNKNOWN
@@ -111,6 +111,12 @@ class Lucid(Policy):
     """Lucid (ASPLOS'23): brief profiling, duration estimates as priority, affine pairs while load is high."""
 
     shares_gpus = True
+    default_estimator = "ebm"
+    reads = panel_fields(LUCID) | {"retrain_growth", "boosting"}  # its forecaster learns and boosts too
+
+    @classmethod
+    def uses_seed(cls, config: SimConfig) -> bool:
+        return True  # its models learn with the seed
 
     def __init__(self, config: SimConfig | None = None) -> None:
         super().__init__(config)
@@ -145,7 +151,7 @@ class Lucid(Policy):
         if PROFILER in cluster.vcs:
             self._profiler_queue = cluster.vcs[PROFILER].pending
 
-    def on_submit(self, job: Job, now: float) -> None:
+    def on_submit(self, job: Job, now: float) -> str | None:
         if self.forecaster is None and self.config.lucid_sharing == "adaptive":
             self.forecaster = self._make_forecaster(now)
         if self.forecaster is not None and self.forecaster.live:
@@ -154,7 +160,7 @@ class Lucid(Policy):
         self.quality.record(estimate, job)
         self._priority[job] = estimate * job.gpu_num
         if not self.config.profiler_nodes:
-            return
+            return None
         limit = self.config.profiler_queue_limit
         if job.gpu_num > self._profile_limit:
             self._scores[job] = None  # never profiled: its profile is unknown, so it never pairs
@@ -163,9 +169,10 @@ class Lucid(Policy):
             self._scores[job] = None
             self.counts["profiler_busy"] += 1
         elif self.config.profiler_mode == "move" or job.duration <= self.config.profile_seconds:
-            job.queue_vc = PROFILER
+            return PROFILER  # profiled first
         else:
             self.counts["profiled_beside"] += 1  # short-only: profiled in a pass of its own, at no cost to it
+        return None
 
     def pending_key(self, job: Job) -> tuple[float, ...]:
         if job.queue_vc == PROFILER:

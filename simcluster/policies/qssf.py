@@ -32,6 +32,8 @@ class QuasiShortestServiceFirst(Policy):
     --negative-estimates 1000`` reproduces that run.)
     """
 
+    default_estimator = "oracle"
+
     def __init__(self, config: SimConfig | None = None) -> None:
         super().__init__(config)
         self.estimator = make_estimator(self.config)

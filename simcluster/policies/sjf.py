@@ -8,6 +8,8 @@ from simcluster.policies.base import POLICIES, Policy, start_in_order_until_bloc
 class ShortestJobFirst(Policy):
     """Shortest job first (true duration, non-preemptive); stops at the first job that cannot be placed."""
 
+    vc_independent = True
+
     def pending_key(self, job: Job) -> float:
         return job.duration
 

@@ -10,6 +10,7 @@ from simcluster.policies.sjf import ShortestJobFirst
 
 class _SjfSharing(ShortestJobFirst):
     shares_gpus = True
+    vc_independent = False  # one colocation model, fallback counts per run
 
     def partner_cost(self, ctx: SchedulingContext) -> PartnerCost:
         raise NotImplementedError

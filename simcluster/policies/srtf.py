@@ -25,6 +25,7 @@ class ShortestRemainingTimeFirst(Policy):
     """
 
     preemptive = True
+    vc_independent = True
 
     def __init__(self, config: SimConfig | None = None) -> None:
         super().__init__(config)
@@ -91,6 +92,7 @@ class SrtfSharing(ShortestRemainingTimeFirst):
     """
 
     shares_gpus = True
+    vc_independent = False  # one colocation model, fallback counts per run
     on_run_start = Policy.on_run_start
     on_run_stop = Policy.on_run_stop
 

@@ -23,7 +23,7 @@ from heapq import heappop, heappush
 from typing import Any
 
 from simcluster.cluster import VirtualCluster
-from simcluster.config import SimConfig
+from simcluster.config import TIRESIAS, SimConfig, panel_fields
 from simcluster.job import Job, JobState
 from simcluster.policies.base import POLICIES, Policy, SchedulingContext
 from simcluster.policies.quota import queue_streams, walk_changes_nothing, walk_quota
@@ -41,6 +41,7 @@ class Tiresias(Policy):
     """
 
     preemptive = True
+    reads = panel_fields(TIRESIAS)  # --quantum, --thresholds, --promote-knob
 
     def __init__(self, config: SimConfig | None = None) -> None:
         super().__init__(config)
@@ -88,7 +89,7 @@ class Tiresias(Policy):
             ctx.wake_at(boundary)
             return
         if self.knob > 0:
-            self._promote_starving(vc, now)
+            self._promote_starving(vc, ctx, now)
         if vc.pending:
             self.decide(vc, ctx, now)
         self._set_timers(vc, ctx, now)
@@ -112,7 +113,7 @@ class Tiresias(Policy):
         and when none is left and no waiting job fits what remains, there is nothing to walk.
         """
         running = self.running_entries(vc, now)
-        self.order_queue(vc, now)
+        self.order_queue(vc, ctx, now)
         head_key = self.head_key(vc)
         used, rest = 0, []
         for entry in running:
@@ -138,7 +139,7 @@ class Tiresias(Policy):
             return
         walk_quota(vc, ctx, rest, queue_streams(vc, vc.total_gpus - used), pending_first_on_ties=False, reserved=used)
 
-    def order_queue(self, vc: VirtualCluster, now: float) -> None:
+    def order_queue(self, vc: VirtualCluster, ctx: SchedulingContext, now: float) -> None:
         """Hook: bring the waiting jobs' keys up to date before the walk (their order may have changed)."""
 
     # --- the promote knob ------------------------------------------------------------------------
@@ -162,7 +163,7 @@ class Tiresias(Policy):
         job = entry[2]
         return job in vc.pending and job.pending_since == entry[3] and self.attained(job, 0.0) > 0
 
-    def _promote_starving(self, vc: VirtualCluster, now: float) -> None:
+    def _promote_starving(self, vc: VirtualCluster, ctx: SchedulingContext, now: float) -> None:
         """Promote to the highest queue every waiting job that has starved (:meth:`_starving`).
 
         Candidates come off the VC's heap by eligibility time, a little past ``now`` (the test's own float
@@ -178,9 +179,8 @@ class Tiresias(Policy):
             if not self._starving(job, now):
                 not_yet.append(entry)
                 continue
-            vc.pending.remove(job)
             self._forgiven[job] = self._forgiven.get(job, 0.0) + self.attained(job, now)
-            vc.pending.push(job)
+            ctx.requeue(job)  # its key, by its attained service, is now the top queue's
             self.promotions += 1
         for entry in not_yet:
             heappush(heap, entry)  # type: ignore[arg-type]

@@ -143,7 +143,7 @@ class TiresiasGittins(Tiresias):
         if self._forgiven or now >= self._next_refresh:
             super().decide(vc, ctx, now)
             return
-        self.order_queue(vc, now)  # (re-keys the queue if another VC's pass refreshed the distribution)
+        self.order_queue(vc, ctx, now)  # (re-keys the queue if another VC's pass refreshed the distribution)
         used, rest = self._split_running(vc, now, self.head_key(vc))
         # where the jobs ahead overbook the VC (GPU fractions), the general way walks them all
         self.walk_rest(vc, ctx, used, rest, self.running_entries(vc, now) if used > vc.total_gpus else [])
@@ -188,12 +188,12 @@ class TiresiasGittins(Tiresias):
                 rest.append((key, job))
         return used, rest
 
-    def order_queue(self, vc: VirtualCluster, now: float) -> None:
+    def order_queue(self, vc: VirtualCluster, ctx: SchedulingContext, now: float) -> None:
         if now >= self._next_refresh:
             self.gittins.refresh()
             self._next_refresh = now + self.REFRESH_SECONDS
         if self._queue_version.get(vc.name) != self.gittins.version:
-            vc.pending.rekey()
+            ctx.reorder()
             self._queue_version[vc.name] = self.gittins.version
 
     def _set_timers(self, vc: VirtualCluster, ctx: SchedulingContext, now: float) -> None:

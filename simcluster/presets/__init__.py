@@ -1,7 +1,8 @@
 """Named configurations shipped with simcluster, and config files a user writes.
 
 Both are TOML files whose top-level keys are :class:`~simcluster.config.SimConfig` fields (same names
-as ``lucid-sim run``'s options, with ``_``).  A preset also carries a ``[preset]`` table saying what
+as ``lucid-sim run``'s options, with ``_``); a ``[policy]`` table holds the policy's own settings (those
+``--set NAME=VALUE`` sets).  A preset also carries a ``[preset]`` table saying what
 it reproduces and where that comes from; a config file may name a preset to build on
 (``preset = "gavel"``).  Settings apply in this order, each overriding the one before: the defaults,
 the preset, the config file, the command line (:func:`resolve_config`).
@@ -56,6 +57,8 @@ def presets() -> dict[str, Preset]:
     found = {}
     for path in sorted(FOLDER.glob("*.toml")):
         data = read_toml(path)
+        if "policy" in data and isinstance(data["policy"], dict):
+            data["policy_settings"] = data.pop("policy")
         about = data.pop("preset", None)
         if not isinstance(about, dict) or set(about) != set(ABOUT):
             raise ConfigError(f"{path}: a preset needs a [preset] table with exactly {', '.join(ABOUT)}")
@@ -78,15 +81,22 @@ def read_config_file(path: str | Path) -> tuple[str | None, dict[str, Any]]:
     preset = data.pop("preset", None)
     if preset is not None and not isinstance(preset, str):
         raise ConfigError(f"{path}: key 'preset' must be a preset's name, got {preset!r}")
+    own = data.pop("policy", None) if isinstance(data.get("policy"), dict) else None
     for key, value in data.items():
         if isinstance(value, dict):
-            raise ConfigError(f"{path}: key {key!r}: tables are not settings; write the settings as top-level keys")
+            raise ConfigError(f"{path}: key {key!r}: tables are not settings (but [policy], the policy's own); write "
+                              "the settings as top-level keys")
+    if own is not None:
+        data["policy_settings"] = own
     return preset, data
 
 
 def resolve_config(preset: str | None = None, config_file: str | Path | None = None,
-                   overrides: Mapping[str, Any] | None = None, where: str = "command line") -> SimConfig:
-    """The defaults, then ``preset``, then ``config_file``, then ``overrides`` (each a SimConfig field → value)."""
+                   overrides: Mapping[str, Any] | None = None, where: str = "command line",
+                   policy_settings: Mapping[str, Any] | None = None) -> SimConfig:
+    """The defaults, then ``preset``, then ``config_file``, then ``overrides`` (each a SimConfig field → value).
+    The policy's own settings (``policy_settings``: ``--set``) merge over those of the preset and the file, name
+    by name; they are checked once the policy is known (:func:`simcluster.plugins.resolved_config`)."""
     file_settings: dict[str, Any] = {}
     if config_file is not None:
         named, file_settings = read_config_file(config_file)
@@ -100,4 +110,6 @@ def resolve_config(preset: str | None = None, config_file: str | Path | None = N
         config = SimConfig.from_settings(file_settings, str(config_file), base=config)
     if overrides:
         config = SimConfig.from_settings(overrides, where, base=config)
+    if policy_settings:
+        config = replace(config, policy_settings={**dict(config.policy_settings), **policy_settings})
     return replace(config, preset=preset, config_file=str(config_file) if config_file is not None else None)

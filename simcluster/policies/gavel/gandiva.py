@@ -32,6 +32,8 @@ class Gandiva(RoundPolicy):
       it cannot use, and its jobs only take GPUs other units leave idle.
     """
 
+    reads = RoundPolicy.reads | {"gandiva_pairing"}
+
     aware = False
     packing = True
 

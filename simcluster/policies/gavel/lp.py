@@ -17,6 +17,9 @@ per-call validation, which was half the cost of the ~500 small LPs a 500-job tra
 
 from __future__ import annotations
 
+import os
+import sys
+
 import highspy
 import numpy as np
 import scipy.sparse as sp
@@ -61,6 +64,23 @@ def solve_lp(cost: np.ndarray, constraints: list[LinearConstraint], bounds: Boun
 _SOLVER: list[highspy.Highs] = []  # one HiGHS instance per process, reused: building one costs ~0.5 ms
 
 
+def quiet_highs() -> highspy.Highs:
+    """A HiGHS instance that prints nothing.  HiGHS prints its banner on the process's standard output as it is
+    built, before any option can switch its output off: that would precede a ``--json`` document.  So it is
+    built with file descriptor 1 pointed at /dev/null (C++ writes there, beneath Python's sys.stdout)."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 1)
+            solver = highspy.Highs()
+            solver.setOptionValue("output_flag", False)
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+    return solver
+
+
 def run_highs(cost: np.ndarray, columns: tuple[np.ndarray, np.ndarray, np.ndarray], row_lower: np.ndarray,
               row_upper: np.ndarray, col_lower: np.ndarray, col_upper: np.ndarray,
               central: bool = False) -> np.ndarray | None:
@@ -76,8 +96,7 @@ def run_highs(cost: np.ndarray, columns: tuple[np.ndarray, np.ndarray, np.ndarra
     lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
     lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = columns
     if not _SOLVER:
-        solver = highspy.Highs()
-        solver.setOptionValue("output_flag", False)
+        solver = quiet_highs()
         solver.setOptionValue("presolve", "off")
         _SOLVER.append(solver)
     solver = _SOLVER[0]

@@ -90,6 +90,7 @@ class MinTotalDuration(RoundPolicy):
     throughput).  One LP in z = 1/makespan (``min_makespan``) or Gavel's bisection."""
 
     solves_lps = True  # reads --lp-solution
+    reads = RoundPolicy.reads | {"makespan_search"}
 
     aware = False
 
@@ -105,6 +106,7 @@ class MinTotalDurationPerf(RoundPolicy):
     bisection on T (``--makespan-search bisection``, :func:`bisect_makespan`)."""
 
     solves_lps = True  # reads --lp-solution
+    reads = RoundPolicy.reads | {"makespan_search"}
 
     def allocate(self, inp: AllocationInput) -> Allocation:
         return makespan_allocation(self, inp, None)
@@ -118,6 +120,7 @@ class MinTotalDurationPacked(RoundPolicy):
     job (``lp.top_pairs``)."""
 
     solves_lps = True  # reads --lp-solution
+    reads = RoundPolicy.reads | {"makespan_search"}
 
     packing = True
 

@@ -55,7 +55,7 @@ from typing import Any
 import numpy as np
 
 from simcluster.cluster import VirtualCluster
-from simcluster.config import SimConfig
+from simcluster.config import HETERO, SimConfig, panel_fields
 from simcluster.job import Job, JobState
 from simcluster.placement.consolidate_first import ConsolidateFirst
 from simcluster.placement.fractions import fraction_plan
@@ -82,6 +82,18 @@ class RoundPolicy(Policy):
     solves_lps: bool = False  # allocates with linear programs (reads --lp-solution)
     one_type_per_job = True  # a job runs on GPUs of one type: it must fit on a single type it runs on
     own_placement = "rounds"  # places jobs itself (the --placement setting is not read)
+    family = "gavel"
+    # the round mechanism's settings; a policy that solves LPs also reads --lp-solution (__init_subclass__)
+    reads = panel_fields(HETERO) - {"cluster", "throughputs", "lp_solution", "makespan_search", "gandiva_pairing"}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.solves_lps:
+            cls.reads = cls.reads | {"lp_solution"}
+
+    @classmethod
+    def uses_seed(cls, config: SimConfig) -> bool:
+        return not cls.aware  # agnostic policies draw GPU types (and pairs) at random
 
     def __init__(self, config: SimConfig | None = None) -> None:
         super().__init__(config)
