@@ -1,12 +1,13 @@
 # Everything a fresh machine with only Python 3.11 needs: `make run`, `make test`.
-# `make run` installs the simulator alone (no PyTorch); `make test` adds the test, Ray and profiler extras.
+# `make run` installs the simulator alone (no PyTorch); `make test` adds the test, Ray, profiler and docs extras.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 RUN_STAMP  := $(VENV)/.installed-run
 TEST_STAMP := $(VENV)/.installed-test
+DOCS_STAMP := $(VENV)/.installed-docs
 
-.PHONY: run test bench lint clean
+.PHONY: run test docs bench lint clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -22,7 +23,11 @@ $(RUN_STAMP): pyproject.toml | $(BIN)/python
 	touch $@
 
 $(TEST_STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[test,ray,profiler]' $(EDITABLE)
+	$(BIN)/python -m pip install --quiet -e '.[test,ray,profiler,docs]' $(EDITABLE)
+	touch $@ $(RUN_STAMP) $(DOCS_STAMP)
+
+$(DOCS_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[docs]' $(EDITABLE)
 	touch $@ $(RUN_STAMP)
 
 ## Simulate the embedded default trace (traces/default) with fifo.
@@ -32,6 +37,10 @@ run: $(RUN_STAMP)
 ## The whole test suite (doctests included).
 test: $(TEST_STAMP)
 	$(BIN)/python -m pytest
+
+## The manual (docs/, mkdocs.yml) as a site in site/; --strict: a broken link or a page left out of the nav fails.
+docs: $(DOCS_STAMP)
+	$(BIN)/mkdocs build --strict --site-dir site
 
 ## Benchmarks on ../shared/data (prints figures).
 bench: $(TEST_STAMP)
@@ -44,4 +53,4 @@ lint: $(TEST_STAMP)
 	$(BIN)/mypy simcluster profiler workloads --ignore-missing-imports
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build site *.egg-info

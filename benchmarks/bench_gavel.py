@@ -11,7 +11,7 @@ development machine is shared.
 
 ``--gavel-logs DIR``: the output of Gavel's own simulator, one file per run named
 ``TRACE_POLICY.log`` (what ``scheduler/scripts/drivers/simulate_scheduler_with_trace.py -t TRACE -p
-POLICY -c 4:4:4|12:12:12 --seed 0`` prints; the README says how we ran it).  Its "Average job
+POLICY -c 4:4:4|12:12:12 --seed 0`` prints; docs/policies/gavel.md says how we ran it).  Its "Average job
 completion time" is set beside the preset's, with the issue-15 tolerance: 5 % for the max-min fairness
 forms and gandiva, 10 % for finish_time_fairness_perf, min_total_duration_perf and
 max_sum_throughput_perf, 12 % for gavel_fifo (Gavel's fifo, whose bugs the preset does not copy).

@@ -179,7 +179,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--before", action="store_true", help="also run the learned runs with the former settings")
     parser.add_argument("--ablation", action="store_true", help="also run lucid with one boosting setting changed "
-                        "at a time (the table in simcluster/models/boosting.py)")
+                        "at a time (the ablation of benchmarks/RESULTS.md)")
     parser.add_argument("--no-explain", action="store_true", help="skip lucid-sim explain's held-out figures")
     args = parser.parse_args()
     console = Console(width=140)

@@ -16,7 +16,7 @@ simulation, peak RSS (``VmHWM`` of ``/proc/self/status``: ``resource.getrusage``
 imports, per job.  Writing the trace is not timed.
 
 A 10M-job run may also be split by VC across processes (``lucid-sim sweep --split-vcs always``, see the
-README's Performance section); ``--split-recipe`` measures that command: wall time and the peak of the
+manual's Performance page, docs/performance.md); ``--split-recipe`` measures that command: wall time and the peak of the
 summed RSS of the sweep's processes, sampled every 0.2 s.
 """
 
@@ -63,7 +63,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000,1000000", help="Job counts, comma-separated.")
     parser.add_argument("--ten-million", action="store_true", help="Add a 10,000,000-job run (long).")
     parser.add_argument("--split-recipe", action="store_true",
-                        help="Also measure the README's 10M recipe (lucid-sim sweep --split-vcs always).")
+                        help="Also measure the manual's 10M recipe (lucid-sim sweep --split-vcs always).")
     parser.add_argument("--workers", type=int, default=2, help="Processes for --split-recipe.")
     parser.add_argument("--recipe-jobs", type=int, default=10_000_000, help="Jobs for --split-recipe.")
     parser.add_argument("--no-startup", action="store_true", help="Skip the start-up figures.")
@@ -145,7 +145,7 @@ def scale_table(sizes: list[int], args: argparse.Namespace, console: Console) ->
 
 
 def recipe_command(args: argparse.Namespace, out: Path) -> list[str]:
-    """The README's 10M recipe: one run, its VCs simulated in ``--workers`` processes and merged."""
+    """The manual's 10M recipe (docs/performance.md): one run, its VCs simulated in ``--workers`` processes and merged."""
     trace = f"synth:jobs={args.recipe_jobs},nodes={args.nodes},vcs={args.vcs},load={args.load},seed=1"
     return [*CLI, "sweep", "--trace", trace,
             "--policy", args.policy, "--split-vcs", "always", "--workers", str(args.workers), "--quiet",

@@ -7,9 +7,8 @@ The policy's parts, each with the paper section it follows and the switch that t
    the VCs named by ``profiler_from_vcs``), least-GPU-first, for at most ``profile_seconds``; a job
    asking for more than ``profiler_factor`` × the partition's GPUs skips it, and so does a job that
    finds more than ``profiler_queue_limit`` jobs already waiting for the partition (profiling must
-   not hold jobs back: with 2 nodes and no limit, jobs of at most 200 s on venus_sept waited 105 s
-   on average and 57 min at the 99th percentile to be profiled; with the limit 37 s and 12 min; the
-   artifact borrows a third node instead, and its short jobs waited 33 s on average).  A
+   not hold jobs back: with no limit, a burst of arrivals makes short jobs wait for the partition
+   far longer than they run; the artifact borrows a third node instead).  A
    job that finishes inside that window never reaches its VC; the others move on to their VC's
    queue with the progress they made (no checkpoint overhead is charged: the partition exists to
    take that first step).  Profiling is what makes a job's profile (utilization, memory, AMP,
@@ -42,10 +41,10 @@ Lucid's *design*, and so our default too: backfilling while sharing (packing exi
 GPUs that strict priority order leaves idle; the artifact stops at the first job that cannot
 start only while colocation is off), and the PAS rule with its threshold (colocation off only
 while at most two GPU jobs per 10 minutes are forecast: PAS avoids interference when the
-cluster is quiet, and an absolute level says "quiet", where our former median rule turned
-sharing off 42 % of the time by construction).  On venus_sept with ``--colocation lucid``,
-without backfilling lucid's avg JCT is 2.8 % higher, with the median rule 2.0 %.  What is an
-*accident of its code*, kept as an option for the ``lucid-artifact`` preset but not our default:
+cluster is quiet, and an absolute level says "quiet", where a median rule turns sharing off a
+fixed share of the time by construction).  What each costs when switched off is measured in
+``docs/policies/lucid.md``.  What is an *accident of its code*, kept as an option for the
+``lucid-artifact`` preset but not our default:
 
 - its profiler is a separate first pass over the trace: jobs of at most 8 GPUs that run at most
   200 s (by their true duration) finish there; every other job enters its VC at submission, as
@@ -56,7 +55,7 @@ without backfilling lucid's avg JCT is 2.8 % higher, with the median rule 2.0 %.
   than 10 jobs wait (not modelled; ``profiler_queue_limit = 0`` for no limit at all);
 - scores are the authors' labels (``sharing_labels``), priorities its offline EBM estimates with
   negatives set to 1000 s (``--estimator file --negative-estimates 1000``), the partner the
-  first eligible one in start order (``pair_choice = "first"``; about 2 % worse than the best);
+  first eligible one in start order (``pair_choice = "first"``, not the best);
 - its pair speeds are the table's exact values, above 1.0 included, and 1.0 for any pair with
   NeuMF, ResNet50, BERT or Transformer (ours come from the colocation model, capped at 1.0);
   it ends every job one second late and checks the forecast every 100 s.
