@@ -73,7 +73,7 @@ _TIRESIAS = _subclass_of("Tiresias")
 _LUCID = _subclass_of("Lucid")
 _ROUNDS = _subclass_of("RoundPolicy")  # Gavel's policies
 # the estimate-driven policies and the estimator each uses for ``--estimator auto``
-_ESTIMATOR_DEFAULTS = {"QuasiShortestServiceFirst": "oracle", "Lucid": "ebm"}
+_ESTIMATOR_DEFAULTS = {"QuasiShortestServiceFirst": "oracle", "Lucid": "ebm", "EasyBackfill": "oracle"}
 
 
 def _estimator(run: Run) -> str | None:

@@ -1,11 +1,14 @@
 """Scheduling policies: order jobs, decide starts and preemptions.  One file each; Gavel's family in ``gavel/``."""
 
 from simcluster.policies import (  # noqa: F401  (registers)
+    easy_backfill,
     fifo,
+    fifo_backfill,
     lucid,
     qssf,
     sjf,
     sjf_sharing,
+    slurm,
     srtf,
     srtf_ars,
     srtf_wrs,
