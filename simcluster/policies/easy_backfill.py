@@ -47,8 +47,7 @@ def reservation(need: int, free: int, ends: list[tuple[float, int]]) -> tuple[fl
 
 @register_policy("easy-backfill")
 class EasyBackfill(FifoBackfill):
-    """EASY backfilling: the first job that cannot start gets a reservation; later jobs start only if they
-    do not delay it.
+    """EASY backfilling: the first job that cannot start gets a reservation that later jobs may not delay.
 
     The reservation is the earliest time enough GPUs free up by the running jobs' expected ends; a later
     job starts now if it is expected to end by then or fits in the GPUs the head leaves over.  Expected

@@ -106,12 +106,12 @@ class DecayingUsage:
 
 @register_policy("slurm")
 class Slurm(EasyBackfill):
-    """Slurm's default shape: multifactor priority (age, job size, per-user fair share with decay) over EASY
-    backfilling.
+    """Slurm's default shape: multifactor priority (age, job size, fair share) over EASY backfilling.
 
-    Weights and periods are settings with Slurm's names (``priority_weight_age`` is PriorityWeightAge…);
-    defaults are the Slurm documentation's configuration example (age 1000, fair share 10000, job size 1000,
-    14-day max age and usage half-life), since Slurm's own default weights (0) leave submit order.
+    Fair share is per user, its usage decayed by a half-life.  Weights and periods are settings with Slurm's
+    names (``priority_weight_age`` is PriorityWeightAge…); defaults are the Slurm documentation's configuration
+    example (age 1000, fair share 10000, job size 1000, 14-day max age and usage half-life), since Slurm's own
+    default weights (0) leave submit order.
     """
 
     Settings = SlurmSettings
