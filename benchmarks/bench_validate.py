@@ -106,20 +106,17 @@ def gap_analysis(trace: Any, trace_dir: Path, record: Path, work: Path, console:
     ]
     nodes = pd.read_csv(trace_dir / "vc_config.csv", index_col=0)
     for i, (label, changed) in enumerate(VC_SIZES.items()):
-        config = work / f"vc_config-{i}.csv"
-        nodes.assign(num=[changed.get(vc, n) for vc, n in nodes["num"].items()]).to_csv(config)
-        sized = load_trace(trace_dir / "cluster_full_log.csv", config)
+        sizes = work / f"vc_config-{i}.csv"
+        nodes.assign(num=[changed.get(vc, n) for vc, n in nodes["num"].items()]).to_csv(sizes)
+        sized = load_trace(trace_dir / "cluster_full_log.csv", sizes)
         runs.append((f"fifo-backfill / pooled, {label}", sized, SimConfig(policy="fifo-backfill", placement=pooled), {}))
     for policy in BASELINES[1:]:
         runs.append((f"{policy} / pooled, from {WEEK_ONE_END[:10]}", trace,
                      SimConfig(policy=policy, placement=pooled), {"start": WEEK_ONE_END}))
     runs.append((f"fifo-backfill / consolidate, from {WEEK_ONE_END[:10]}", trace,
                  SimConfig(policy="fifo-backfill"), {"start": WEEK_ONE_END}))
-    folders = {}
     for i, (label, source, config, window) in enumerate(runs):
-        folder = run_folder(source, config, work / f"gap-{i}")
-        folders[label] = folder
-        add_row(table, label, folder, record, **window)
+        add_row(table, label, run_folder(source, config, work / f"gap-{i}"), record, **window)
     console.print(table)
     log = pd.read_csv(trace_dir / "cluster_full_log.csv", usecols=["job_id", "state"], dtype={"job_id": str})
     shares = Table(title="where the waiting goes: share of all job-seconds waited (avg wait, s)", title_justify="left")

@@ -210,3 +210,23 @@ def test_venus_september_queued_about_two_thousand_seconds(venus_sept):
     assert figures["recorded_avg_queue"] == pytest.approx(1868, abs=1)
     assert figures["recorded_arrivals"] == 24171 and figures["simulated_arrivals"] == 23859
     assert figures["queue_ratio"] < 1.5 and figures["correlation_waiting"] > 0.85
+
+
+def test_the_window_keeps_a_job_submitted_on_its_last_bin_edge():
+    log = JobRecord.from_frame(pd.DataFrame({"submit_time": [0, 600], "start_time": [0, 600],
+                                             "end_time": [60, 660], "gpu_num": [1, 1]}), "log")
+    run = simulate(make_trace([("a", 1, 0, 60), ("a", 1, 600, 60)], {"a": 1}))
+    result = validate(run, log)
+    assert result.window == (0.0, 1200.0) and result.figures()["simulated_arrivals"] == 2
+
+
+def test_columns_must_name_field_and_column(fifo_run, tmp_path):
+    run = write_run(tmp_path / "run", fifo_run.tables(), fifo_run.summary)
+    record = tmp_path / "record.csv"
+    throughput_bins(fifo_run.jobs).rename(columns={"start_gpu_job": "started"}).to_csv(record, index=False)
+    ok = CliRunner().invoke(app, ["validate", str(run), "--recorded", str(record), "--columns", "started=started",
+                                  "--out", str(tmp_path / "v"), "--json"])
+    assert ok.exit_code == 0, ok.output
+    bad = CliRunner().invoke(app, ["validate", str(run), "--recorded", str(record), "--columns", "started",
+                                   "--out", str(tmp_path / "w")])
+    assert bad.exit_code == 2 and "FIELD=COLUMN" in bad.output

@@ -72,9 +72,10 @@ def validate(
 
     target = out_dir or Path("results") / f"validate-{run.resolve().name}"
     try:
-        given = dict(item.split("=", 1) for item in (columns or "").split(",") if "=" in item)
-        if columns and not given:
+        items = [item for item in (columns or "").split(",") if item.strip()]
+        if any("=" not in item for item in items):
             raise ValidateError(f"--columns: expected FIELD=COLUMN items separated by commas, got {columns!r}")
+        given = dict(item.split("=", 1) for item in items)
         check_output(target, "validate", [run, recorded], overwrite)
         with err.status("reading the run and the record…", spinner="dots"):
             result = compare(run, recorded, epoch=epoch, start=start, end=end, bin_seconds=bin_seconds,

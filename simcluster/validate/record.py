@@ -99,8 +99,8 @@ class JobRecord:
         return float(self.submit.min()), float(ends.max())
 
     def grid(self, start: float, end: float, bin_seconds: float) -> np.ndarray:
-        """Bin edges covering [start, end], on multiples of ``bin_seconds`` from the epoch."""
-        first, last = np.floor(start / bin_seconds), np.ceil(end / bin_seconds)
+        """Bin edges covering [start, end] (``end`` inside the last bin), on multiples of ``bin_seconds``."""
+        first, last = np.floor(start / bin_seconds), np.floor(end / bin_seconds) + 1
         return np.arange(first, max(last, first + 1) + 1) * bin_seconds
 
     def series(self, edges: np.ndarray, earlier_jobs: str = "first") -> Series:
@@ -142,10 +142,10 @@ class BinRecord:
         return np.append(self.times, self.times[-1] + self.bin_seconds)
 
     def grid(self, start: float, end: float, bin_seconds: float | None = None) -> np.ndarray:
-        """The record's own bin edges that cover [start, end] (clipped to the record)."""
+        """The record's own bin edges that cover [start, end] (``end`` inside the last bin; clipped to the record)."""
         edges = self.edges
         first = max(int(np.searchsorted(edges, start, "right")) - 1, 0)
-        last = min(int(np.searchsorted(edges, end, "left")), len(edges) - 1)
+        last = min(int(np.searchsorted(edges, end, "right")), len(edges) - 1)
         return edges[first:max(last, first + 1) + 1]
 
     def backlog(self, given: str | int = "min") -> int:
