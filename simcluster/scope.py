@@ -262,7 +262,7 @@ _CONDITIONS = {  # settings read only together with another one
     "checkpoint_interval": "runs with node failures (--node-mtbf > 0)",
     "restart_limit": "runs with node failures (--node-mtbf > 0)",
     "on_no_progress": "runs with node failures (--node-mtbf > 0)",
-    "estimates": "qssf and lucid with --estimator file",
+    "estimates": "qssf, lucid, easy-backfill and slurm with --estimator file",
     "retrain_interval": "the ebm estimator (lucid's default; qssf with --estimator ebm)",
     "retrain_growth": "the ebm estimator (lucid's default; qssf with --estimator ebm) and lucid's forecaster",
     "boosting": "the ebm estimator (lucid's default; qssf with --estimator ebm) and lucid's throughput forecaster",

@@ -17,22 +17,34 @@ from simcluster.config import setting
 from simcluster.job import JobState
 from simcluster.placement.base import PLACEMENTS, Placement, Plan, fill_in_order, lowest_node
 from simcluster.policies.base import POLICIES, Policy, SchedulingContext, start_in_order_until_blocked
+from simcluster.policies.quota import gpu_share, queue_streams, walk_changes_nothing, walk_quota
 from simcluster.queue import submit_order
+from simcluster.views import ClusterView, JobView, NodeView, PoolView, QueueView, VCView
 
 register_policy = POLICIES.register
 register_placement = PLACEMENTS.register
 
 __all__ = [
+    "ClusterView",
     "JobState",
+    "JobView",
+    "NodeView",
     "Placement",
     "Plan",
     "Policy",
+    "PoolView",
+    "QueueView",
     "SchedulingContext",
+    "VCView",
     "fill_in_order",
+    "gpu_share",
     "lowest_node",
+    "queue_streams",
     "register_placement",
     "register_policy",
     "setting",
     "start_in_order_until_blocked",
     "submit_order",
+    "walk_changes_nothing",
+    "walk_quota",
 ]

@@ -1,11 +1,16 @@
 """Scheduling policies: order jobs, decide starts and preemptions.  One file each; Gavel's family in ``gavel/``."""
 
+# isort: off
+from simcluster.policies import fifo  # noqa: F401  (first: `lucid-sim policies` lists in registration order)
+# isort: on
 from simcluster.policies import (  # noqa: F401  (registers)
-    fifo,
+    easy_backfill,
+    fifo_backfill,
     lucid,
     qssf,
     sjf,
     sjf_sharing,
+    slurm,
     srtf,
     srtf_ars,
     srtf_wrs,
