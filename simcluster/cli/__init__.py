@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import sys
 
-from simcluster.cli import diff, experiments, info, run, trace  # noqa: F401  (register the commands)
+from simcluster.cli import diff, experiments, fragmentation, info, run, trace  # noqa: F401  (register the commands)
 from simcluster.cli.common import app
 
 __all__ = ["app", "main"]
