@@ -55,6 +55,7 @@ class StudyResult:
             "frag_pct_of_capacity_median": grouped["frag_pct_of_capacity"].median(),
             "frag_pct_of_idle_median": grouped["frag_pct_of_idle"].median(),
         })
+        summary = summary.round(3)
         summary["rank"] = summary["unallocated_median"].rank(method="min").astype(int)
         return summary
 
