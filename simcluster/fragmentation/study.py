@@ -75,15 +75,19 @@ def place(nodes: NodeArrays, pod: Pod, node: int, gpus: list[int]) -> None:
 
 
 def run(cluster: OpenbCluster, pods: OpenbPods, placement: str, seed: int, inflate: float = 1.3,
-        workload: TypicalPods | None = None, sequence: Sequence | None = None) -> Trajectory:
-    """One (placement, seed) run of FGD's evaluation."""
+        workload: TypicalPods | None = None, sequence: Sequence | None = None, cached: bool = True) -> Trajectory:
+    """One (placement, seed) run of FGD's evaluation.
+
+    ``cached``: fgd keeps its scores per pod shape (:class:`_FgdScores`); False scores every node afresh
+    for every pod, the plain path that a test holds equal to the fast one.
+    """
     workload = workload if workload is not None else pods.typical()
     sequence = sequence if sequence is not None else arrival_sequence(pods, cluster, seed, inflate)
     nodes = cluster.arrays(sequence.rank)
     rule: Rule = make_rule(placement, workload, sequence.draws)
     frag_now = node_frag(nodes.cpu_left, nodes.gpu_left, nodes.gpu_type, workload)
     version = np.zeros(len(cluster.names), dtype=np.int64)
-    chooser = (_FgdScores(rule, nodes, frag_now, version).choose if isinstance(rule, Fgd)
+    chooser = (_FgdScores(rule, nodes, frag_now, version).choose if isinstance(rule, Fgd) and cached
                else lambda pod: rule.choose(nodes, pod))
     freq_sum = float(workload.freq.sum())
     capacity = cluster.total_gpus * 1000
