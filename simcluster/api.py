@@ -25,8 +25,8 @@ from simcluster.engine import Simulation
 from simcluster.job import Job, JobState
 from simcluster.metrics import ClusterTimeline, NodeFailures, Observer
 from simcluster.metrics.fairness import finish_time_fairness, users_table
-from simcluster.metrics.gpu_types import TypeSeconds
 from simcluster.metrics.fragmentation import FragmentationTimeline
+from simcluster.metrics.gpu_types import TypeSeconds
 from simcluster.metrics.summary import jobs_frame, summarize
 from simcluster.policies import POLICIES
 from simcluster.scope import check_settings

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
 import pandas as pd
 import pytest
@@ -23,7 +24,7 @@ class LastNode(Placement):
 
     places_fractions = True
     chooses_types = True
-    asked: list[str] = []
+    asked: ClassVar[list[str]] = []
 
     def place(self, job: Job, vc: Pool) -> Plan | None:
         LastNode.asked.append(job.job_id)

@@ -5,7 +5,7 @@ resamples pods until the demand reaches its target and names the nodes with a ra
 (which breaks score ties).  Drawing the same numbers makes a seed here the same workload, in the same
 order, as that seed there, so results can be compared seed by seed, not only in distribution.
 
-Only what the study calls is here: ``Seed``, ``Int63``, ``Int``, ``Intn``, ``Float64``, ``Perm`` and
+Only what the study calls is here: ``Seed``, ``Int63`` (also Go's ``Int`` on 64 bits), ``Intn``, ``Float64``, ``Perm`` and
 ``Shuffle``, each the algorithm of Go 1.19's ``rand.Rand`` (the same through Go 1.21).
 
 >>> rng = GoRand(42)
@@ -74,9 +74,6 @@ class GoRand:
 
     def uint32(self) -> int:
         return (self.int63() >> 31) & 0xFFFFFFFF
-
-    def int(self) -> int:
-        return self.int63()
 
     def int31n(self, n: int) -> int:
         """Go's ``Int31n`` (rejection sampling; a power of two is masked)."""

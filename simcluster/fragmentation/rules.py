@@ -152,9 +152,8 @@ class RandomFit(Rule):
         left = nodes.gpu_left[node]
         if not pod.shares:
             return idle_gpus(left, pod.num)
-        chosen, seen = 0, 0
-        for gpu in np.flatnonzero(left >= pod.milli).tolist():  # reservoir sampling, as FGD's simulator draws
-            seen += 1
+        chosen = 0
+        for seen, gpu in enumerate(np.flatnonzero(left >= pod.milli).tolist(), start=1):  # reservoir sampling
             if self.draws.intn(seen) == 0:
                 chosen = gpu
         return [chosen]
@@ -178,7 +177,7 @@ class GpuClustering(Rule):
             return np.zeros(len(idx), dtype=np.int64)
         fullness = 25 * (MAX_GPU - nodes.gpu_left[idx].sum(axis=1)) // MAX_GPU
         tags = nodes.tags[idx]
-        alone = np.array([bin(t).count("1") == 1 for t in tags.tolist()])
+        alone = np.array([t.bit_count() == 1 for t in tags.tolist()], dtype=bool)
         band = np.where(tags & pod.tag, np.where(alone, 75, 50), np.where(tags == 0, 25, 0))
         return fullness + band
 

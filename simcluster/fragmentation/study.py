@@ -21,7 +21,7 @@ from simcluster.fragmentation.frag import TypicalPods, node_frag
 from simcluster.fragmentation.rules import Fgd, NodeArrays, Pod, Rule, best_of, make_rule
 from simcluster.fragmentation.workload import OpenbCluster, OpenbPods, Sequence, arrival_sequence
 
-LEVELS = range(0, 131)  # arrived GPU demand, % of the cluster's GPUs
+LEVELS = range(131)  # arrived GPU demand, % of the cluster's GPUs
 COLUMNS = ("placement", "seed", "arrived_pct", "unallocated_gpu_pct", "frag_pct_of_capacity", "frag_pct_of_idle")
 
 

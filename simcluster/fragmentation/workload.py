@@ -200,7 +200,7 @@ def arrival_sequence(pods: OpenbPods, cluster: OpenbCluster, seed: int, inflate:
     (4, [0, 1])
     """
     rng = GoRand(seed)
-    rng.int()  # FGD's simulator logs one random integer right after seeding
+    rng.int63()  # FGD's simulator logs one random integer (Go's Int: an Int63 on 64 bits) right after seeding
     order = rng.shuffled(list(range(len(pods.names))))
     demand = pods.gpu_demand
     total = int(demand.sum())

@@ -35,7 +35,8 @@ class FragmentationTimeline(Observer):
 
     def __init__(self, jobs: list[Job], spec: ClusterSpec) -> None:
         self._row: dict[tuple[str, int], int] = {}
-        gpus, types = [], list(spec.gpu_types)
+        gpus: list[tuple[int, int]] = []
+        types = list(spec.gpu_types)
         for vc in spec.vcs:
             index = 0
             for gpu_type, count, per_node, _ in spec.groups_of(vc):
