@@ -93,6 +93,14 @@ class NodeArrays:
         return ok & ((self.gpu_left >= pod.milli).sum(axis=1) >= pod.num)
 
 
+def allowed_mask(allowed: list[bool]) -> int:
+    """Which of the cluster's GPU models a job may use, as a pod's mask: 0 for all, bits of the allowed ones
+    else (a bit no node has when it may use none)."""
+    if all(allowed):
+        return 0
+    return sum(1 << i for i, ok in enumerate(allowed) if ok) or 1 << 62
+
+
 def best_of(idx: np.ndarray, scores: np.ndarray, rank: np.ndarray) -> int:
     """The node of ``idx`` with the highest score, ties to the lowest rank."""
     top = idx[scores == scores.max()]

@@ -26,6 +26,7 @@ import numpy as np
 from simcluster.cluster import WHOLE, Node
 from simcluster.cluster_spec import ClusterSpec
 from simcluster.fragmentation.frag import node_frag, typical_pods
+from simcluster.fragmentation.rules import allowed_mask
 from simcluster.job import Job
 from simcluster.metrics.observer import Observer
 
@@ -67,8 +68,7 @@ class FragmentationTimeline(Observer):
     def _mask(job: Job, types: list[str]) -> int:
         if job.speeds is None:
             return 0
-        allowed = [i for i, t in enumerate(types) if job.speed_on(t) > 0]
-        return 0 if len(allowed) == len(types) else sum(1 << i for i in allowed) or 1 << 62
+        return allowed_mask([job.speed_on(t) > 0 for t in types])
 
     def _compute(self, rows: np.ndarray) -> np.ndarray:
         return node_frag(np.zeros(len(rows), np.int64), self._left[rows], self._type[rows], self._workload)

@@ -32,7 +32,7 @@ import numpy as np
 
 from simcluster.cluster import WHOLE, Pool
 from simcluster.fragmentation.frag import TypicalPods, typical_pods
-from simcluster.fragmentation.rules import NodeArrays, Pod, Rule, make_rule
+from simcluster.fragmentation.rules import NodeArrays, Pod, Rule, allowed_mask, make_rule
 from simcluster.job import Job
 from simcluster.placement.base import PLACEMENTS, Placement, Plan, fill_in_order
 
@@ -73,8 +73,7 @@ class RulePlacement(Placement):
     def _mask(self, job: Job, types: tuple[str, ...]) -> int:
         if job.speeds is None:
             return 0
-        allowed = [i for i, t in enumerate(types) if job.speed_on(t) > 0]
-        return 0 if len(allowed) == len(types) else sum(1 << i for i in allowed) or 1 << 62
+        return allowed_mask([job.speed_on(t) > 0 for t in types])
 
     def _arrays(self, vc: Pool, types: tuple[str, ...]) -> NodeArrays:
         count = len(vc.nodes)
