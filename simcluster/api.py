@@ -25,6 +25,7 @@ from simcluster.engine import Simulation
 from simcluster.job import Job, JobState
 from simcluster.metrics import ClusterTimeline, NodeFailures, Observer
 from simcluster.metrics.fairness import finish_time_fairness, users_table
+from simcluster.metrics.fragmentation import FragmentationTimeline
 from simcluster.metrics.gpu_types import TypeSeconds
 from simcluster.metrics.summary import jobs_frame, summarize
 from simcluster.plugins import Origin, origin_of, resolve, resolved_config
@@ -117,7 +118,8 @@ def simulate(trace: Trace | HeteroTrace, config: SimConfig | None = None, observ
                 job.vc = job.queue_vc = ONE_VC
         if spec.typed or merged or isinstance(trace, HeteroTrace):  # the loader checked a job log against its VCs
             check_fits(trace, jobs, spec, policy_class.one_type_per_job)
-        watchers = [failures, timeline, *([per_type] if per_type else []), *observers]
+        frag = FragmentationTimeline(jobs, spec) if any(j.gpu_milli < 1000 for j in jobs) else None
+        watchers = [failures, timeline, *([per_type] if per_type else []), *([frag] if frag else []), *observers]
         sim = Simulation(jobs, spec, config, watchers, colocation, table)
         sim.run()
     sim_cpu = time.process_time() - cpu0
@@ -136,6 +138,9 @@ def simulate(trace: Trace | HeteroTrace, config: SimConfig | None = None, observ
          "shared_gpus": _numbers(timeline.shared_gpus), "running_jobs": _numbers(timeline.running),
          "pending_jobs": _numbers(timeline.pending)}
     )
+    if frag is not None:  # (sampled with the timeline: one value per row)
+        series["frag_gpus"] = _numbers(frag.frag_gpus)
+        series["frag_pct_of_idle"] = _numbers(frag.frag_pct_of_idle)
     partitions = sim.policy.partitions()
     vc_gpus = {name: vc.total_gpus for name, vc in sim.cluster.vcs.items() if name not in partitions}
     partition_gpus = sum(vc.total_gpus for name, vc in sim.cluster.vcs.items() if name in partitions)
@@ -151,6 +156,8 @@ def simulate(trace: Trace | HeteroTrace, config: SimConfig | None = None, observ
         warnings += colocation_warnings(sim.colocation)
     elif table is not None and (frame["shared_seconds"] > 0).any():
         extra = {"colocation": f"throughput table pairs ({table.source})"}
+    if frag is not None:
+        extra["fragmentation"] = frag.summary(sim.env.now)
     if isinstance(trace, HeteroTrace) or spec.typed:
         frame, typed = typed_columns(frame, done + left, per_type, sim.env.now)
         extra |= typed | {"cluster": spec.as_dict()}

@@ -518,15 +518,17 @@ class Simulation:
 
         A job that cannot run on every GPU type of its VC is placed by the placement within one type
         it runs on at a time (in the VC's type order); a job asking for GPU fractions gets the fullest
-        GPUs that hold its fraction (:func:`~simcluster.placement.fraction_plan`), whatever the placement.
+        GPUs that hold its fraction (:func:`~simcluster.placement.fraction_plan`) unless the placement
+        declares ``places_fractions``.
         """
         return self.try_start_in(vc, job)
 
     def try_start_in(self, vc: VirtualCluster, job: Job) -> bool:
         """:meth:`try_start`, VC first (what a VC's context binds)."""
-        if job.gpu_milli < 1000:
+        fraction = job.gpu_milli < 1000
+        if fraction and not self.placement.places_fractions:
             plan = fraction_plan(job, self._pools_of(job, vc))
-        elif job.gpu_num > vc.free_gpus:
+        elif job.gpu_num > vc.free_gpus and not fraction:
             return False  # no placement finds more idle GPUs than the VC has (a blocked head of queue, mostly)
         elif job.speeds is None or getattr(self.placement, "chooses_types", False):  # None: any GPU will do
             plan = self.placement.place(job, vc)

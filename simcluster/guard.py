@@ -222,6 +222,7 @@ class CheckedPlacement:
         self._source = source_file
         self.name = getattr(inner, "name", label)
         self.chooses_types = getattr(inner, "chooses_types", False)
+        self.places_fractions = getattr(inner, "places_fractions", False)
 
     def place(self, job: Any, pool: Any) -> Any:
         try:

@@ -34,7 +34,7 @@ class Registry(Generic[T]):
 
     >>> shapes.register_lazy("fractions", "fraction")
     >>> "fraction" in shapes, shapes.names()
-    (True, ['square', 'fraction'])
+    (True, ['fraction', 'square'])
     """
 
     def __init__(self, kind: str) -> None:
@@ -68,7 +68,8 @@ class Registry(Generic[T]):
             ) from None
 
     def names(self) -> list[str]:
-        return list(dict.fromkeys([*self._classes, *self._lazy]))
+        """Every name: the lazily registered ones in the order declared, then the others in registration order."""
+        return list(dict.fromkeys([*self._lazy, *self._classes]))
 
     def describe(self) -> dict[str, str]:
         """Name → the first line of the class docstring (imports every lazily registered module)."""

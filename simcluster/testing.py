@@ -459,6 +459,7 @@ class _PlacementInGuard:
         self._inner, self._guard = inner, guard
         self.name = getattr(inner, "name", "?")
         self.chooses_types = getattr(inner, "chooses_types", False)
+        self.places_fractions = getattr(inner, "places_fractions", False)
 
     def place(self, job: Any, pool: Any) -> Any:
         with self._guard.inside("placement"):

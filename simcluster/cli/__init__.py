@@ -17,7 +17,16 @@ from __future__ import annotations
 
 import sys
 
-from simcluster.cli import check, diff, experiments, info, run, trace, validate  # noqa: F401  (register the commands)
+from simcluster.cli import (  # noqa: F401  (register the commands)
+    check,
+    diff,
+    experiments,
+    fragmentation,
+    info,
+    run,
+    trace,
+    validate,
+)
 from simcluster.cli.common import app
 
 __all__ = ["app", "main"]

@@ -5,6 +5,7 @@ from simcluster.placement import (  # noqa: F401
     consolidate_first,
     fastest_free,
     random_nodes,
+    share_rules,
     tiresias_relaxed,
 )
 from simcluster.placement.base import PLACEMENTS, Placement, Plan, make_placement

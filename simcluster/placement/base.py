@@ -17,10 +17,15 @@ class Placement:
 
     ``chooses_types``: the engine hands the placement the whole VC even for a job that runs on some of its
     GPU types only (the placement then chooses the type itself); otherwise it gets one type's pool at a time.
+
+    ``places_fractions``: the placement also places jobs that take a fraction of a GPU (``gpu_milli`` <
+    1000), returning (node, [GPU ids]) for them; otherwise the engine places those itself, best fit
+    (:func:`~simcluster.placement.fractions.fraction_plan`), whatever the placement.
     """
 
     name: str = "?"
     chooses_types: bool = False
+    places_fractions: bool = False
 
     def __init__(self, rng: random.Random | None = None) -> None:
         self.rng = rng if rng is not None else random.Random(0)

@@ -18,7 +18,7 @@ from typing import Any
 
 from simcluster.traces.errors import TraceError
 
-LOG_NAMES = ("cluster_full_log.csv", "cluster_log.csv")
+LOG_NAMES = ("cluster_full_log.csv", "cluster_log.csv", "openb_pod_list_default.csv")  # a folder's own job log, if named so
 SIDE_FILES = ("vc_config.csv", "cluster_throughput.csv", "openb_node_list_gpu_node.csv")
 HETERO_FORMATS = ("gavel", "openb")
 JOB_LOG_OPTIONS = ("columns", "nodes", "load", "epoch")  # what only CSV job logs take
