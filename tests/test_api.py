@@ -70,8 +70,10 @@ def test_a_bad_dataframe_row_is_named_by_its_index_and_field():
     kept = load_trace(frame, {"vc0": 1}, skip_invalid=True)
     assert list(kept.frame["job_id"]) == ["a"] and sum(kept.skipped.values()) == 2
     with pytest.raises(TraceError, match="missing column"):
+        load_trace(frame.drop(columns="duration"), {"vc0": 1})
+    with pytest.raises(TraceError, match="no VC column, so --vc-config does not apply"):
         load_trace(frame.drop(columns="vc"), {"vc0": 1})
-    with pytest.raises(TypeError, match="needs its VCs"):
+    with pytest.raises(TraceError, match="VC config not found"):
         load_trace(frame)
 
 

@@ -11,7 +11,7 @@ from rich.console import Console
 
 from simcluster.colocation.importers import gavel_path
 from simcluster.throughputs import load_throughputs
-from simcluster.traces.errors import TraceError
+from simcluster.errors import TraceError
 from simcluster.traces.hetero import HeteroTrace
 
 

@@ -87,7 +87,7 @@ def trace_convert(ctx: typer.Context, **values: Any) -> None:
     """Write any supported trace in our canonical folder format (Helios/Venus job log + vc_config.csv)."""
     from simcluster.traces.convert import check_target, job_log, write_canonical
     from simcluster.traces.sizing import cluster_gpus
-    from simcluster.traces.venus import Trace
+    from simcluster.traces.joblog import Trace
 
     try:
         check_target(values["out_dir"], values["trace"], values["overwrite"])
@@ -125,7 +125,7 @@ def _print_check(loaded: Any, gpus_per_node: int, cluster: str | None) -> None:
 
     from simcluster.traces.columns import by_name
     from simcluster.traces.stats import sizes_for_loads, trace_stats
-    from simcluster.traces.venus import Trace
+    from simcluster.traces.joblog import Trace
 
     if isinstance(loaded, Trace):
         frame, vc_nodes, total = loaded.frame, loaded.vc_nodes, None

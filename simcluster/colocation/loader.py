@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from simcluster.job import Workload
-from simcluster.traces.errors import TraceError
+from simcluster.errors import TraceError
 
 NAMES = ("default", "calibrated", "analytic", "lucid")
 """The models ``--colocation`` takes by name, besides the committed measurements' folder names

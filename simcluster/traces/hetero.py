@@ -18,9 +18,9 @@ import pandas as pd
 
 from simcluster.cluster_spec import ONE_VC as VC
 from simcluster.cluster_spec import ClusterSpec
+from simcluster.errors import TraceError
 from simcluster.job import Job, TypeSpeeds, Workload
 from simcluster.throughputs import ThroughputTable, job_key
-from simcluster.traces.errors import TraceError
 
 FRAME_COLUMNS = ["job_id", "job_type", "gpu_num", "gpu_milli", "total_steps", "priority_weight", "slo",
                  "submit_time", "gpu_spec", "line"]
