@@ -39,7 +39,13 @@ from simcluster.traces.joblog import trace_from_frame
 
 @dataclass
 class RunResult:
-    """A run's results, as ``lucid-sim run`` writes them: ``jobs``, ``timeline`` and ``summary``."""
+    """A run's results, as ``lucid-sim run`` writes them: ``jobs``, ``timeline`` and ``summary``.
+
+    >>> jobs = pd.DataFrame({"submit_time": [0, 5], "gpu_num": [8, 8], "duration": [60, 30]})
+    >>> result = simulate(load_trace(jobs, nodes=1))
+    >>> result.jobs["jct"].tolist(), result.summary["makespan"], sorted(result.tables())
+    ([60.0, 85.0], 90.0, ['jobs', 'timeline', 'users'])
+    """
 
     jobs: pd.DataFrame  # one row per job (jobs.csv)
     timeline: pd.DataFrame  # the cluster after every scheduling instant (timeline.csv)
@@ -91,7 +97,16 @@ def load_trace(trace: str | os.PathLike[str] | pd.DataFrame,
 
 class TraceWarning(UserWarning):
     """A trace that loaded but looks misread (:mod:`simcluster.traces.doubts`): the message says what was seen
-    and which option reads the data otherwise."""
+    and which option reads the data otherwise.
+
+    >>> import warnings
+    >>> jobs = pd.DataFrame({"submit_time": [0, 5], "gpu_num": [1, 1], "minutes": [90, 30]})
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     trace = load_trace(jobs, columns={"duration": "minutes"}, nodes=1)
+    >>> caught[0].category.__name__, "--duration-unit min" in str(caught[0].message)
+    ('TraceWarning', True)
+    """
 
 
 def simulate(trace: Trace | HeteroTrace, config: SimConfig | None = None, observers: Iterable[Observer] = (),

@@ -42,6 +42,13 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True)
 class SimConfig:
+    """Every setting of ``lucid-sim run``, by its option's name with ``_`` (``--node-mtbf`` is ``node_mtbf``).
+
+    >>> config = SimConfig(policy="tiresias", quantum=60)
+    >>> config.policy, config.quantum, config.gpus_per_node
+    ('tiresias', 60, 8)
+    """
+
     policy: str = setting("fifo", "Scheduling policy (see `lucid-sim policies`).")
     placement: str = setting("consolidate", "Placement (see `lucid-sim placements`).")
     seed: int = setting(0, "Seed for every random choice (placement, failures, learners).")

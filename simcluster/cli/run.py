@@ -21,7 +21,7 @@ from simcluster.cli.options import (
     settings_from,
     with_parameters,
 )
-from simcluster.cli.trace_options import load_trace_from, trace_parameters
+from simcluster.cli.trace_options import load_trace_from, print_trace_warnings, trace_parameters
 from simcluster.config import TIRESIAS, ConfigError, SimConfig, knobs
 from simcluster.paths import DEFAULT_TRACE
 
@@ -148,6 +148,8 @@ def run(ctx: typer.Context, **values: Any) -> None:
         warnings = check_settings(loaded, config)
     except (TraceError, UnknownPlugin, ValueError) as exc:
         fail(str(exc))
+    if not quiet:
+        print_trace_warnings(loaded)
     if values["dry_run"]:
         print_plan(loaded, config, target, warnings, fmt)
         return

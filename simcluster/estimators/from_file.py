@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from simcluster.errors import TraceError
 from simcluster.estimators.base import ESTIMATORS, Estimator
 from simcluster.job import Job
-from simcluster.errors import TraceError
 from simcluster.side_files import read_side_csv, reject_first
 
 

@@ -44,6 +44,7 @@ import pandas as pd
 from simcluster.api import simulate
 from simcluster.atomic import atomic_write
 from simcluster.config import ConfigError, SimConfig, coerce, knobs
+from simcluster.paths import resolve_data
 from simcluster.estimators import ESTIMATORS
 from simcluster.placement import PLACEMENTS
 from simcluster.policies import POLICIES
@@ -148,7 +149,11 @@ def build_grid(traces: Sequence[str], policies: Sequence[str], seeds: Sequence[i
     """Every combination, in the order traces × policies × seeds × settings (as given), each built on
     ``base`` (a preset's or config file's settings; default: the defaults).  ``vc_config`` applies to
     every trace that is not synthetic (needed for a trace given as a CSV file without a vc_config.csv
-    beside it).  Paths are made absolute (relative to the current directory)."""
+    beside it).  Paths are made absolute (relative to the current directory).
+
+    >>> [spec.run_id for spec in build_grid(["synth:jobs=10,nodes=2,vcs=1"], ["fifo"], [0, 1])]
+    ['synth-jobs10-nodes2-vcs1-fifo-seed0', 'synth-jobs10-nodes2-vcs1-fifo-seed1']
+    """
     if fmt not in FORMATS:
         raise SweepError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     sets = sets or {}
@@ -157,7 +162,7 @@ def build_grid(traces: Sequence[str], policies: Sequence[str], seeds: Sequence[i
         vcs = str(Path(vc_config).expanduser().resolve())
         if not Path(vcs).is_file():
             raise SweepError(f"--vc-config {vc_config}: no such file")
-    traces = [t if t.startswith(SYNTH_PREFIX) else str(Path(t).expanduser().resolve()) for t in traces]
+    traces = [t if t.startswith(SYNTH_PREFIX) else str(resolve_data(t).resolve()) for t in traces]
     names = _trace_names(traces)
     combos: list[list[tuple[str, str, Any]]] = [[]]
     for key, values in sets.items():
@@ -421,7 +426,14 @@ def run_sweep(specs: Sequence[RunSpec], out: Path, *, backend: str = "local", wo
               ray_address: str | None = None, split_vcs: str = "auto",
               listener: SweepListener | None = None) -> SweepOutcome:
     """Run every spec not finished yet; keep ``out/runs.csv`` current.  Ctrl-C (KeyboardInterrupt) stops
-    dispatching, records what finished and re-raises.  With Ray, Ray's own messages go to ``out/ray.log``."""
+    dispatching, records what finished and re-raises.  With Ray, Ray's own messages go to ``out/ray.log``.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as out:
+    ...     outcome = run_sweep(build_grid(["synth:jobs=20,nodes=2,vcs=1"], ["fifo", "sjf"], [0]), Path(out), workers=1)
+    >>> outcome.ran, [row["status"] for row in outcome.rows]
+    (2, ['ok', 'ok'])
+    """
     from simcluster.experiments.backends import make_backend
     from simcluster.experiments.notes import annotate, ignored_setting_notes, seed_notes
     from simcluster.experiments.split import Part, execute_part, merge_parts, splittable, vcs_of

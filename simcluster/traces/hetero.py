@@ -28,7 +28,13 @@ FRAME_COLUMNS = ["job_id", "job_type", "gpu_num", "gpu_milli", "total_steps", "p
 
 @dataclass
 class HeteroTrace:
-    """A validated heterogeneous trace: one row per job (``FRAME_COLUMNS``), sorted by submit time."""
+    """A validated heterogeneous trace: one row per job (``FRAME_COLUMNS``), sorted by submit time.
+
+    >>> pod = ("p0", "unknown", 1, 500, 600, 1.0, -1.0, 0.0, "", 2)  # half a GPU for 600 s (openb)
+    >>> trace = HeteroTrace("pods.csv", pd.DataFrame([pod], columns=FRAME_COLUMNS), "openb", uniform=True)
+    >>> [(job.gpu_num, job.gpu_milli, job.duration) for job in trace.make_jobs()]
+    [(1, 500, 600.0)]
+    """
 
     source: str
     frame: pd.DataFrame

@@ -65,7 +65,13 @@ __all__ = ["Trace", "load_job_log", "trace_from_frame"]
 
 @dataclass
 class Trace:
-    """A validated trace: one row per job, plus the VCs' sizes in nodes."""
+    """A validated job log: one row per job (seconds from the epoch), the VCs' sizes in nodes, and how it was read.
+
+    >>> trace = trace_from_frame(pd.DataFrame({"submit_time": [0, 60], "gpu_num": [1, 2], "duration": [5, 6]}),
+    ...                          nodes=1)
+    >>> len(trace), trace.vc_nodes, [job.gpu_num for job in trace.make_jobs()]
+    (2, {'cluster': 1}, [1, 2])
+    """
 
     source: str
     frame: pd.DataFrame  # job_id, user, vc, gpu_num, submit_time (s), duration (s), [workload columns]
