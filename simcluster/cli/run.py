@@ -116,8 +116,20 @@ def default_folder(trace: Path, config: SimConfig) -> Path:
     return Path("results") / folder
 
 
+def replica_parameters() -> list[Any]:
+    """``--replicas N`` and ``--perturb``: the run on N perturbed copies of its trace (a sweep folder at --out)."""
+    return [
+        parameter("replicas", Annotated[int, typer.Option(
+            min=0, help="Run on N replicas of the trace made by --perturb instead of once; --out becomes a sweep "
+            "folder, and each figure is printed with its 95 % interval.", rich_help_panel=OUTPUT)], 0),
+        parameter("perturb", Annotated[str, typer.Option(
+            help="How replicas are made: bootstrap (days; bootstrap:by=user), jitter (jitter:arrival=S,sigma=X) "
+            "or seeds. See docs/uncertainty.md.", rich_help_panel=OUTPUT)], "bootstrap"),
+    ]
+
+
 RUN_PARAMETERS = [*trace_parameters(), *config_source_parameters(), *config_parameters(), queues_parameter(),
-                  *output_parameters()]
+                  *output_parameters(), *replica_parameters()]
 
 
 @app.command(rich_help_panel="Simulate")
@@ -150,6 +162,11 @@ def run(ctx: typer.Context, **values: Any) -> None:
         fail(str(exc))
     if not quiet:
         print_trace_warnings(loaded)
+    if values["replicas"] and not values["dry_run"]:
+        from simcluster.cli.experiments import run_replicas
+
+        run_replicas(values, config, target, quiet)
+        return
     if values["dry_run"]:
         print_plan(loaded, config, target, warnings, fmt)
         return

@@ -32,6 +32,7 @@ import pandas as pd
 
 from simcluster.experiments import plots
 from simcluster.experiments.aggregate import FIGURES, Configuration, aggregate, configurations, trace_of
+from simcluster.experiments.uncertainty import interval_cell, posthoc_uncertainty, replica_uncertainty
 from simcluster.results import write_folder
 
 RUN_COLUMNS = ["run", "label", "policy", "trace", "seed", "vc", *FIGURES]
@@ -149,8 +150,12 @@ def _value(name: str, value: Any) -> str:
 
 
 def _cell(row: Any, name: str, spread: str) -> str:
-    """A figure's mean, with its spread over seeds: 'range' → 'mean (min–max)', 'percent' → 'mean ±x%'."""
+    """A figure's mean, with its 95 % interval over replicas ('mean [low–high]') when it has replicas, else its
+    spread over seeds: 'range' → 'mean (min–max)', 'percent' → 'mean ±x%'."""
     text = _value(name, row[name])
+    with_interval = interval_cell(row, name, text, _value)
+    if with_interval is not None:
+        return with_interval
     low, high = row.get(f"{name}_min"), row.get(f"{name}_max")
     if not text or low is None or high is None or not np.isfinite(low) or high == low:
         return text
@@ -237,8 +242,9 @@ def rich_table(table: pd.DataFrame, width: int = 80) -> Any:
     if per_vc:  # a configuration's label once, on its first row
         shown.loc[shown["label"].eq(shown["label"].shift()) & rows["trace"].eq(rows["trace"].shift()).to_numpy(),
                   "label"] = ""
-    title = ("Comparison: mean over seeds, ± half their range relative to the mean"
-             + (", per VC and overall" if per_vc else ""))
+    spread = ("mean over replicas [95 % interval]" if any(c.endswith("_low") for c in rows.columns)
+              else "mean over seeds, ± half their range relative to the mean")
+    title = f"Comparison: {spread}" + (", per VC and overall" if per_vc else "")
     out = Table(title=title, title_justify="left")
     for name in columns:
         out.add_column(_HEADERS.get(name, name), justify="left" if name in ("label", "vc") else "right",
@@ -344,13 +350,17 @@ class Report:
     notes: list[str]
 
 
-def write_report(paths: Sequence[Path], out: Path, overwrite: bool = False, baseline: str | None = None) -> Report:
+def write_report(paths: Sequence[Path], out: Path, overwrite: bool = False, baseline: str | None = None,
+                 replicas: int = 0, perturb: str = "bootstrap", seed: int = 0) -> Report:
     """Collect the runs under ``paths``, write the report folder ``out`` atomically, return the tables.
 
     ``out`` is replaced only if it is a report folder simcluster wrote, or with ``overwrite``
     (:func:`simcluster.results.check_output`); never a folder that holds one of ``paths``.
     ``baseline``: a policy; each configuration's figures are also given relative to that policy's
     configuration on the same trace (:func:`~simcluster.experiments.aggregate.baseline_of`).
+    Runs that are replicas (``sweep --replicas``), or ``replicas`` > 0 (a post-hoc bootstrap of the runs over
+    their trace's days), give each figure a 95 % interval and pairs of configurations their paired difference
+    (:mod:`simcluster.experiments.uncertainty`).
     """
     records = collect(paths)
     groups = configurations(records)
@@ -358,12 +368,22 @@ def write_report(paths: Sequence[Path], out: Path, overwrite: bool = False, base
         raise ReportError(f"--baseline {baseline}: no run of that policy among "
                           f"{', '.join(sorted({g.policy for g in groups}))}")
     table = aggregate(groups, baseline)
+    try:
+        found = (posthoc_uncertainty(groups, replicas, perturb, seed, baseline) if replicas
+                 else replica_uncertainty(groups, baseline))
+    except ValueError as exc:
+        raise ReportError(str(exc)) from None
+    extra: dict[str, bytes] = {}
+    if found is not None:
+        table = found.with_intervals(table)
+        extra["differences.csv"] = found.differences_frame().to_csv(index=False).encode()
     runs = runs_table(records, groups)
     images = render_plots(groups)
     files: dict[str, bytes] = {
         "comparison.csv": table.to_csv(index=False).encode(),
         "comparison.md": markdown(table).encode(),
         "runs.csv": runs.to_csv(index=False).encode(),
+        **extra,
         **images,
         "report.html": html_page(table, images, [str(p) for p in paths]).encode(),
     }
@@ -372,4 +392,6 @@ def write_report(paths: Sequence[Path], out: Path, overwrite: bool = False, base
     if baseline is not None:
         notes += [f"{row.label}: no {baseline} run on its trace to compare with" for row in table.itertuples()
                   if row.vc == "all" and not row.baseline]
+    if found is not None:
+        notes += [found.method] + [text for *_, text in found.differences]
     return Report(table, runs, Path(out), list(files), notes)
