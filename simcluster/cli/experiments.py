@@ -181,17 +181,23 @@ def report(
     perturb: Annotated[str, typer.Option(help="With --replicas: bootstrap (days) or bootstrap:block=SECONDS.")
                        ] = "bootstrap",
     seed: Annotated[int, typer.Option(help="With --replicas: the seed of the resampling.")] = 0,
+    gantt_window: Annotated[str | None, typer.Option(help="Stretch of time the Gantt charts show, START:END from "
+                                                     "the first submission (e.g. 0:6h, 2d:3d); default: the whole "
+                                                     "run, or its start when it has many jobs.",
+                                                     show_default=False)] = None,
 ) -> None:
-    """Compare runs: per configuration (trace + settings; seeds aggregated: mean, min–max), per VC and
-    overall (CSV, Markdown, HTML), and PNG plots with min–max error bars."""
+    """Compare runs: per configuration (trace + settings; seeds aggregated: mean, min–max; replicas: mean and
+    95 % interval), per VC and overall (CSV, Markdown, HTML), PNG plots, and an interactive page (report.html)
+    with a Gantt chart of each run that recorded its placements (run --placements)."""
+    from simcluster.experiments.pictures import parse_window
     from simcluster.experiments.report import ReportError, rich_table, write_report
     from simcluster.results import OutputError, check_output
 
     try:
         check_output(out_dir, "report", folders, overwrite)
         made = write_report(folders, out_dir, overwrite, baseline=baseline, replicas=replicas, perturb=perturb,
-                            seed=seed)
-    except (ReportError, OutputError) as exc:
+                            seed=seed, gantt_window=parse_window(gantt_window) if gantt_window else None)
+    except (ReportError, OutputError, ValueError) as exc:
         fail(str(exc))
     if not quiet:
         out.print(rich_table(made.table, width=out.width))

@@ -47,6 +47,9 @@ def output_parameters() -> list[Any]:
         parameter("overwrite", Annotated[bool, typer.Option(
             "--overwrite", help="Replace the --out folder even if simcluster did not write it (never the "
             "trace's folder, the current one or one above it).", rich_help_panel=OUTPUT)], False),
+        parameter("placements", Annotated[bool, typer.Option(
+            "--placements", help="Also write placements.csv: which GPUs of which node each job held, from when to "
+            "when (the report's Gantt chart of the run).", rich_help_panel=OUTPUT)], False),
         parameter("dry_run", Annotated[bool, typer.Option(
             "--dry-run", help="Check the settings, the trace and --out, print what would run and where; "
             "simulate and write nothing.", rich_help_panel=OUTPUT)], False),
@@ -175,11 +178,15 @@ def run(ctx: typer.Context, **values: Any) -> None:
             err.print(f"[yellow]skipped {sum(loaded.skipped.values())} invalid row(s):[/] "
                       + "; ".join(f"{n} × {why}" for why, n in loaded.skipped.most_common()))
         print_warnings(warnings)
-    result = simulate_with_progress(loaded, config, quiet=quiet, live=live)
+    from simcluster.metrics.placements import Placements
+
+    where = Placements() if values["placements"] else None
+    result = simulate_with_progress(loaded, config, quiet=quiet, live=live, observers=[where] if where else [])
 
     from simcluster.results import to_json, write_run
 
-    write_run(target, result.tables(), result.summary, fmt, inputs=inputs, overwrite=values["overwrite"])
+    tables = result.tables() | ({"placements": where.frame()} if where else {})
+    write_run(target, tables, result.summary, fmt, inputs=inputs, overwrite=values["overwrite"])
     if values["as_json"]:
         print(to_json(result.summary))
     elif not quiet:
@@ -228,7 +235,8 @@ def print_plan(loaded: Any, config: SimConfig, target: Path, warnings: list[str]
     print_warnings(warnings)
 
 
-def simulate_with_progress(loaded: Any, config: SimConfig, quiet: bool, live: bool) -> Any:
+def simulate_with_progress(loaded: Any, config: SimConfig, quiet: bool, live: bool, observers: list[Any] | None = None
+                           ) -> Any:
     """Run the simulation under a progress bar with ETA (or the live view, or nothing)."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -243,6 +251,6 @@ def simulate_with_progress(loaded: Any, config: SimConfig, quiet: bool, live: bo
                                  jobs=f"0/{len(loaded):,} jobs", day="day 0")
         try:
             with live_run(loaded, config, err, enabled=live and not quiet) as watchers:
-                return simulate(loaded, config, [ProgressObserver(progress, task, loaded), *watchers])
+                return simulate(loaded, config, [ProgressObserver(progress, task, loaded), *watchers, *(observers or [])])
         except (TraceError, ValueError, FileNotFoundError) as exc:  # e.g. an estimates file that lacks a job
             fail(str(exc))
