@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -140,8 +141,7 @@ def report_replicas(rows: list[dict], folder: Path, quiet: bool) -> None:
     if summary is None:
         return
     for name, frame in (("replicas.csv", summary.frame()), ("differences.csv", summary.differences_frame())):
-        data = frame.to_csv(index=False).encode()
-        atomic_write(folder / name, lambda f, data=data: f.write(data))
+        atomic_write(folder / name, partial(_write, frame.to_csv(index=False).encode()))
     if quiet:
         return
     table = Table(title=f"Over replicas ({summary.perturbation}): mean, 95 % interval", title_justify="left")
@@ -158,6 +158,10 @@ def report_replicas(rows: list[dict], folder: Path, quiet: bool) -> None:
         out.print(text, highlight=False)
     if min(f["avg_jct"].n for f in summary.intervals.values()) < FEWEST:
         out.print(f"[yellow]note:[/] fewer than {FEWEST} replicas: the 95 % intervals are rough", highlight=False)
+
+
+def _write(data: bytes, handle: Any) -> None:
+    handle.write(data)
 
 
 def _with_interval(found: Any) -> str:

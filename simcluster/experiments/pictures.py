@@ -151,11 +151,24 @@ def gantt_of(label: str, placements: pd.DataFrame, first_submit: float, summary:
     bars = pd.DataFrame({"row": frame["node"].map(position), "gpu_low": low_gpu, "gpu_high": high_gpu,
                          "start": (frame["start"] - first_submit) / 3600, "end": (frame["end"] - first_submit) / 3600,
                          "job_id": frame["job_id"].astype(str), "vc": frame["vc"].astype(str)}).reset_index(drop=True)
-    per_node = placements.assign(top=placements["gpus"].astype(str).str.split(",").map(lambda g: max(map(int, g))))
-    tops = per_node.groupby("node")["top"].max()
-    default = int((summary.get("config") or {}).get("gpus_per_node") or 8)
-    gpus = [max(default if tops.get(n, 0) < default else int(tops[n]) + 1, 1) for n in nodes]
+    gpus = _node_gpus(placements, nodes, summary)
+    types = placements.drop_duplicates("node").set_index("node")["gpu_type"] if "gpu_type" in placements else None
+    if types is not None and types.nunique() > 1:  # a heterogeneous cluster: say each node's GPU type
+        nodes = [f"{n} ({types[n]})" for n in nodes]
     return Gantt(label, nodes, gpus, bars, "; ".join(notes), hours)
+
+
+def _node_gpus(placements: pd.DataFrame, nodes: list[str], summary: dict[str, Any]) -> list[int]:
+    """Each node's GPU count: ``--gpus-per-node``, or fewer when its type has fewer GPUs in all (``--cluster
+    v100:4``), and never fewer than the highest GPU a job used there."""
+    highest = placements.assign(top=placements["gpus"].astype(str).str.split(",").map(lambda g: max(map(int, g))))
+    tops = highest.groupby("node")["top"].max()
+    per_node = int((summary.get("config") or {}).get("gpus_per_node") or 8)
+    per_type = {t: int(v.get("gpus", per_node)) for t, v in (summary.get("cluster") or {}).items()
+                if isinstance(v, dict)}
+    types = placements.drop_duplicates("node").set_index("node")["gpu_type"] if "gpu_type" in placements else {}
+    return [max(min(per_node, per_type.get(str(types.get(n, "")), per_node)), int(tops.get(n, 0)) + 1)
+            for n in nodes]
 
 
 def _natural(name: str) -> list[Any]:
@@ -168,7 +181,7 @@ def cdf_points(values: np.ndarray, points: int = CDF_POINTS) -> tuple[np.ndarray
 
     >>> x, y = cdf_points(np.arange(1.0, 1001.0), points=5)
     >>> x.tolist(), y.tolist()
-    ([1.0, 250.0, 500.0, 750.0, 1000.0], [0.001, 0.25, 0.5, 0.75, 1.0])
+    ([1.0, 251.0, 501.0, 750.0, 1000.0], [0.001, 0.251, 0.501, 0.75, 1.0])
     """
     values = np.sort(np.asarray(values, dtype=float)[np.isfinite(values)])
     if not len(values):

@@ -127,7 +127,8 @@ def gantt(rows: Sequence[str], gpus: Sequence[int], bars: pd.DataFrame, title: s
     GPUs there (``bars``: row, gpu_low, gpu_high, start, end in hours, job_id), coloured by job; ``hours``: the
     stretch of time shown."""
     fig, ax = _figure()
-    palette = matplotlib.colormaps["tab20"].colors
+    tab20 = matplotlib.colormaps["tab20"]
+    palette = [tab20(i) for i in range(tab20.N)]
     colours = [palette[zlib.crc32(job.encode()) % len(palette)] for job in bars["job_id"]]
     rows_total = len(rows)
     for (row, low, high, start, end), colour in zip(

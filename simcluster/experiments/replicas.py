@@ -76,7 +76,8 @@ class Perturbation:
         return "seeds"
 
 
-_OPTIONS = {"bootstrap": {"by": str, "block": float}, "jitter": {"arrival": float, "sigma": float}, "seeds": {}}
+_OPTIONS: dict[str, dict[str, type]] = {"bootstrap": {"by": str, "block": float},
+                                        "jitter": {"arrival": float, "sigma": float}, "seeds": {}}
 
 
 def parse_perturbation(text: str) -> Perturbation:

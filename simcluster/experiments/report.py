@@ -83,7 +83,7 @@ class RunRecord:
         """Where each job ran (``run --placements``), None when the run did not record it."""
         if not any((self.folder / f"placements.{suffix}").is_file() for suffix in ("csv", "parquet")):
             return None
-        return self._table("placements", ["job_id", "vc", "node", "gpus", "start", "end"])
+        return self._table("placements", ["job_id", "vc", "node", "gpu_type", "gpus", "start", "end"])
 
 
 def collect(paths: Iterable[Path]) -> list[RunRecord]:

@@ -5,7 +5,8 @@ The format is told by the file (:mod:`simcluster.traces.files`).  Gavel traces a
 become a :class:`~simcluster.traces.hetero.HeteroTrace`, whose jobs carry per-GPU-type speeds into
 the one engine; job logs become a :class:`~simcluster.traces.joblog.Trace`.  A trace named by a path
 that does not exist here is looked up in the shared data (:func:`simcluster.paths.resolve_data`), so
-``venus_sept`` names the same trace in every command and in the Python API.
+``venus_sept`` names the same trace in every command and in the Python API.  (:func:`load_trace` is typed
+``Any`` until one ``Trace`` protocol covers both kinds: callers still tell them apart.)
 """
 
 from __future__ import annotations
@@ -19,8 +20,7 @@ from simcluster.traces.columns import parse_columns
 from simcluster.traces.csvfile import parse_delimiter
 from simcluster.traces.files import find_job_log, trace_format
 from simcluster.traces.gavel import load_gavel_trace
-from simcluster.traces.hetero import HeteroTrace
-from simcluster.traces.joblog import Trace, load_job_log
+from simcluster.traces.joblog import load_job_log
 from simcluster.traces.openb import load_openb_trace
 
 HETERO_FORMATS = ("gavel", "openb")
@@ -28,7 +28,7 @@ HETERO_FORMATS = ("gavel", "openb")
 JOB_LOG_OPTIONS = ("columns", "nodes", "load", "epoch", "duration_unit", "time_format", "delimiter")
 
 
-def load_trace(path: str | Path, vc_config: str | Path | None = None, **options: Any) -> Trace | HeteroTrace:
+def load_trace(path: str | Path, vc_config: str | Path | None = None, **options: Any) -> Any:
     """Load and validate a trace of any supported format (see the module's docstring).
 
     ``options`` are the job-log loader's (``gpus_per_node``, ``skip_invalid``, ``epoch``, ``columns``,

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from simcluster.traces.columns import FIELDS, KNOWN_FORMATS
+from simcluster.traces.columns import CUSTOM, FIELDS, KNOWN_FORMATS
 from simcluster.traces.csvfile import describe_delimiter
 from simcluster.traces.hetero import HeteroTrace
 from simcluster.traces.joblog import Trace
@@ -38,7 +38,7 @@ def inspect_trace(trace: Trace | HeteroTrace) -> dict[str, Any]:
     submit = frame["submit_time"].astype(float)
     record: dict[str, Any] = {"source": trace.source, "jobs": len(frame)}
     if isinstance(trace, Trace):
-        described = {f.name: f.description for f in KNOWN_FORMATS}
+        described = {f.name: f.description for f in (*KNOWN_FORMATS, CUSTOM)}
         record |= {"format": trace.format, "format_description": described.get(trace.format, "CSV job log"),
                    "delimiter": describe_delimiter(trace.delimiter),
                    "columns": {name: {"column": trace.columns.get(name), "unit": _unit(name, trace.duration_unit)}

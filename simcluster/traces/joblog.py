@@ -21,6 +21,7 @@ counted by reason.  Data that loads but looks misread gets warnings (:mod:`simcl
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -178,7 +179,7 @@ def load_job_log(
     return trace
 
 
-def trace_from_frame(jobs: pd.DataFrame, vc_config: Mapping[str, int] | str | Path | None = None, *,
+def trace_from_frame(jobs: pd.DataFrame, vc_config: Mapping[str, int] | str | os.PathLike[str] | None = None, *,
                      source: str = "DataFrame", **options: Any) -> Trace:
     """A trace from a DataFrame with a job log's columns, read as :func:`load_job_log` reads a file (the
     same options, defaults and errors).  ``vc_config``: nodes per VC (``{"vc0": 4}``) or a VC config

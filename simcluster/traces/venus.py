@@ -39,13 +39,16 @@ def workload_columns(raw: pd.DataFrame, flag: Flag) -> dict[str, pd.Series]:
         for col in ("batchsize", "amp"):
             num = numbers(raw[col], exact_ints=True)
             ok = num.notna() & np.isfinite(num.to_numpy(dtype=float, na_value=np.nan))
-            text = raw[col]
-            flag(~ok & (raw["model"] != ""), col, "not a number", lambda r, text=text: f"not a number: {text.iloc[r]!r}")
+            flag(~ok & (raw["model"] != ""), col, "not a number", _not_a_number(raw[col]))
             out[col] = num.where(ok, 0).astype(np.int64)
     for col in PROFILE:
         if col in raw:
             out[col] = pd.to_numeric(raw[col], errors="coerce")
     return out
+
+
+def _not_a_number(text: pd.Series) -> Callable[[int], str]:
+    return lambda r: f"not a number: {text.iloc[r]!r}"
 
 
 def throughput_log_beside(log: Path) -> str | None:
