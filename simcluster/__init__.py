@@ -16,8 +16,11 @@ restore later.)
 :func:`simulate` returns a :class:`~simcluster.api.RunResult`: ``jobs`` (one row per job), ``timeline``
 and ``summary`` (what ``lucid-sim run`` writes to ``jobs.csv``, ``timeline.csv`` and ``summary.json``;
 ``summary["warnings"]`` lists settings the run ignored and doubts about its inputs).  :class:`SimConfig`
-holds every setting of ``lucid-sim run`` by its option's name with ``_``; :func:`run_sweep` runs the grid
-:func:`build_grid` makes, as ``lucid-sim sweep`` does.  The names load on first use, so ``import
+holds every setting of ``lucid-sim run`` by its option's name with ``_``; :class:`Observer` is how code
+outside the model watches a run; :func:`load_trace` reads what ``--trace`` reads, with the same options
+(returning a :class:`Trace` or, for Gavel and openb, a :class:`HeteroTrace`; bad input raises
+:class:`TraceError`, data that looks misread warns with :class:`TraceWarning`); :func:`run_sweep` runs the
+grid :func:`build_grid` makes, as ``lucid-sim sweep`` does.  The names load on first use, so ``import
 simcluster`` stays light.
 """
 
@@ -27,19 +30,29 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from simcluster.api import RunResult, load_trace, simulate
+    from simcluster.api import RunResult, TraceWarning, load_trace, simulate
     from simcluster.config import SimConfig
+    from simcluster.errors import TraceError
     from simcluster.experiments.sweep import build_grid, run_sweep
+    from simcluster.metrics.observer import Observer
+    from simcluster.traces.hetero import HeteroTrace
+    from simcluster.traces.joblog import Trace
 
 _EXPORTS = {
     "simulate": "simcluster.api",
     "load_trace": "simcluster.api",
     "RunResult": "simcluster.api",
+    "TraceWarning": "simcluster.api",
     "SimConfig": "simcluster.config",
+    "Observer": "simcluster.metrics.observer",
+    "Trace": "simcluster.traces.joblog",
+    "HeteroTrace": "simcluster.traces.hetero",
+    "TraceError": "simcluster.errors",
     "run_sweep": "simcluster.experiments.sweep",
     "build_grid": "simcluster.experiments.sweep",
 }
-__all__ = ["RunResult", "SimConfig", "build_grid", "load_trace", "run_sweep", "simulate"]
+__all__ = ["HeteroTrace", "Observer", "RunResult", "SimConfig", "Trace", "TraceError", "TraceWarning", "build_grid",
+           "load_trace", "run_sweep", "simulate"]
 
 
 def __getattr__(name: str) -> Any:

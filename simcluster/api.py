@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Self
+from warnings import warn
 
 import numpy as np
 import pandas as pd
@@ -33,12 +34,20 @@ from simcluster.policies.base import describe_settings, settings_as_dict
 from simcluster.scope import check_settings
 from simcluster.throughputs import ThroughputTable, load_throughputs
 from simcluster.traces import Trace, TraceError
+from simcluster.traces import load_trace as load_file
 from simcluster.traces.hetero import HeteroTrace
+from simcluster.traces.joblog import trace_from_frame
 
 
 @dataclass
 class RunResult:
-    """A run's results, as ``lucid-sim run`` writes them: ``jobs``, ``timeline`` and ``summary``."""
+    """A run's results, as ``lucid-sim run`` writes them: ``jobs``, ``timeline`` and ``summary``.
+
+    >>> jobs = pd.DataFrame({"submit_time": [0, 5], "gpu_num": [8, 8], "duration": [60, 30]})
+    >>> result = simulate(load_trace(jobs, nodes=1))
+    >>> result.jobs["jct"].tolist(), result.summary["makespan"], sorted(result.tables())
+    ([60.0, 85.0], 90.0, ['jobs', 'timeline', 'users'])
+    """
 
     jobs: pd.DataFrame  # one row per job (jobs.csv)
     timeline: pd.DataFrame  # the cluster after every scheduling instant (timeline.csv)
@@ -50,35 +59,56 @@ class RunResult:
 
 
 def load_trace(trace: str | os.PathLike[str] | pd.DataFrame,
-               vc_config: str | os.PathLike[str] | Mapping[str, int] | None = None, **options: Any) -> Trace:
-    """A validated trace from a path (a Venus folder or CSV, a Gavel .trace file, an openb pod list) or
-    from a DataFrame with the job log's columns (``job_id, vc, gpu_num, submit_time, duration``; ``user``
-    and workload columns optional).
+               vc_config: str | os.PathLike[str] | Mapping[str, int] | None = None,
+               **options: Any) -> Trace | HeteroTrace:
+    """A validated trace, read as ``lucid-sim run --trace`` reads it: the same options, defaults and errors.
 
-    ``vc_config``: the VC config CSV, or for a DataFrame the nodes per VC (``{"vc0": 4}``).  ``options``:
-    ``gpus_per_node`` (8), ``skip_invalid`` (False), ``epoch`` (time zero of timestamps).  Bad input
-    raises :class:`~simcluster.traces.TraceError` naming the file or row and the field.
+    ``trace``: a path (a Venus folder or CSV, any CSV job log, a Gavel .trace file, an openb pod list), a
+    name in the shared data (``venus_sept``, ``gavel_traces/t100.trace``: :func:`simcluster.paths.resolve_data`),
+    or a DataFrame with a job log's columns (a known format's, or ``submit_time, gpu_num, duration`` and
+    optionally ``job_id, vc, user`` and Venus' workload columns).  ``vc_config``: the VC config CSV, or for
+    a DataFrame the nodes per VC (``{"vc0": 4}``); a log without a ``vc`` column is one VC sized by
+    ``nodes``, ``cluster`` or ``load``.  ``options`` are the CLI's trace options by their names with
+    ``_``: ``gpus_per_node`` (8), ``skip_invalid``, ``epoch``, ``columns``, ``nodes``, ``cluster``,
+    ``load``, ``duration_unit`` (s), ``time_format`` (the rule), ``delimiter`` (the header's).
 
-    >>> jobs = pd.DataFrame({"job_id": ["a", "b"], "vc": "vc0", "gpu_num": [8, 16], "submit_time": [0, 5],
-    ...                      "duration": [60, 30]})
-    >>> load_trace(jobs, {"vc0": 1})
+    Bad input raises :class:`~simcluster.errors.TraceError` naming the file or row and the field; data that
+    looks misread (durations in minutes read as seconds...) loads with a :class:`TraceWarning` for each
+    doubt (also in ``trace.warnings``).
+
+    >>> jobs = pd.DataFrame({"submit_time": [0, 5], "gpu_num": [8, 16], "duration": [60, 30]})
+    >>> trace = load_trace(jobs, nodes=2)
+    >>> trace.vc_nodes, trace.format
+    ({'cluster': 2}, 'csv')
+    >>> load_trace(jobs.assign(vc="vc0"), {"vc0": 1})
     Traceback (most recent call last):
     ...
-    simcluster.traces.errors.TraceError: DataFrame row 1, field 'gpu_num': job asks for 16 GPUs but VC 'vc0' has 8
+    simcluster.errors.TraceError: DataFrame row 1, field 'gpu_num': job asks for 16 GPUs but VC 'vc0' has 8
     """
     if isinstance(trace, pd.DataFrame):
-        from simcluster.traces.venus import load_vc_config, trace_from_frame
+        loaded: Trace | HeteroTrace = trace_from_frame(trace, vc_config, **options)
+    else:
+        if isinstance(vc_config, Mapping):
+            raise TypeError("vc_config for a trace file is the VC config CSV's path")
+        # (the file loaders read any os.PathLike, through Path(); their annotation says str | Path)
+        loaded = load_file(trace, vc_config, **options)  # type: ignore[arg-type]
+    for doubt in getattr(loaded, "warnings", ()):
+        warn(f"{loaded.source}: {doubt}", TraceWarning, stacklevel=2)
+    return loaded
 
-        if vc_config is None:
-            raise TypeError("a DataFrame trace needs its VCs: load_trace(frame, {'vc0': NODES, ...})")
-        nodes = dict(vc_config) if isinstance(vc_config, Mapping) else load_vc_config(Path(vc_config))
-        return trace_from_frame(trace, nodes, **options)
-    from simcluster.traces import load_trace as load_file
 
-    if isinstance(vc_config, Mapping):
-        raise TypeError("vc_config for a trace file is the VC config CSV's path")
-    # (the file loaders read any os.PathLike, through Path(); their annotation says str | Path)
-    return load_file(trace, vc_config, **options)  # type: ignore[arg-type]
+class TraceWarning(UserWarning):
+    """A trace that loaded but looks misread (:mod:`simcluster.traces.doubts`): the message says what was seen
+    and which option reads the data otherwise.
+
+    >>> import warnings
+    >>> jobs = pd.DataFrame({"submit_time": [0, 5], "gpu_num": [1, 1], "minutes": [90, 30]})
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     trace = load_trace(jobs, columns={"duration": "minutes"}, nodes=1)
+    >>> caught[0].category.__name__, "--duration-unit min" in str(caught[0].message)
+    ('TraceWarning', True)
+    """
 
 
 def simulate(trace: Trace | HeteroTrace, config: SimConfig | None = None, observers: Iterable[Observer] = (),

@@ -27,6 +27,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from simcluster.errors import TraceError
+from simcluster.side_files import read_side_csv
+
 DEFAULT_GPU_TYPE = "gpu"  # the type of every GPU of a trace or cluster that names none
 ONE_VC = "cluster"  # the VC of a cluster given as --cluster or a node list
 GPU_MEMORY_MIB: dict[str, int] = {
@@ -164,9 +167,6 @@ def parse_cluster(text: str, gpus_per_node: int = 8) -> ClusterSpec:
 def load_node_list(path: str | Path) -> ClusterSpec:
     """An openb-style node list (``sn,...,gpu,model``): nodes with ``gpu`` GPUs of ``model`` each, one VC;
     GPU types in alphabetical order, nodes in the file's order."""
-    from simcluster.traces.errors import TraceError
-    from simcluster.traces.side_files import read_side_csv
-
     raw = read_side_csv(path, "node-list file", ("gpu", "model"))
     groups: list[NodeGroup] = []
     for row, (gpus, model) in enumerate(zip(raw["gpu"], raw["model"])):
@@ -191,8 +191,6 @@ def vc_types(raw: Any, names: Any, count: str, path: str | Path, gpus_per_node: 
     """The rows of a VC config with a ``gpu_type`` column (``vc,num,gpu_type[,memory_mib]``; a VC may list one
     row per type) as a spec.  ``raw`` is the config as read, ``names`` its VC column and ``count`` its node
     count column, both already checked by :func:`~simcluster.traces.sizing.read_vc_config`; this reads the types."""
-    from simcluster.traces.errors import TraceError
-
     memory = raw["memory_mib"] if "memory_mib" in raw.columns else [""] * len(raw)
     groups, seen = [], set()
     for row, (vc, num, gpu_type, mib) in enumerate(zip(names, raw[count], raw["gpu_type"], memory)):

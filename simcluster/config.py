@@ -45,6 +45,13 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True)
 class SimConfig:
+    """Every setting of ``lucid-sim run``, by its option's name with ``_`` (``--node-mtbf`` is ``node_mtbf``).
+
+    >>> config = SimConfig(policy="tiresias", quantum=60)
+    >>> config.policy, config.quantum, config.gpus_per_node
+    ('tiresias', 60, 8)
+    """
+
     policy: str = setting(
         "fifo", "Scheduling policy: a built-in name (see `lucid-sim policies`), path/to/file.py[:Class], "
         "package.module:Class, or a name an installed package registers (entry point simcluster.policies).")

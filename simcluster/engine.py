@@ -49,7 +49,7 @@ from simcluster.cluster import Cluster, Node, Pool, VirtualCluster
 from simcluster.cluster_spec import ClusterSpec, NodeGroup
 from simcluster.colocation.loader import ColocationModel, load_colocation_model
 from simcluster.config import SimConfig
-from simcluster.guard import POLICY_HOOKS, CheckedContext, CheckedPlacement, PluginFailed, guard_hooks
+from simcluster.guard import POLICY_HOOKS, CheckedContext, CheckedPlacement, PluginFailed, at, guard_hooks
 from simcluster.job import UNKNOWN_WORKLOAD as UNKNOWN
 from simcluster.job import Job, JobState, table_keys
 from simcluster.metrics.observer import Observer, overridden_hooks
@@ -466,7 +466,7 @@ class Simulation:
         """Queue an arriving job in a partition of the policy's own first (what ``on_submit`` returned)."""
         if partition not in self.cluster.vcs:
             raise PluginFailed(f"policy {self.policy.name} routed job {job.job_id} to {partition!r}, which is no "
-                               f"VC or partition (t={self.env.now:,.6g})")
+                               f"VC or partition ({at(self.env.now)})")
         job.queue_vc = partition
 
     def _job_life(self, job: Job) -> Process:

@@ -38,6 +38,16 @@ class PluginFailed(RuntimeError):
 Violation = Callable[[str, str], None]  # (rule, message): what to do when a rule is broken
 
 
+def at(t: float) -> str:
+    """``t=12,345.5 s``: a simulated time as messages write it.
+
+    >>> at(13225200.0), at(61.25)
+    ('t=13,225,200 s', 't=61.25 s')
+    """
+    text = f"{t:,.3f}".rstrip("0").rstrip(".")
+    return f"t={text} s"
+
+
 def raise_violation(rule: str, message: str) -> None:
     raise PluginFailed(message, rule)
 
@@ -75,7 +85,7 @@ def guard_hooks(plugin: Any, base: type, hooks: Iterable[str], label: str, clock
                 on = f", job {job.job_id}" if job is not None else ""
                 vc = next((a.name for a in args if hasattr(a, "pending") and hasattr(a, "name")), None)
                 on += f", VC {vc}" if vc is not None and job is None else ""
-                raise PluginFailed(f"{label} raised {type(exc).__name__}: {exc} in {_hook} at t={clock():,.6g}{on}"
+                raise PluginFailed(f"{label} raised {type(exc).__name__}: {exc} in {_hook} at {at(clock())}{on}"
                                    f"{where_in(exc, source_file)}") from exc
 
         setattr(plugin, hook, guarded)
@@ -136,7 +146,7 @@ class CheckedContext:
         self._violation = violation
 
     def _broken(self, rule: str, message: str) -> None:
-        self._violation(rule, f"{self._label} {message} (t={self._inner.now:,.6g}, VC {self._vc.name})")
+        self._violation(rule, f"{self._label} {message} ({at(self._inner.now)}, VC {self._vc.name})")
 
     def _waiting_here(self, job: Any, action: str) -> bool:
         if job.state is not JobState.PENDING or job not in self._vc.pending:
@@ -230,13 +240,13 @@ class CheckedPlacement:
         except PluginFailed:
             raise
         except Exception as exc:
-            raise PluginFailed(f"{self._label} raised {type(exc).__name__}: {exc} in place at t={self._clock():,.6g}, "
+            raise PluginFailed(f"{self._label} raised {type(exc).__name__}: {exc} in place at {at(self._clock())}, "
                                f"job {job.job_id}{where_in(exc, self._source)}") from exc
         if plan is None:
             return None
         wrong = check_plan(job, plan, pool, False, 1)
         if wrong is not None:
             self._violation("more-gpus-than-free", f"{self._label} placed job {job.job_id} on GPUs it cannot have: "
-                                                   f"{wrong} (t={self._clock():,.6g})")
+                                                   f"{wrong} ({at(self._clock())})")
             return None
         return plan

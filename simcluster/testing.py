@@ -32,7 +32,7 @@ import pandas as pd
 
 from simcluster.cluster import Node, Pool, RunningJobs, VirtualCluster
 from simcluster.config import SimConfig
-from simcluster.guard import POLICY_HOOKS, CheckedContext, CheckedPlacement, PluginFailed, where_in
+from simcluster.guard import POLICY_HOOKS, CheckedContext, CheckedPlacement, PluginFailed, at, where_in
 from simcluster.job import Job, JobState
 from simcluster.metrics.observer import Observer
 from simcluster.plugins import absolute_spec, display_name, resolve, resolved_config
@@ -200,7 +200,7 @@ class _Guard:
 
     def wrote(self, what: str) -> None:
         if self.stack and self.stack[-1] != "engine":
-            self.record("mutates-view", f"{self.stack[-1]} code changed {what} at t={self.clock():,.6g}; only the "
+            self.record("mutates-view", f"{self.stack[-1]} code changed {what} at {at(self.clock())}; only the "
                                         "context's calls (try_start, preempt, requeue, ...) may change state")
             raise _Stop
 
@@ -364,7 +364,7 @@ class _Run:
         except PluginFailed as exc:
             self.record(exc.rule, str(exc))
         except Exception as exc:  # noqa: BLE001 — the engine could not carry out a decision: said, not raised
-            self.record("exception", f"the run failed at t={self.now():,.6g} with {type(exc).__name__}: {exc}"
+            self.record("exception", f"the run failed at {at(self.now())} with {type(exc).__name__}: {exc}"
                                      f"{where_in(exc, self.source)}")
         finally:
             _GUARD = None
@@ -382,12 +382,12 @@ class _Run:
         for vc in self.sim.cluster.vcs.values():
             fits = [j for j in vc.pending if j.gpu_num <= vc.free_gpus]
             if fits:
-                self.record("no-progress", f"at t={self.now():,.6g}, job {fits[0].job_id} ({fits[0].gpu_num} GPUs) "
+                self.record("no-progress", f"at {at(self.now())}, job {fits[0].job_id} ({fits[0].gpu_num} GPUs) "
                                            f"waited in VC {vc.name} with {vc.free_gpus} GPUs free, and the policy "
                                            "set no timer: nothing would ever happen again")
                 return
         waiting = [j for vc in self.sim.cluster.vcs.values() for j in vc.pending]
-        self.record("no-progress", f"at t={self.now():,.6g}, {len(waiting)} job(s) waited and nothing was left to "
+        self.record("no-progress", f"at {at(self.now())}, {len(waiting)} job(s) waited and nothing was left to "
                                    "happen (the policy set no timer)")
 
     def _wrap_policy(self, guard: _Guard, progress: _Progress) -> None:
@@ -409,7 +409,7 @@ class _Run:
                         job = next((a for a in args if isinstance(a, Job)), None)
                         on = f", job {job.job_id}" if job is not None else ""
                         self.record("exception", f"raised {type(exc).__name__}: {exc} in {_hook} at "
-                                                 f"t={self.now():,.6g}{on}{where_in(exc, self.source)}")
+                                                 f"{at(self.now())}{on}{where_in(exc, self.source)}")
                         raise _Stop from exc
                 if _hook == "schedule":
                     self._after_pass(args[0], progress)
@@ -420,10 +420,10 @@ class _Run:
     def _after_pass(self, vc: Any, progress: _Progress) -> None:
         now = self.now()
         self.passes += 1
-        at, count = self._instant
-        self._instant = (now, count + 1) if at == now else (now, 1)
+        last, count = self._instant
+        self._instant = (now, count + 1) if last == now else (now, 1)
         if self._instant[1] > SAME_INSTANT_LIMIT or self.passes > PASS_LIMIT:
-            self.record("no-progress", f"the policy was run {self._instant[1]:,} times at t={now:,.6g} "
+            self.record("no-progress", f"the policy was run {self._instant[1]:,} times at {at(now)} "
                                        f"({self.passes:,} passes in all) without the run moving on: it asks to be "
                                        "woken again without deciding anything")
             raise _Stop
@@ -434,14 +434,14 @@ class _Run:
                 key = self.policy.pending_key(job)
             if key != held:
                 self.record("unstable-order", f"the key of waiting job {job.job_id} changed from {held!r} to "
-                                              f"{key!r} (t={now:,.6g}) without ctx.requeue(job) or ctx.reorder()")
+                                              f"{key!r} ({at(now)}) without ctx.requeue(job) or ctx.reorder()")
                 break
         patience = max(86_400.0, 10 * max((j.duration for j in self.sim.jobs), default=0.0))
         if queue and not vc.running and now - max(progress.last, min(j.submit_time for j in queue)) > patience:
             fits = [j for j in queue if j.gpu_num <= vc.free_gpus]
             if fits:
-                since = f"from t={progress.last:,.6g}" if progress.last > -math.inf else "from the first submission"
-                self.record("no-progress", f"{since} to t={now:,.6g} nothing started although "
+                since = f"from {at(progress.last)}" if progress.last > -math.inf else "from the first submission"
+                self.record("no-progress", f"{since} to {at(now)} nothing started although "
                                            f"job {fits[0].job_id} ({fits[0].gpu_num} GPUs) waited in VC {vc.name} "
                                            f"with {vc.free_gpus} GPUs free")
                 raise _Stop

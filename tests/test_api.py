@@ -34,7 +34,8 @@ def fresh_python(code: str) -> str:
 
 
 def test_the_package_exports_the_api_and_importing_it_loads_nothing_heavy():
-    assert {"simulate", "load_trace", "SimConfig", "run_sweep", "build_grid", "RunResult"} <= set(simcluster.__all__)
+    assert {"simulate", "load_trace", "SimConfig", "Observer", "run_sweep", "build_grid", "RunResult", "Trace",
+            "HeteroTrace", "TraceError", "TraceWarning"} <= set(simcluster.__all__)
     assert run_sweep.__module__ == "simcluster.experiments.sweep"
     loaded = fresh_python("import sys, simcluster; print(sorted({m.split('.')[0] for m in sys.modules} & "
                           "{'pandas', 'numpy', 'simpy', 'torch', 'rich'}))")
@@ -70,8 +71,10 @@ def test_a_bad_dataframe_row_is_named_by_its_index_and_field():
     kept = load_trace(frame, {"vc0": 1}, skip_invalid=True)
     assert list(kept.frame["job_id"]) == ["a"] and sum(kept.skipped.values()) == 2
     with pytest.raises(TraceError, match="missing column"):
+        load_trace(frame.drop(columns="duration"), {"vc0": 1})
+    with pytest.raises(TraceError, match="no VC column, so --vc-config does not apply"):
         load_trace(frame.drop(columns="vc"), {"vc0": 1})
-    with pytest.raises(TypeError, match="needs its VCs"):
+    with pytest.raises(TraceError, match="VC config not found"):
         load_trace(frame)
 
 
@@ -142,3 +145,17 @@ def test_a_run_leaves_the_garbage_collector_as_it_found_it(enabled):
         assert (gc.isenabled(), gc.get_threshold(), gc.get_freeze_count()) == (enabled, before, 0)
     finally:
         gc.enable()
+
+
+def test_every_exported_name_has_a_docstring_example_that_runs():
+    import doctest
+
+    for name in simcluster.__all__:
+        value = getattr(simcluster, name)
+        tests = [t for t in doctest.DocTestFinder(recurse=False).find(value, name, globs={}) if t.examples]
+        assert tests, f"simcluster.{name} has no example in its docstring"
+        module = __import__(value.__module__, fromlist=["_"])
+        for test in tests:
+            test.globs = dict(vars(module))
+            result = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE).run(test)
+            assert result.failed == 0, f"simcluster.{name}'s example fails"

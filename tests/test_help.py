@@ -73,7 +73,8 @@ def test_h_is_help_everywhere(path):
 
 def test_run_help_shows_each_default_as_it_would_be_typed():
     text = flattened(runner.invoke(app, ["run", "--help"]).output)
-    for shown in ("[default: fifo]", "[default: 604800]", "[default: 0.85,0.95]", "(default: 2020-04-01 for Venus logs",
+    for shown in ("[default: fifo]", "[default: 604800]", "[default: 0.85,0.95]",
+                  "(default: the format's: 2020-04-01 for Venus logs",
                   "[default: --midround-release]", "[default: 18000]", "--queues INT", "[≥ 1]"):
         assert shown in text, shown
     assert "Default: results/TRACE-POLICY-PLACEMENT" in text  # --out says how its name is made

@@ -10,12 +10,12 @@ from test_sharing import FixedColocation
 from simcluster.api import simulate
 from simcluster.config import SimConfig
 from simcluster.engine import Simulation, without_borrowed
+from simcluster.errors import TraceError
 from simcluster.job import Job, Workload
 from simcluster.models.labels import LabelledScores
 from simcluster.models.throughput import HOUR, SubmissionSeries, ThroughputForecaster
 from simcluster.policies.lucid import PROFILER, check_lucid_config
 from simcluster.presets import get_preset
-from simcluster.traces.errors import TraceError
 
 # --- backfilling while sharing ------------------------------------------------------------------------
 # VC of one node: j0 (4 GPUs) runs; j1 (8 GPUs, shortest so first in the queue) cannot start; j2 (4 GPUs,

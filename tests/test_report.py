@@ -144,7 +144,7 @@ def test_markdown_and_html_hold_every_row_and_inline_the_plots(two_runs, tmp_pat
     markdown = (tmp_path / "r" / "comparison.md").read_text().splitlines()
     assert len(markdown) == 2 + 8 and markdown[0].startswith("| configuration | seeds | vc | jobs | avg JCT |")
     page = (tmp_path / "r" / "report.html").read_text()
-    assert page.count("data:image/png;base64,") == len(PLOTS)
+    assert page.count('<figure><img alt="') == len(PLOTS) and page.count('<section class="chart"') == 4
     assert 'src="http' not in page and page.count("<tr") == 1 + 8
 
 
@@ -169,3 +169,55 @@ def test_the_cli_report_prints_the_table_at_80_columns(two_runs, tmp_path):
 def test_time_weighted_bins():
     assert plots.binned_mean(np.array([0.0, 10.0]), np.array([2.0, 4.0]), np.array([0.0, 5.0, 20.0])).tolist() \
         == [2.0, (2.0 * 5 + 4.0 * 10) / 15]
+
+
+# --- pictures of a run -------------------------------------------------------------------------------------------
+
+def test_placements_record_each_run_of_a_job_and_the_report_draws_a_gantt_chart_per_run(tmp_path):
+    import pandas as pd
+
+    from simcluster.api import load_trace, simulate
+    from simcluster.config import SimConfig
+    from simcluster.metrics.placements import Placements
+
+    jobs = pd.DataFrame({"submit_time": [0, 10], "gpu_num": [8, 8], "duration": [1000, 50]})
+    where = Placements()
+    simulate(load_trace(jobs, nodes=1), SimConfig(policy="srtf"), observers=[where])
+    runs = where.frame()
+    assert runs[["job_id", "start", "end"]].values.tolist() == [["0", 0.0, 10.0], ["1", 10.0, 60.0],
+                                                                ["0", 60.0, 1090.0]]  # preempted; resumed with 40 s of restore
+    assert set(runs["gpus"]) == {"0,1,2,3,4,5,6,7"}
+
+
+def test_a_large_run_is_sampled_to_a_readable_gantt_and_a_window_chooses_the_stretch():
+    import pandas as pd
+
+    from simcluster.experiments.pictures import MAX_BARS, MAX_NODES, gantt_of, parse_window
+
+    nodes = [f"vc/n{i}" for i in range(100)]
+    rows = [[f"j{i}", "vc", nodes[i % 100], f"{i % 8}", i * 60.0, i * 60.0 + 30.0] for i in range(20_000)]
+    placements = pd.DataFrame(rows, columns=["job_id", "vc", "node", "gpus", "start", "end"])
+    chart = gantt_of("big", placements, 0.0, {"makespan": 1.2e6})
+    assert len(chart.rows) == MAX_NODES and chart.rows[:2] == ["vc/n0", "vc/n3"] and chart.rows[-1] == "vc/n99"
+    assert len(chart.bars) <= MAX_BARS and "40 of 100 nodes" in chart.note and "--gantt-window" in chart.note
+    window = gantt_of("big", placements, 0.0, {"makespan": 1.2e6}, parse_window("10h:11h"))
+    assert window.bars["start"].min() >= 10 - 0.5 / 60 and window.bars["end"].max() <= 11 + 0.5 / 60
+    assert window.hours == (10.0, 11.0)
+    with pytest.raises(ValueError, match="end must come after the start"):
+        parse_window("2h:1h")
+
+
+def test_report_gantt_window_reaches_the_charts(tmp_path):
+    from simcluster.traces.synth import SynthSpec, save_trace, synthesize
+
+    trace = save_trace(synthesize(SynthSpec(jobs=80, nodes=2, vcs=1, seed=1)), tmp_path / "t")
+    runner = CliRunner()
+    assert runner.invoke(app, ["run", "--trace", str(trace), "--placements", "--out", str(tmp_path / "run"),
+                               "-q"]).exit_code == 0
+    assert (tmp_path / "run" / "placements.csv").is_file()
+    done = runner.invoke(app, ["report", str(tmp_path / "run"), "--out", str(tmp_path / "r"), "--gantt-window",
+                               "0:6h", "-q"])
+    assert done.exit_code == 0, done.output
+    assert (tmp_path / "r" / "gantt-1.png").is_file() and "from 0 h to 6 h" in (tmp_path / "r" / "report.html").read_text()
+    bad = runner.invoke(app, ["report", str(tmp_path / "run"), "--out", str(tmp_path / "r2"), "--gantt-window", "6h"])
+    assert bad.exit_code == 2 and "START:END" in bad.output

@@ -269,12 +269,13 @@ def test_an_itp_cluster_runs_every_job_once():
     assert result.summary["trace_format"] == "itp"
 
 
-@pytest.mark.parametrize("module", ["columns", "times", "sizing", "stats", "errors"])
+@pytest.mark.parametrize("module", ["traces.columns", "traces.times", "traces.sizing", "traces.stats", "errors",
+                                    "traces.csvfile", "traces.units", "traces.doubts"])
 def test_the_examples_in_the_trace_modules_docs_run(module):
     import doctest
     import importlib
 
-    result = doctest.testmod(importlib.import_module(f"simcluster.traces.{module}"))
+    result = doctest.testmod(importlib.import_module(f"simcluster.{module}"))
     assert result.attempted > 0 and result.failed == 0
 
 
@@ -299,7 +300,7 @@ def test_times_written_any_supported_way_read_back_as_the_same_seconds(offsets, 
 
 
 def test_a_vc_config_with_gpu_types_gives_each_vcs_nodes_by_type_and_names_a_bad_type(tmp_path):
-    from simcluster.traces.venus import load_trace
+    from simcluster.traces.joblog import load_job_log as load_trace
 
     log = "job_id,user,vc,gpu_num,submit_time,duration\n1,u,a,8,0,100\n2,u,b,2,5,50\n"
     write(tmp_path, "cluster_log.csv", log)

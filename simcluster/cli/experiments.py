@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -40,8 +41,16 @@ def sweep(
                                                "--policy, --seed and --set override it.", show_default=False)] = None,
     config_file: Annotated[Path | None, typer.Option("--config", help="TOML file of settings every run starts "
                                                      "from (after --preset).", show_default=False)] = None,
+    replicas: Annotated[int, typer.Option(min=0, help="Run every combination on N replicas of its trace made by "
+                                          "--perturb (the same replicas for every policy); print each figure's "
+                                          "mean with a 95 % interval and the policies' paired differences.")] = 0,
+    perturb: Annotated[str, typer.Option(help="How replicas are made: bootstrap (resample days; bootstrap:by=user "
+                                         "resamples users, bootstrap:block=SECONDS sets the block), jitter "
+                                         "(jitter:arrival=SECONDS,sigma=S) or seeds. See docs/uncertainty.md.")
+                       ] = "bootstrap",
 ) -> None:
-    """Run the cross product traces × policies × seeds × --set values; one run folder each, plus runs.csv.
+    """Run the cross product traces × policies × seeds × --set values (× replicas); one run folder each, plus
+    runs.csv (and replicas.csv, differences.csv with --replicas).
 
     Notes say when a --set key is not read by a policy, and when seeds give identical results.
     """
@@ -64,7 +73,8 @@ def sweep(
         fail(str(exc))
     try:
         specs = build_grid(trace or [str(DEFAULT_TRACE)], split_list(policy, "--policy"), parse_seeds(seed),
-                           parse_sets(settings or []), fmt, base=base, vc_config=vc_config)
+                           parse_sets(settings or []), fmt, base=base, vc_config=vc_config, replicas=replicas,
+                           perturb=perturb if replicas else None)
         said = {n.text for n in ignored_setting_notes(specs)}
         if not quiet:
             for text in sorted(said):
@@ -84,8 +94,78 @@ def sweep(
                 out.print(f"[yellow]note:[/] {text}", highlight=False)
         if outcome.backend_log is not None:
             out.print(f"Ray's own messages: {outcome.backend_log}", highlight=False)
+    report_replicas(outcome.rows, out_dir, quiet)
     if outcome.failed:
         raise typer.Exit(1)
+
+
+def run_replicas(values: dict[str, Any], config: Any, target: Path, quiet: bool) -> None:
+    """``lucid-sim run --replicas N``: the run's trace and settings on N replicas, as a one-configuration sweep."""
+    from simcluster.cli.trace_options import LOADER_OPTIONS
+    from simcluster.experiments.sweep import SweepError, build_grid, run_sweep
+    from simcluster.live import print_sweep_outcome, sweep_display
+
+    options = {name: values.get(name) for name in (*LOADER_OPTIONS, "skip_invalid") if values.get(name)}
+    try:
+        specs = build_grid([str(values["trace"] or DEFAULT_TRACE)], [config.policy], [config.seed],
+                           fmt=values["fmt"], base=config, vc_config=values["vc_config"], replicas=values["replicas"],
+                           perturb=values["perturb"], trace_options=options)
+        with sweep_display(err, live=False, quiet=quiet) as listener:
+            outcome = run_sweep(specs, target, listener=listener)
+    except SweepError as exc:
+        fail(str(exc))
+    if not quiet:
+        print_sweep_outcome(out, outcome, target)
+    report_replicas(outcome.rows, target, quiet or values["as_json"])
+    if values["as_json"]:
+        import json
+
+        from simcluster.experiments.replicas import summarize_rows
+
+        summary = summarize_rows(outcome.rows)
+        print(json.dumps({"runs": len(outcome.rows), "failed": outcome.failed, "intervals": {
+            label: {name: vars(found) for name, found in figures.items()}
+            for label, figures in (summary.intervals if summary else {}).items()}}, default=str))
+    if outcome.failed:
+        raise typer.Exit(1)
+
+
+def report_replicas(rows: list[dict], folder: Path, quiet: bool) -> None:
+    """With replicas: replicas.csv and differences.csv beside runs.csv, and the intervals and verdicts printed."""
+    from rich.table import Table
+
+    from simcluster.atomic import atomic_write
+    from simcluster.experiments.replicas import FEWEST, summarize_rows
+
+    summary = summarize_rows(rows)
+    if summary is None:
+        return
+    for name, frame in (("replicas.csv", summary.frame()), ("differences.csv", summary.differences_frame())):
+        atomic_write(folder / name, partial(_write, frame.to_csv(index=False).encode()))
+    if quiet:
+        return
+    table = Table(title=f"Over replicas ({summary.perturbation}): mean, 95 % interval", title_justify="left")
+    table.add_column("configuration", style="bold")
+    for name in ("avg JCT (s)", "p99 JCT (s)", "avg queue (s)", "util", "n"):
+        table.add_column(name, justify="right")
+    for label, figures in summary.intervals.items():
+        cells = [_with_interval(figures[name]) for name in ("avg_jct", "p99_jct", "avg_queue")]
+        util = figures["gpu_utilization"]
+        cells.append(f"{util.mean:.1%} [{util.low:.1%}, {util.high:.1%}]")
+        table.add_row(label, *cells, str(figures["avg_jct"].n))
+    out.print(table)
+    for *_, text in summary.differences:
+        out.print(text, highlight=False)
+    if min(f["avg_jct"].n for f in summary.intervals.values()) < FEWEST:
+        out.print(f"[yellow]note:[/] fewer than {FEWEST} replicas: the 95 % intervals are rough", highlight=False)
+
+
+def _write(data: bytes, handle: Any) -> None:
+    handle.write(data)
+
+
+def _with_interval(found: Any) -> str:
+    return f"{found.mean:,.0f} [{found.low:,.0f}, {found.high:,.0f}]"
 
 
 @app.command(rich_help_panel="Simulate")
@@ -99,16 +179,29 @@ def report(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Do not print the table.")] = False,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace --out even if simcluster did not write "
                                             "it (never a folder holding the runs compared).")] = False,
+    replicas: Annotated[int, typer.Option(min=0, help="Intervals for runs that are not replicas: resample each "
+                                          "run's days N times, the schedule held fixed (runs from `sweep "
+                                          "--replicas` get theirs without this).")] = 0,
+    perturb: Annotated[str, typer.Option(help="With --replicas: bootstrap (days) or bootstrap:block=SECONDS.")
+                       ] = "bootstrap",
+    seed: Annotated[int, typer.Option(help="With --replicas: the seed of the resampling.")] = 0,
+    gantt_window: Annotated[str | None, typer.Option(help="Stretch of time the Gantt charts show, START:END from "
+                                                     "the first submission (e.g. 0:6h, 2d:3d); default: the whole "
+                                                     "run, or its start when it has many jobs.",
+                                                     show_default=False)] = None,
 ) -> None:
-    """Compare runs: per configuration (trace + settings; seeds aggregated: mean, min–max), per VC and
-    overall (CSV, Markdown, HTML), and PNG plots with min–max error bars."""
+    """Compare runs: per configuration (trace + settings; seeds aggregated: mean, min–max; replicas: mean and
+    95 % interval), per VC and overall (CSV, Markdown, HTML), PNG plots, and an interactive page (report.html)
+    with a Gantt chart of each run that recorded its placements (run --placements)."""
+    from simcluster.experiments.pictures import parse_window
     from simcluster.experiments.report import ReportError, rich_table, write_report
     from simcluster.results import OutputError, check_output
 
     try:
         check_output(out_dir, "report", folders, overwrite)
-        made = write_report(folders, out_dir, overwrite, baseline=baseline)
-    except (ReportError, OutputError) as exc:
+        made = write_report(folders, out_dir, overwrite, baseline=baseline, replicas=replicas, perturb=perturb,
+                            seed=seed, gantt_window=parse_window(gantt_window) if gantt_window else None)
+    except (ReportError, OutputError, ValueError) as exc:
         fail(str(exc))
     if not quiet:
         out.print(rich_table(made.table, width=out.width))

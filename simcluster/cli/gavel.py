@@ -10,8 +10,8 @@ import typer
 from rich.console import Console
 
 from simcluster.colocation.importers import gavel_path
+from simcluster.errors import TraceError
 from simcluster.throughputs import load_throughputs
-from simcluster.traces.errors import TraceError
 from simcluster.traces.hetero import HeteroTrace
 
 

@@ -21,7 +21,7 @@ from simcluster.cli.options import (
     settings_from,
     with_parameters,
 )
-from simcluster.cli.trace_options import load_trace_from, trace_parameters
+from simcluster.cli.trace_options import load_trace_from, print_trace_warnings, trace_parameters
 from simcluster.config import POLICY, TIRESIAS, ConfigError, SimConfig, knobs
 from simcluster.paths import DEFAULT_TRACE
 
@@ -47,6 +47,9 @@ def output_parameters() -> list[Any]:
         parameter("overwrite", Annotated[bool, typer.Option(
             "--overwrite", help="Replace the --out folder even if simcluster did not write it (never the "
             "trace's folder, the current one or one above it).", rich_help_panel=OUTPUT)], False),
+        parameter("placements", Annotated[bool, typer.Option(
+            "--placements", help="Also write placements.csv: which GPUs of which node each job held, from when to "
+            "when (the report's Gantt chart of the run).", rich_help_panel=OUTPUT)], False),
         parameter("dry_run", Annotated[bool, typer.Option(
             "--dry-run", help="Check the settings, the trace and --out, print what would run and where; "
             "simulate and write nothing.", rich_help_panel=OUTPUT)], False),
@@ -141,8 +144,21 @@ def default_folder(trace: Path, config: SimConfig) -> Path:
     return Path("results") / folder
 
 
+def replica_parameters() -> list[Any]:
+    """``--replicas N`` and ``--perturb``: the run on N perturbed copies of its trace (a sweep folder at --out)."""
+    return [
+        parameter("replicas", Annotated[int, typer.Option(
+            min=0, help="Run on N replicas of the trace made by --perturb instead of once; --out becomes a sweep "
+            "folder, and each figure is printed with its 95 % interval.", rich_help_panel=OUTPUT)], 0),
+        parameter("perturb", Annotated[str, typer.Option(
+            help="How replicas are made: bootstrap (days; bootstrap:by=user), jitter (jitter:arrival=S,sigma=X) "
+            "or seeds. See docs/uncertainty.md.", rich_help_panel=OUTPUT)], "bootstrap"),
+    ]
+
+
 RUN_PARAMETERS = [*trace_parameters(), *config_source_parameters(), *config_parameters(), set_parameter(),
-                  queues_parameter(), *output_parameters()]
+                  queues_parameter(),
+                  *output_parameters(), *replica_parameters()]
 
 
 @app.command(rich_help_panel="Simulate")
@@ -173,6 +189,13 @@ def run(ctx: typer.Context, **values: Any) -> None:
         warnings = check_settings(loaded, config)
     except (TraceError, UnknownPlugin, ValueError) as exc:
         fail(str(exc))
+    if not quiet:
+        print_trace_warnings(loaded)
+    if values["replicas"] and not values["dry_run"]:
+        from simcluster.cli.experiments import run_replicas
+
+        run_replicas(values, config, target, quiet)
+        return
     if values["dry_run"]:
         print_plan(loaded, config, target, warnings, fmt)
         return
@@ -181,11 +204,15 @@ def run(ctx: typer.Context, **values: Any) -> None:
             err.print(f"[yellow]skipped {sum(loaded.skipped.values())} invalid row(s):[/] "
                       + "; ".join(f"{n} × {why}" for why, n in loaded.skipped.most_common()))
         print_warnings(warnings)
-    result = simulate_with_progress(loaded, config, quiet=quiet, live=live)
+    from simcluster.metrics.placements import Placements
+
+    where = Placements() if values["placements"] else None
+    result = simulate_with_progress(loaded, config, quiet=quiet, live=live, observers=[where] if where else [])
 
     from simcluster.results import to_json, write_run
 
-    write_run(target, result.tables(), result.summary, fmt, inputs=inputs, overwrite=values["overwrite"])
+    tables = result.tables() | ({"placements": where.frame()} if where else {})
+    write_run(target, tables, result.summary, fmt, inputs=inputs, overwrite=values["overwrite"])
     if values["as_json"]:
         print(to_json(result.summary))
     elif not quiet:
@@ -234,7 +261,8 @@ def print_plan(loaded: Any, config: SimConfig, target: Path, warnings: list[str]
     print_warnings(warnings)
 
 
-def simulate_with_progress(loaded: Any, config: SimConfig, quiet: bool, live: bool) -> Any:
+def simulate_with_progress(loaded: Any, config: SimConfig, quiet: bool, live: bool, observers: list[Any] | None = None
+                           ) -> Any:
     """Run the simulation under a progress bar with ETA (or the live view, or nothing)."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -250,7 +278,7 @@ def simulate_with_progress(loaded: Any, config: SimConfig, quiet: bool, live: bo
                                  jobs=f"0/{len(loaded):,} jobs", day="day 0")
         try:
             with live_run(loaded, config, err, enabled=live and not quiet) as watchers:
-                return simulate(loaded, config, [ProgressObserver(progress, task, loaded), *watchers])
+                return simulate(loaded, config, [ProgressObserver(progress, task, loaded), *watchers, *(observers or [])])
         except (TraceError, ValueError, FileNotFoundError) as exc:  # e.g. an estimates file that lacks a job
             fail(str(exc))
         except PluginFailed as exc:  # a plug-in raised, or took a decision the engine cannot carry out

@@ -9,7 +9,12 @@ import typer
 
 from simcluster.cli.common import fail, out, trace_app
 from simcluster.cli.options import parameter, with_parameters
-from simcluster.cli.trace_options import load_trace_from, sizing_parameters, trace_parameters
+from simcluster.cli.trace_options import (
+    load_trace_from,
+    print_trace_warnings,
+    sizing_parameters,
+    trace_parameters,
+)
 
 
 @trace_app.command("synth")
@@ -66,6 +71,7 @@ def trace_check(ctx: typer.Context, **values: Any) -> None:
     from simcluster.cli.gavel import check_lines
 
     loaded = _load(values, sized=False)
+    print_trace_warnings(loaded)
     hetero = check_lines(loaded)
     if hetero is not None:
         for line in hetero:
@@ -74,6 +80,25 @@ def trace_check(ctx: typer.Context, **values: Any) -> None:
         _print_check(loaded, values["gpus_per_node"], values.get("cluster"))
     except (ValueError, KeyError) as exc:  # e.g. a Gavel trace without the throughput table: durations unknown
         out.print(f"[yellow]no statistics:[/] {exc}", highlight=False)
+
+
+@trace_app.command("inspect")
+@with_parameters([*trace_parameters(positional=True), *sizing_parameters(),
+                  parameter("as_json", Annotated[bool, typer.Option(
+                      "--json", help="Print what was understood as one JSON document.")], False)])
+def trace_inspect(ctx: typer.Context, **values: Any) -> None:
+    """Show what the loader understood before a long run: which column holds each field and in what unit, the
+    delimiter, how submit times were read and the dates they span, durations, GPUs per job, and warnings
+    where the data looks misread (durations in minutes read as seconds, milliseconds read as seconds...)."""
+    import json
+
+    from simcluster.traces.inspection import inspect_trace
+
+    seen = inspect_trace(_load(values, sized=False))
+    if values["as_json"]:
+        print(json.dumps(seen, indent=2, default=str))
+        return
+    _print_inspection(seen)
 
 
 @trace_app.command("convert")
@@ -86,8 +111,8 @@ def trace_check(ctx: typer.Context, **values: Any) -> None:
 def trace_convert(ctx: typer.Context, **values: Any) -> None:
     """Write any supported trace in our canonical folder format (Helios/Venus job log + vc_config.csv)."""
     from simcluster.traces.convert import check_target, job_log, write_canonical
+    from simcluster.traces.joblog import Trace
     from simcluster.traces.sizing import cluster_gpus
-    from simcluster.traces.venus import Trace
 
     try:
         check_target(values["out_dir"], values["trace"], values["overwrite"])
@@ -124,8 +149,8 @@ def _print_check(loaded: Any, gpus_per_node: int, cluster: str | None) -> None:
     from rich.table import Table
 
     from simcluster.traces.columns import by_name
+    from simcluster.traces.joblog import Trace
     from simcluster.traces.stats import sizes_for_loads, trace_stats
-    from simcluster.traces.venus import Trace
 
     if isinstance(loaded, Trace):
         frame, vc_nodes, total = loaded.frame, loaded.vc_nodes, None
@@ -201,3 +226,40 @@ def _print_check(loaded: Any, gpus_per_node: int, cluster: str | None) -> None:
         for target, nodes, actual in sizes_for_loads(stats, gpus_per_node):
             sizes.add_row(f"{target:g}", f"{nodes:,}", f"{nodes * gpus_per_node:,}", f"{actual:.3f}")
         out.print(sizes)
+
+
+def _print_inspection(seen: dict[str, Any]) -> None:
+    """The Rich view of ``trace inspect``."""
+    from rich.table import Table
+
+    out.print(f"[bold]{seen['source']}[/]: {seen['jobs']:,} jobs, format [bold]{seen['format']}[/] — "
+              f"{seen['format_description']}", highlight=False)
+    out.print(f"fields split at the {seen['delimiter']}", highlight=False)
+    columns = Table(title="Columns read", title_justify="left")
+    for name in ("field", "column", "unit"):
+        columns.add_column(name)
+    for name, where in seen["columns"].items():
+        columns.add_row(name, "—" if where["column"] is None else str(where["column"]), where["unit"])
+    out.print(columns)
+    out.print(f"submit times: {seen['submit_times']}", highlight=False)
+    span = seen["submitted"]["span_seconds"]
+    out.print(f"first submitted at {seen['submitted']['first']}, last at {seen['submitted']['last']} "
+              f"(span {span:,.0f} s, {span / 86400:,.1f} days)", highlight=False)
+    out.print(f"cluster: {seen['cluster']}", highlight=False)
+    durations = Table(title="Duration (s)" if seen["format"] != "gavel" else "Length (iterations)",
+                      title_justify="left")
+    for key in seen["durations"]:
+        durations.add_column(key, justify="right")
+    durations.add_row(*(f"{v:,.0f}" for v in seen["durations"].values()))
+    out.print(durations)
+    histogram = Table(title="GPUs per job", title_justify="left")
+    for col in ("GPUs", "jobs", "share", ""):
+        histogram.add_column(col, justify="right" if col else "left")
+    top = max(seen["gpu_histogram"].values())
+    for gpus, n in seen["gpu_histogram"].items():
+        histogram.add_row(gpus, f"{n:,}", f"{n / seen['jobs']:.1%}", "█" * max(1, round(24 * n / top)))
+    out.print(histogram)
+    for why, n in seen["skipped"].items():
+        out.print(f"  skipped {n:,} × {why}", highlight=False)
+    for doubt in seen["warnings"]:
+        out.print(f"[yellow]warning:[/] {doubt}", highlight=False)

@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
+from simcluster.cli.common import err
 from simcluster.cli.options import parameter
 from simcluster.config import SimConfig
 from simcluster.paths import DEFAULT_TRACE
@@ -21,9 +22,12 @@ TRACE_HELP = ("A job log (Helios/Venus, Philly, ITP, or any CSV with --columns),
               "list, or a folder holding one of them (and vc_config.csv).")
 
 
+LOADER_OPTIONS = ("epoch", "columns", "nodes", "load", "duration_unit", "time_format", "delimiter")
+
+
 def trace_parameters(positional: bool = False) -> list[Any]:
     """``--trace`` (or the ``TRACE`` argument), ``--vc-config``, ``--columns``, ``--nodes``, ``--load``,
-    ``--epoch`` and ``--skip-invalid``."""
+    ``--epoch``, ``--duration-unit``, ``--time-format``, ``--delimiter`` and ``--skip-invalid``."""
     if positional:
         trace = parameter("trace", Annotated[Path, typer.Argument(help=TRACE_HELP, show_default=False)])
     else:
@@ -45,9 +49,20 @@ def trace_parameters(positional: bool = False) -> list[Any]:
             "(GPUs × span)) ≤ X, e.g. 0.8.", rich_help_panel=TRACE,
             show_default=False)]),
         parameter("epoch", Annotated[str | None, typer.Option(
-            help="Time zero of submit times (default: 2020-04-01 for Venus logs, else midnight of the first day); "
-            "earlier jobs are invalid.",
+            help="Time zero of submit times (default: the format's: 2020-04-01 for Venus logs, else midnight of "
+            "the first day); earlier jobs are invalid.",
             rich_help_panel=TRACE, show_default=False)]),
+        parameter("duration_unit", Annotated[str | None, typer.Option(
+            help="Unit of a job log's durations: s, ms, min or h (default: s); other units may have fractions "
+            "and are rounded to whole seconds.", rich_help_panel=TRACE, show_default=False,
+            metavar="s|ms|min|h")]),
+        parameter("time_format", Annotated[str | None, typer.Option(
+            help="How submit times are written: epoch-s, epoch-ms (Unix time) or a strftime pattern such as "
+            "'%d/%m/%Y %H:%M' (default: told from the values; `lucid-sim trace inspect` shows the reading).",
+            rich_help_panel=TRACE, show_default=False)]),
+        parameter("delimiter", Annotated[str | None, typer.Option(
+            help="Field delimiter of a CSV job log: comma, semicolon, tab or pipe (or the character); default: "
+            "the one its header uses.", rich_help_panel=TRACE, show_default=False)]),
         parameter("skip_invalid", Annotated[bool, typer.Option(
             help="Drop invalid trace rows (and report how many and why) instead of stopping at the first.",
             rich_help_panel=TRACE)], False),
@@ -77,6 +92,12 @@ def load_trace_from(values: dict[str, Any], config: SimConfig | None = None, siz
     cluster = config.cluster if config else values.get("cluster")
     if cluster:
         cluster_gpus(cluster)  # a size beyond the limit is refused before anything is built
-    options = {name: values.get(name) for name in ("epoch", "columns", "nodes", "load")}
+    options = {name: values.get(name) for name in LOADER_OPTIONS}
     return load_trace(values["trace"] or DEFAULT_TRACE, values.get("vc_config"), gpus_per_node=gpus_per_node,
                       skip_invalid=values.get("skip_invalid", False), cluster=cluster, sized=sized, **options)
+
+
+def print_trace_warnings(loaded: Any) -> None:
+    """Where the trace looks misread (:mod:`simcluster.traces.doubts`), on stderr."""
+    for doubt in getattr(loaded, "warnings", ()):
+        err.print(f"[yellow]warning:[/] {loaded.source}: {doubt}", highlight=False)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol
 
+from simcluster.errors import TraceError
 from simcluster.job import Workload
-from simcluster.traces.errors import TraceError
 
 NAMES = ("default", "calibrated", "analytic", "lucid")
 """The models ``--colocation`` takes by name, besides the committed measurements' folder names

@@ -4,10 +4,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from simcluster.errors import TraceError
 from simcluster.estimators.base import ESTIMATORS, Estimator
 from simcluster.job import Job
-from simcluster.traces.errors import TraceError
-from simcluster.traces.side_files import read_side_csv, reject_first
+from simcluster.side_files import read_side_csv, reject_first
 
 
 def read_estimates(path: str | Path) -> dict[str, float]:

@@ -8,9 +8,12 @@ several seeds of one configuration, bars carry min–max error bars and lines a 
 from __future__ import annotations
 
 import io
+import zlib
 from collections.abc import Mapping, Sequence
 
+import matplotlib
 import numpy as np
+import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -30,15 +33,17 @@ def _png(fig: Figure) -> bytes:
     return buffer.getvalue()
 
 
-def jct_cdf(series: Mapping[str, np.ndarray], title: str = "JCT CDF per policy") -> bytes:
-    """Empirical CDF of job completion times, one line per series, log-scaled time axis."""
+def jct_cdf(series: Mapping[str, np.ndarray], title: str = "JCT CDF per policy",
+            xlabel: str = "job completion time (s, log scale)") -> bytes:
+    """Empirical CDF of job completion times (or another time, ``xlabel``), one line per series, log-scaled
+    time axis."""
     fig, ax = _figure()
     for name, jct in series.items():
         values = np.sort(np.maximum(np.asarray(jct, dtype=float), 1.0))  # log axis: at least 1 s
         if len(values):
             ax.step(values, np.arange(1, len(values) + 1) / len(values), where="post", label=name)
     ax.set_xscale("log")
-    ax.set_xlabel("job completion time (s, log scale)")
+    ax.set_xlabel(xlabel)
     ax.set_ylabel("fraction of jobs")
     ax.set_ylim(0, 1.01)
     ax.set_title(title)
@@ -113,6 +118,33 @@ def over_time(series: Mapping[str, tuple[np.ndarray, np.ndarray] | tuple[np.ndar
     ax.grid(True, alpha=0.3)
     if series:
         ax.legend(fontsize="small")
+    return _png(fig)
+
+
+def gantt(rows: Sequence[str], gpus: Sequence[int], bars: pd.DataFrame, title: str,
+          hours: tuple[float, float] | None = None) -> bytes:
+    """Jobs on GPUs: a band per node (``rows``, top first; ``gpus`` its GPU count), a bar per stretch a job held
+    GPUs there (``bars``: row, gpu_low, gpu_high, start, end in hours, job_id), coloured by job; ``hours``: the
+    stretch of time shown."""
+    fig, ax = _figure()
+    tab20 = matplotlib.colormaps["tab20"]
+    palette = [tab20(i) for i in range(tab20.N)]
+    colours = [palette[zlib.crc32(job.encode()) % len(palette)] for job in bars["job_id"]]
+    rows_total = len(rows)
+    for (row, low, high, start, end), colour in zip(
+            bars[["row", "gpu_low", "gpu_high", "start", "end"]].itertuples(index=False), colours):
+        per_gpu = 0.9 / max(gpus[int(row)], 1)
+        bottom = rows_total - 1 - row + 0.05 + low * per_gpu
+        ax.broken_barh([(start, max(end - start, 1e-6))], (bottom, (high - low + 1) * per_gpu),
+                       facecolors=colour, edgecolors="white", linewidth=0.2)
+    ax.set_yticks(np.arange(rows_total) + 0.5, list(rows)[::-1], fontsize="x-small" if rows_total > 20 else "small")
+    ax.set_ylim(0, max(rows_total, 1))
+    if hours is not None and hours[1] > hours[0]:
+        ax.set_xlim(*hours)
+    ax.set_xlabel("simulated time (hours since the first submission)")
+    ax.set_ylabel("node (a band of its GPUs)")
+    ax.set_title(title, fontsize="medium")
+    ax.grid(True, axis="x", alpha=0.3)
     return _png(fig)
 
 

@@ -11,10 +11,14 @@ written like a run folder: everything appears together, or nothing does.
   shared GPU time, Jain's index over users and finish-time fairness ρ (mean, p99, share > 1) —
   ``F``, ``F_min``, ``F_max`` — and, with a baseline, ``F_vs_baseline``; ``notes``.
 - ``runs.csv``: the same figures per run (no aggregation), with the run's label.
-- ``avg_jct.png``, ``jct_cdf.png``, ``queue_by_vc.png``, ``utilization.png``, ``pending.png``
-  (:data:`PLOTS`, each :data:`simcluster.experiments.plots.WIDTH` × ``HEIGHT`` pixels; bars with
-  min–max error bars and lines with a min–max band over seeds).
-- ``report.html``: the table and the plots in one self-contained page.
+- ``avg_jct.png``, ``jct_cdf.png``, ``queue_cdf.png``, ``queue_by_vc.png``, ``utilization.png``,
+  ``pending.png`` (:data:`PLOTS`, each :data:`simcluster.experiments.plots.WIDTH` × ``HEIGHT`` pixels;
+  bars with min–max error bars and lines with a min–max band over seeds), and ``gantt-N.png``, a
+  Gantt chart of jobs on GPUs for each of the first runs that recorded their placements
+  (:mod:`simcluster.experiments.pictures`).
+- ``report.html``: the table, interactive charts (Gantt charts, queue length and GPUs in use over
+  time, CDFs of JCT and queueing delay: :mod:`simcluster.experiments.interactive`) and the plots, in
+  one self-contained page that opens offline.
 """
 
 from __future__ import annotations
@@ -30,16 +34,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from simcluster.experiments import plots
+from simcluster.experiments import interactive, plots
 from simcluster.experiments.aggregate import FIGURES, Configuration, aggregate, configurations, trace_of
+from simcluster.experiments.pictures import Pictures, gather
+from simcluster.experiments.uncertainty import interval_cell, posthoc_uncertainty, replica_uncertainty
 from simcluster.results import write_folder
 
 RUN_COLUMNS = ["run", "label", "policy", "trace", "seed", "vc", *FIGURES]
-PLOTS = ("avg_jct.png", "jct_cdf.png", "queue_by_vc.png", "utilization.png", "pending.png")
-MAX_LINES = 12  # configurations drawn in the line plots (the first ones; the table has them all)
+PLOTS = ("avg_jct.png", "jct_cdf.png", "queue_cdf.png", "queue_by_vc.png", "utilization.png", "pending.png")
 MAX_BARS = 40
 MAX_CONSOLE_ROWS = 40  # more rows than this: the console shows the overall rows only
-TIME_BINS = 400
 
 
 class ReportError(ValueError):
@@ -74,6 +78,12 @@ class RunRecord:
 
     def timeline(self) -> pd.DataFrame:
         return self._table("timeline", ["time", "busy_gpus", "pending_jobs"])
+
+    def placements(self) -> pd.DataFrame | None:
+        """Where each job ran (``run --placements``), None when the run did not record it."""
+        if not any((self.folder / f"placements.{suffix}").is_file() for suffix in ("csv", "parquet")):
+            return None
+        return self._table("placements", ["job_id", "vc", "node", "gpu_type", "gpus", "start", "end"])
 
 
 def collect(paths: Iterable[Path]) -> list[RunRecord]:
@@ -149,8 +159,12 @@ def _value(name: str, value: Any) -> str:
 
 
 def _cell(row: Any, name: str, spread: str) -> str:
-    """A figure's mean, with its spread over seeds: 'range' → 'mean (min–max)', 'percent' → 'mean ±x%'."""
+    """A figure's mean, with its 95 % interval over replicas ('mean [low–high]') when it has replicas, else its
+    spread over seeds: 'range' → 'mean (min–max)', 'percent' → 'mean ±x%'."""
     text = _value(name, row[name])
+    with_interval = interval_cell(row, name, text, _value)
+    if with_interval is not None:
+        return with_interval
     low, high = row.get(f"{name}_min"), row.get(f"{name}_max")
     if not text or low is None or high is None or not np.isfinite(low) or high == low:
         return text
@@ -237,8 +251,9 @@ def rich_table(table: pd.DataFrame, width: int = 80) -> Any:
     if per_vc:  # a configuration's label once, on its first row
         shown.loc[shown["label"].eq(shown["label"].shift()) & rows["trace"].eq(rows["trace"].shift()).to_numpy(),
                   "label"] = ""
-    title = ("Comparison: mean over seeds, ± half their range relative to the mean"
-             + (", per VC and overall" if per_vc else ""))
+    spread = ("mean over replicas [95 % interval]" if any(c.endswith("_low") for c in rows.columns)
+              else "mean over seeds, ± half their range relative to the mean")
+    title = f"Comparison: {spread}" + (", per VC and overall" if per_vc else "")
     out = Table(title=title, title_justify="left")
     for name in columns:
         out.add_column(_HEADERS.get(name, name), justify="left" if name in ("label", "vc") else "right",
@@ -262,44 +277,33 @@ def _spread(values: np.ndarray) -> plots.Spread:
     return (float(finite.mean()), float(finite.min()), float(finite.max()))
 
 
-def render_plots(groups: Sequence[Configuration]) -> dict[str, bytes]:
-    """Every plot; one bar or line per configuration (lines: the first :data:`MAX_LINES`)."""
-    lines = list(groups[:MAX_LINES])
+def render_plots(groups: Sequence[Configuration], pictures: Pictures) -> dict[str, bytes]:
+    """Every PNG: one bar or line per configuration (lines: the first :data:`~simcluster.experiments.pictures.MAX_LINES`), and the Gantt charts."""
     bars = list(groups[:MAX_BARS])
-    more = f" (first {MAX_LINES} of {len(groups)})" if len(groups) > MAX_LINES else ""
-    cdf = {g.label: np.concatenate([r.jobs()["jct"].to_numpy(float) for r in g.runs]) for g in lines}
+    more = pictures.more
     vcs = list(dict.fromkeys(vc for g in bars for vc in g.vcs))
     queue = {g.label: {vc: _spread(g.figure("avg_queue", vc)) for vc in g.vcs} for g in bars}
     jct = {g.label: _spread(g.figure("avg_jct")) for g in bars}
-
-    util: dict[str, Any] = {}
-    pending: dict[str, Any] = {}
-    for g in lines:
-        series = []
-        for r in g.runs:
-            t, jobs = r.timeline(), r.jobs()
-            start = float(jobs["submit_time"].min()) if len(jobs) else 0.0
-            series.append((t["time"].to_numpy(float) - start, t["busy_gpus"].to_numpy(float) / max(1, r.summary.get(
-                "gpus", 1)), t["pending_jobs"].to_numpy(float)))
-        span = max((float(tt[-1]) for tt, _, _ in series if len(tt)), default=1.0) or 1.0
-        edges = np.linspace(0.0, span, TIME_BINS + 1)
-        mids = (edges[:-1] + edges[1:]) / 2 / 86400
-        u = np.array([plots.binned_mean(tt, v, edges) for tt, v, _ in series])
-        p = np.array([plots.binned_mean(tt, v, edges) for tt, _, v in series])
-        util[g.label] = (mids, u.mean(axis=0), u.min(axis=0), u.max(axis=0))
-        pending[g.label] = (mids, p.mean(axis=0), p.min(axis=0), p.max(axis=0))
+    gantts = {f"gantt-{i}.png": plots.gantt(g.rows, g.gpus, g.bars, f"Jobs on GPUs: {g.label}"
+                                            + (f"\n{g.note}" if g.note else ""), g.hours)
+              for i, g in enumerate(pictures.gantts, start=1)}
     return {
         "avg_jct.png": plots.figure_bars(jct, "average JCT (s): mean over seeds, min–max bars",
                                          "Average JCT per configuration"),
-        "jct_cdf.png": plots.jct_cdf(cdf, title=f"JCT CDF per configuration (seeds pooled){more}"),
+        "jct_cdf.png": plots.jct_cdf(pictures.jct, title=f"JCT CDF per configuration (seeds pooled){more}"),
+        "queue_cdf.png": plots.jct_cdf({k: np.maximum(v, 1.0) for k, v in pictures.queue.items()},
+                                       title=f"Queueing delay CDF per configuration (seeds pooled){more}",
+                                       xlabel="queueing delay (s, log scale; 0 drawn at 1 s)"),
         "queue_by_vc.png": plots.queue_by_vc(queue, vcs),
-        "utilization.png": plots.over_time(util, "GPU utilization (%)", f"GPU utilization over time{more}",
-                                           percent=True),
-        "pending.png": plots.over_time(pending, "pending jobs", f"Pending jobs over time{more}"),
+        "utilization.png": plots.over_time(pictures.utilization, "GPU utilization (%)",
+                                           f"GPU utilization over time{more}", percent=True),
+        "pending.png": plots.over_time(pictures.pending, "pending jobs", f"Pending jobs over time{more}"),
+        **gantts,
     }
 
 
-def html_page(table: pd.DataFrame, images: dict[str, bytes], sources: Sequence[str]) -> str:
+def html_page(table: pd.DataFrame, images: dict[str, bytes], sources: Sequence[str],
+              charts: Sequence[interactive.Chart] = ()) -> str:
     columns = shown_columns(table)
     shown = formatted(table, columns)
     rows = "\n".join(
@@ -312,6 +316,9 @@ def html_page(table: pd.DataFrame, images: dict[str, bytes], sources: Sequence[s
         f'<figure><img alt="{name}" src="data:image/png;base64,{base64.b64encode(data).decode()}">'
         f"<figcaption>{name}</figcaption></figure>" for name, data in images.items()
     )
+    live = "\n".join(f'<section class="chart" aria-label="{html.escape(title)}">{chart}</section>'
+                      for title, chart in charts)
+    script = interactive.plotly_script() if charts else ""
     return f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>simcluster comparison</title>
 <style>
@@ -321,7 +328,8 @@ td, th {{ border: 1px solid #ccc; padding: 0.2em 0.5em; text-align: right; }}
 td:nth-child(-n+3), td:last-child, th {{ text-align: left; }}
 tr.all {{ font-weight: bold; background: #f4f4f4; }}
 img {{ max-width: 100%; }}
-</style></head><body>
+section.chart {{ margin: 1em 0; }}
+</style>{script}</head><body>
 <h1>Comparison</h1>
 <p>Sources: {html.escape(", ".join(sources))}. Times in seconds; each figure is the mean over a configuration's
 seeds, with (min–max). Fairness: Jain's index over users of their mean 1/ρ; ρ = JCT ÷ JCT alone on a fair
@@ -329,6 +337,9 @@ seeds, with (min–max). Fairness: Jain's index over users of their mean 1/ρ; �
 <table><thead><tr>{head}</tr></thead><tbody>
 {rows}
 </tbody></table>
+<h2>Charts</h2>
+<p>Drag to zoom, double-click to zoom out, hover a bar or a line for its values; a legend entry hides its line.</p>
+{live}
 <h2>Plots</h2>
 {figures}
 </body></html>
@@ -344,13 +355,18 @@ class Report:
     notes: list[str]
 
 
-def write_report(paths: Sequence[Path], out: Path, overwrite: bool = False, baseline: str | None = None) -> Report:
+def write_report(paths: Sequence[Path], out: Path, overwrite: bool = False, baseline: str | None = None,
+                 replicas: int = 0, perturb: str = "bootstrap", seed: int = 0,
+                 gantt_window: tuple[float, float] | None = None) -> Report:
     """Collect the runs under ``paths``, write the report folder ``out`` atomically, return the tables.
 
     ``out`` is replaced only if it is a report folder simcluster wrote, or with ``overwrite``
     (:func:`simcluster.results.check_output`); never a folder that holds one of ``paths``.
     ``baseline``: a policy; each configuration's figures are also given relative to that policy's
     configuration on the same trace (:func:`~simcluster.experiments.aggregate.baseline_of`).
+    Runs that are replicas (``sweep --replicas``), or ``replicas`` > 0 (a post-hoc bootstrap of the runs over
+    their trace's days), give each figure a 95 % interval and pairs of configurations their paired difference
+    (:mod:`simcluster.experiments.uncertainty`).
     """
     records = collect(paths)
     groups = configurations(records)
@@ -358,18 +374,31 @@ def write_report(paths: Sequence[Path], out: Path, overwrite: bool = False, base
         raise ReportError(f"--baseline {baseline}: no run of that policy among "
                           f"{', '.join(sorted({g.policy for g in groups}))}")
     table = aggregate(groups, baseline)
+    try:
+        found = (posthoc_uncertainty(groups, replicas, perturb, seed, baseline) if replicas
+                 else replica_uncertainty(groups, baseline))
+    except ValueError as exc:
+        raise ReportError(str(exc)) from None
+    extra: dict[str, bytes] = {}
+    if found is not None:
+        table = found.with_intervals(table)
+        extra["differences.csv"] = found.differences_frame().to_csv(index=False).encode()
     runs = runs_table(records, groups)
-    images = render_plots(groups)
+    pictures = gather(groups, gantt_window)
+    images = render_plots(groups, pictures)
     files: dict[str, bytes] = {
         "comparison.csv": table.to_csv(index=False).encode(),
         "comparison.md": markdown(table).encode(),
         "runs.csv": runs.to_csv(index=False).encode(),
+        **extra,
         **images,
-        "report.html": html_page(table, images, [str(p) for p in paths]).encode(),
+        "report.html": html_page(table, images, [str(p) for p in paths], interactive.charts(pictures)).encode(),
     }
     write_folder(Path(out), {}, files=files, kind="report", inputs=paths, overwrite=overwrite)
     notes = [f"{row.label}: {row.notes}" for row in table.itertuples() if row.vc == "all" and row.notes]
     if baseline is not None:
         notes += [f"{row.label}: no {baseline} run on its trace to compare with" for row in table.itertuples()
                   if row.vc == "all" and not row.baseline]
+    if found is not None:
+        notes += [found.method] + [text for *_, text in found.differences]
     return Report(table, runs, Path(out), list(files), notes)

@@ -47,6 +47,14 @@ from simcluster.api import simulate
 from simcluster.atomic import atomic_write
 from simcluster.config import ConfigError, SimConfig, coerce, knobs
 from simcluster.estimators import ESTIMATORS
+from simcluster.experiments.replicas import (
+    PerturbationError,
+    parse_perturbation,
+    perturb_trace,
+    replica_config,
+    replica_seed,
+)
+from simcluster.paths import resolve_data
 from simcluster.plugins import resolved_config
 from simcluster.registry import UnknownPlugin
 from simcluster.results import FORMATS, write_run
@@ -86,18 +94,24 @@ class RunSpec:
     params: tuple[tuple[str, str], ...] = ()  # the --set values, as given
     fmt: str = "csv"
     vc_config: str | None = None  # absolute path of the VC config CSV, for a trace given as a CSV file
+    replica: int | None = None  # which replica of the trace (simcluster.experiments.replicas), if any
+    perturb: str | None = None  # the perturbation that makes it (--perturb)
+    trace_options: tuple[tuple[str, Any], ...] = ()  # the loader's options (run --duration-unit…)
 
     def row(self) -> dict[str, Any]:
         """The run's parameters, the first columns of its runs.csv row."""
+        replica = {"replica": self.replica, "perturb": self.perturb} if self.replica is not None else {}
         return {**dict(self.params), "run_id": self.run_id, "trace": self.trace_name, "policy": self.config.policy,
-                "placement": self.config.placement, "seed": self.config.seed}
+                "placement": self.config.placement, "seed": self.config.seed, **replica}
 
     def identity(self) -> str:
         """A stable digest of everything that makes the run's results: trace, VC config, every setting,
         table format.  Recorded in the run's summary.json (``sweep_run``); a finished run whose
         identity differs (a changed preset, another --format) is run again."""
-        what = {"trace": self.trace, "vc_config": self.vc_config, "config": self.config.as_dict(),
-                "format": self.fmt}
+        what: dict[str, Any] = {"trace": self.trace, "vc_config": self.vc_config, "config": self.config.as_dict(),
+                                "format": self.fmt}
+        if self.replica is not None or self.trace_options:
+            what |= {"replica": self.replica, "perturb": self.perturb, "trace_options": self.trace_options}
         return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -150,20 +164,34 @@ def parse_sets(items: Iterable[str]) -> dict[str, list[tuple[str, Any]]]:
 
 def build_grid(traces: Sequence[str], policies: Sequence[str], seeds: Sequence[int],
                sets: dict[str, list[tuple[str, Any]]] | None = None, fmt: str = "csv",
-               base: SimConfig | None = None, vc_config: str | Path | None = None) -> list[RunSpec]:
-    """Every combination, in the order traces × policies × seeds × settings (as given), each built on
-    ``base`` (a preset's or config file's settings; default: the defaults).  ``vc_config`` applies to
+               base: SimConfig | None = None, vc_config: str | Path | None = None, replicas: int = 0,
+               perturb: str | None = None, trace_options: dict[str, Any] | None = None) -> list[RunSpec]:
+    """Every combination, in the order traces × policies × seeds × settings (as given) × replicas, each built
+    on ``base`` (a preset's or config file's settings; default: the defaults).  ``vc_config`` applies to
     every trace that is not synthetic (needed for a trace given as a CSV file without a vc_config.csv
-    beside it).  Paths are made absolute (relative to the current directory)."""
+    beside it).  ``replicas`` > 0 runs each combination on that many replicas of its trace made by
+    ``perturb`` (:mod:`simcluster.experiments.replicas`); ``trace_options`` are the loader's.  Paths are
+    made absolute (relative to the current directory).
+
+    >>> [spec.run_id for spec in build_grid(["synth:jobs=10,nodes=2,vcs=1"], ["fifo"], [0, 1])]
+    ['synth-jobs10-nodes2-vcs1-fifo-seed0', 'synth-jobs10-nodes2-vcs1-fifo-seed1']
+    """
     if fmt not in FORMATS:
         raise SweepError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    if replicas < 0 or (perturb is not None and not replicas):
+        raise SweepError("--perturb needs --replicas N (N ≥ 1)" if replicas >= 0 else "--replicas must be ≥ 0")
+    try:
+        made = parse_perturbation(perturb or "bootstrap") if replicas else None
+    except PerturbationError as exc:
+        raise SweepError(str(exc)) from None
+    options = tuple(sorted((k, v) for k, v in (trace_options or {}).items() if v is not None))
     sets = sets or {}
     vcs = None
     if vc_config is not None:
         vcs = str(Path(vc_config).expanduser().resolve())
         if not Path(vcs).is_file():
             raise SweepError(f"--vc-config {vc_config}: no such file")
-    traces = [t if t.startswith(SYNTH_PREFIX) else str(Path(t).expanduser().resolve()) for t in traces]
+    traces = [t if t.startswith(SYNTH_PREFIX) else str(resolve_data(t).resolve()) for t in traces]
     names = _trace_names(traces)
     own = own_setting_keys(policies, sets)
     specs: list[RunSpec] = []
@@ -190,8 +218,13 @@ def build_grid(traces: Sequence[str], policies: Sequence[str], seeds: Sequence[i
                         raise SweepError(str(exc)) from None
                     suffix = "".join(f"-{k}={raw}" for k, raw, _ in combo)
                     run_id = _safe_id(f"{name}-{label}-seed{seed}{suffix}")
-                    specs.append(RunSpec(run_id, trace, name, config, tuple((k, raw) for k, raw, _ in combo), fmt,
-                                         None if trace.startswith(SYNTH_PREFIX) else vcs))
+                    spec = RunSpec(run_id, trace, name, config, tuple((k, raw) for k, raw, _ in combo), fmt,
+                                   None if trace.startswith(SYNTH_PREFIX) else vcs, trace_options=options)
+                    if made is None:
+                        specs.append(spec)
+                        continue
+                    specs.extend(replace(spec, run_id=_safe_id(f"{run_id}-{made.kind}{i}"), replica=i,
+                                         perturb=perturb or made.kind) for i in range(replicas))
     seen: set[str] = set()
     for spec in specs:
         if spec.run_id in seen:
@@ -289,20 +322,21 @@ def _trace_names(traces: Sequence[str]) -> list[str]:
 
 # --- traces, cached per worker process ---------------------------------------------------------------
 
-_TRACES: OrderedDict[tuple[str, int, str | None], Trace] = OrderedDict()
+_TRACES: OrderedDict[tuple[str, int, str | None, tuple[tuple[str, Any], ...]], Trace] = OrderedDict()
 _TRACE_CACHE_SIZE = 4
 
 
-def load_trace_arg(trace: str, gpus_per_node: int = 8, vc_config: str | None = None) -> Trace:
+def load_trace_arg(trace: str, gpus_per_node: int = 8, vc_config: str | None = None,
+                   options: tuple[tuple[str, Any], ...] = ()) -> Trace:
     """A trace argument: a folder/CSV path, or ``synth:jobs=…,nodes=…,vcs=…,seed=…`` (SynthSpec fields)."""
-    key = (trace, gpus_per_node, vc_config)
+    key = (trace, gpus_per_node, vc_config, options)
     if key in _TRACES:
         _TRACES.move_to_end(key)
         return _TRACES[key]
     if trace.startswith(SYNTH_PREFIX):
         loaded = synthesize(synth_spec(trace, gpus_per_node))
     else:
-        loaded = load_trace(Path(trace), vc_config and Path(vc_config), gpus_per_node=gpus_per_node)
+        loaded = load_trace(Path(trace), vc_config and Path(vc_config), gpus_per_node=gpus_per_node, **dict(options))
     _TRACES[key] = loaded
     while len(_TRACES) > _TRACE_CACHE_SIZE:
         _TRACES.popitem(last=False)
@@ -331,13 +365,14 @@ def synth_spec(trace: str, gpus_per_node: int) -> SynthSpec:
 
 def check_traces(specs: Sequence[RunSpec]) -> None:
     """Load every distinct trace once in this process, so bad input stops the sweep before it starts."""
-    for trace, gpn, vcs in dict.fromkeys((s.trace, s.config.gpus_per_node, s.vc_config) for s in specs):
+    for trace, gpn, vcs, options in dict.fromkeys((s.trace, s.config.gpus_per_node, s.vc_config, s.trace_options)
+                                                  for s in specs):
         try:
             if trace.startswith(SYNTH_PREFIX):
                 synth_spec(trace, gpn)
             else:
-                load_trace_arg(trace, gpn, vcs)
-        except TraceError as exc:
+                load_trace_arg(trace, gpn, vcs, options)
+        except (TraceError, ValueError) as exc:
             raise SweepError(str(exc)) from None
 
 
@@ -352,8 +387,8 @@ def execute_run(spec: RunSpec, out: str) -> dict[str, Any]:
     _IN_WORKER = True
     t0 = time.perf_counter()
     try:
-        trace = load_trace_arg(spec.trace, spec.config.gpus_per_node, spec.vc_config)
-        result = simulate(trace, spec.config)
+        trace, config = run_inputs(spec)
+        result = simulate(trace, config)
         summary = with_identity(spec, result.summary)
         write_run(Path(out) / "runs" / spec.run_id, result.tables(), summary, spec.fmt)
     except Exception as exc:  # noqa: BLE001 — a failed run is recorded, never fatal to the sweep
@@ -361,11 +396,26 @@ def execute_run(spec: RunSpec, out: str) -> dict[str, Any]:
     return ok_row(spec, summary, time.perf_counter() - t0)
 
 
+def run_inputs(spec: RunSpec) -> tuple[Any, SimConfig]:
+    """The trace and settings a run simulates: its replica's, when it is one."""
+    if spec.replica is None or spec.perturb is None:
+        return load_trace_arg(spec.trace, spec.config.gpus_per_node, spec.vc_config, spec.trace_options), spec.config
+    made = parse_perturbation(spec.perturb)
+    if made.kind == "seeds" and spec.trace.startswith(SYNTH_PREFIX):  # a synthetic trace of its own seed
+        synth = synth_spec(spec.trace, spec.config.gpus_per_node)
+        trace: Any = synthesize(replace(synth, seed=replica_seed(synth.seed, spec.replica)))
+    else:
+        trace = load_trace_arg(spec.trace, spec.config.gpus_per_node, spec.vc_config, spec.trace_options)
+    return (perturb_trace(trace, made, spec.replica, spec.config.seed),
+            replica_config(spec.config, made, spec.replica))
+
+
 def with_identity(spec: RunSpec, summary: dict[str, Any]) -> dict[str, Any]:
     """The summary a sweep writes: the run's own, plus ``sweep_run``: its id, :meth:`RunSpec.identity`, and
     the trace as the sweep named it (a synthetic trace's whole spec, which its summary's ``trace`` lacks)."""
+    replica = {"replica": spec.replica, "perturb": spec.perturb} if spec.replica is not None else {}
     return {**summary, "sweep_run": {"run_id": spec.run_id, "identity": spec.identity(), "trace": spec.trace,
-                                     "trace_name": spec.trace_name}}
+                                     "trace_name": spec.trace_name, **replica}}
 
 
 def ok_row(spec: RunSpec, summary: dict[str, Any], wall: float | None) -> dict[str, Any]:
@@ -469,7 +519,14 @@ def run_sweep(specs: Sequence[RunSpec], out: Path, *, backend: str = "local", wo
               ray_address: str | None = None, split_vcs: str = "auto",
               listener: SweepListener | None = None) -> SweepOutcome:
     """Run every spec not finished yet; keep ``out/runs.csv`` current.  Ctrl-C (KeyboardInterrupt) stops
-    dispatching, records what finished and re-raises.  With Ray, Ray's own messages go to ``out/ray.log``."""
+    dispatching, records what finished and re-raises.  With Ray, Ray's own messages go to ``out/ray.log``.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as out:
+    ...     outcome = run_sweep(build_grid(["synth:jobs=20,nodes=2,vcs=1"], ["fifo", "sjf"], [0]), Path(out), workers=1)
+    >>> outcome.ran, [row["status"] for row in outcome.rows]
+    (2, ['ok', 'ok'])
+    """
     from simcluster.experiments.notes import annotate, ignored_setting_notes, seed_notes
 
     if split_vcs not in SPLIT_MODES:
@@ -484,6 +541,8 @@ def run_sweep(specs: Sequence[RunSpec], out: Path, *, backend: str = "local", wo
     for stale in (out / "runs").glob(".*.tmp"):  # left by a worker killed mid-write (one sweep per folder)
         shutil.rmtree(stale, ignore_errors=True)
     keys = list(dict.fromkeys(k for s in specs for k, _ in s.params))
+    if any(s.replica is not None for s in specs):
+        keys += ["replica", "perturb"]
     table = RunsTable(out / "runs.csv", keys)
     todo: list[RunSpec] = []
     for spec in specs:
@@ -526,7 +585,7 @@ def _run_queue(todo: list[RunSpec], out: Path, backend: str, workers: int | None
     queue: list[tuple[Callable[..., Any], tuple[Any, ...], _Pending]] = []
     for spec in todo:
         pending = _Pending(spec)
-        vcs = vcs_of(spec) if split and splittable(spec.config) else []
+        vcs = vcs_of(spec) if split and splittable(spec.config) and spec.replica is None else []
         if len(vcs) > 1:
             pending.waiting = len(vcs)
             queue.extend((execute_part, (spec, vc), pending) for vc in vcs)

@@ -14,6 +14,22 @@ from simcluster.registry import implements
 
 
 class Observer:
+    """What a run tells its watchers; subclass it and define the hooks you need (the others do nothing).
+
+    >>> from simcluster import SimConfig, load_trace, simulate
+    >>> import pandas as pd
+    >>> class Starts(Observer):
+    ...     def __init__(self):
+    ...         self.seen = []
+    ...     def on_start(self, job, now):
+    ...         self.seen.append((job.job_id, now))
+    >>> jobs = pd.DataFrame({"submit_time": [0, 5], "gpu_num": [8, 8], "duration": [60, 30]})
+    >>> starts = Starts()
+    >>> _ = simulate(load_trace(jobs, nodes=1), SimConfig(), observers=[starts])
+    >>> starts.seen
+    [('0', 0.0), ('1', 60.0)]
+    """
+
     def on_submit(self, job: Job, now: float) -> None: ...
     def on_start(self, job: Job, now: float) -> None: ...
     def on_preempt(self, job: Job, now: float) -> None: ...

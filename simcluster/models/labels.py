@@ -23,7 +23,7 @@ from typing import Any
 import pandas as pd
 
 from simcluster.job import Workload
-from simcluster.traces.side_files import read_side_csv, reject_first
+from simcluster.side_files import read_side_csv, reject_first
 
 KEY = ("model", "dataset", "batchsize", "amp")
 AUTHORS = "lucid"  # the name that stands for the Lucid authors' labels in the shared data

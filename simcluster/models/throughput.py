@@ -25,7 +25,7 @@ import pandas as pd
 
 from simcluster.models.additive import AdditivePredictor
 from simcluster.models.boosting import fit_regressor
-from simcluster.traces.side_files import read_side_csv, reject_first
+from simcluster.side_files import read_side_csv, reject_first
 
 BIN = 600  # seconds per bin
 HOUR = 6  # bins per hour

@@ -173,5 +173,5 @@ class Slurm(EasyBackfill):
             self._calculated[vc.name] = now
             for job in vc.pending:
                 self.priority[job] = self.job_priority(job, now)
-            vc.pending.rekey()
+            ctx.reorder()
         super().schedule(vc, ctx)

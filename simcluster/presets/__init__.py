@@ -1,8 +1,12 @@
 """Named configurations shipped with simcluster, and config files a user writes.
 
 Both are TOML files whose top-level keys are :class:`~simcluster.config.SimConfig` fields (same names
-as ``lucid-sim run``'s options, with ``_``); a ``[policy]`` table holds the policy's own settings (those
-``--set NAME=VALUE`` sets).  A preset also carries a ``[preset]`` table saying what
+as ``lucid-sim run``'s options, with ``_``).  A ``[policy]`` table names the policy (``name = "las2.py"``,
+instead of a top-level ``policy = ...``) and holds its own settings (those ``--set NAME=VALUE`` sets)::
+
+    [policy]
+    name = "examples/policies/las2.py"
+    threshold = 7200  A preset also carries a ``[preset]`` table saying what
 it reproduces and where that comes from; a config file may name a preset to build on
 (``preset = "gavel"``).  Settings apply in this order, each overriding the one before: the defaults,
 the preset, the config file, the command line (:func:`resolve_config`).
@@ -56,9 +60,7 @@ def presets() -> dict[str, Preset]:
     """Every shipped preset by name (the file name without ``.toml``), sorted."""
     found = {}
     for path in sorted(FOLDER.glob("*.toml")):
-        data = read_toml(path)
-        if "policy" in data and isinstance(data["policy"], dict):
-            data["policy_settings"] = data.pop("policy")
+        data = policy_table(read_toml(path), path)
         about = data.pop("preset", None)
         if not isinstance(about, dict) or set(about) != set(ABOUT):
             raise ConfigError(f"{path}: a preset needs a [preset] table with exactly {', '.join(ABOUT)}")
@@ -81,14 +83,29 @@ def read_config_file(path: str | Path) -> tuple[str | None, dict[str, Any]]:
     preset = data.pop("preset", None)
     if preset is not None and not isinstance(preset, str):
         raise ConfigError(f"{path}: key 'preset' must be a preset's name, got {preset!r}")
-    own = data.pop("policy", None) if isinstance(data.get("policy"), dict) else None
+    data = policy_table(data, path)
     for key, value in data.items():
-        if isinstance(value, dict):
-            raise ConfigError(f"{path}: key {key!r}: tables are not settings (but [policy], the policy's own); write "
-                              "the settings as top-level keys")
-    if own is not None:
-        data["policy_settings"] = own
+        if isinstance(value, dict) and key != "policy_settings":
+            raise ConfigError(f"{path}: key {key!r}: tables are not settings (but [policy], the policy's name and "
+                              "its own settings); write the settings as top-level keys")
     return preset, data
+
+
+def policy_table(data: dict[str, Any], path: Path) -> dict[str, Any]:
+    """A file's ``[policy]`` table read into ``policy`` (its ``name``) and ``policy_settings`` (the rest)."""
+    table = data.get("policy")
+    if not isinstance(table, dict):
+        return data
+    data = dict(data)
+    own = dict(table)
+    name = own.pop("name", None)
+    if name is not None and not isinstance(name, str):
+        raise ConfigError(f"{path}: [policy] name must be the policy's name or file, got {name!r}")
+    del data["policy"]
+    if name is not None:
+        data["policy"] = name
+    data["policy_settings"] = own
+    return data
 
 
 def resolve_config(preset: str | None = None, config_file: str | Path | None = None,

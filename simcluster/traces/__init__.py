@@ -1,7 +1,16 @@
-"""Traces: loading and validating job logs, and generating synthetic ones."""
+"""Traces: loading and validating job logs, and generating synthetic ones.
 
-from simcluster.traces.errors import TraceError
+The floors, bottom up: :mod:`~simcluster.traces.columns`, :mod:`~simcluster.traces.units` and
+:mod:`~simcluster.traces.csvfile` (what a log's columns, numbers and text are);
+:mod:`~simcluster.traces.times`, :mod:`~simcluster.traces.doubts`, :mod:`~simcluster.traces.sizing`
+and :mod:`~simcluster.traces.files`; the formats (:mod:`~simcluster.traces.venus`,
+:mod:`~simcluster.traces.gavel`, :mod:`~simcluster.traces.openb`); the generic reader
+(:mod:`~simcluster.traces.joblog`); :mod:`~simcluster.traces.formats`, which picks the reader.
+"""
+
+from simcluster.errors import TraceError
 from simcluster.traces.formats import load_trace  # Venus logs, Gavel .trace files, openb pod lists
-from simcluster.traces.venus import Trace, load_vc_config
+from simcluster.traces.joblog import Trace
+from simcluster.traces.sizing import load_vc_config
 
 __all__ = ["Trace", "TraceError", "load_trace", "load_vc_config"]

@@ -27,9 +27,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from simcluster.traces.errors import TraceError
-from simcluster.traces.sizing import ONE_VC
-from simcluster.traces.venus import PROFILE, WORKLOAD, Trace
+from simcluster.cluster_spec import ONE_VC
+from simcluster.errors import TraceError
+from simcluster.results import check_output, write_folder
+from simcluster.throughputs import job_key, load_throughputs
+from simcluster.traces.joblog import Trace
+from simcluster.traces.venus import PROFILE, WORKLOAD
 
 FILES = ("cluster_full_log.csv", "vc_config.csv", "conversion.json")
 COLUMNS = ["job_id", "user", "vc", "gpu_num", "submit_time", "duration"]
@@ -38,8 +41,6 @@ COLUMNS = ["job_id", "user", "vc", "gpu_num", "submit_time", "duration"]
 def check_target(out: Path, source: Path, overwrite: bool) -> Path:
     """Refuse, before any work, a target whose replacement would destroy the input or anyone's files:
     the rules of every folder simcluster writes (:func:`simcluster.results.check_output`)."""
-    from simcluster.results import check_output
-
     return check_output(out, "trace", [source], overwrite)
 
 
@@ -83,8 +84,6 @@ def hetero_durations(trace: Any, throughputs: str | None = None) -> np.ndarray:
     """Seconds each job of a heterogeneous trace runs alone on its fastest GPU type."""
     if trace.uniform:
         return trace.frame["total_steps"].to_numpy(dtype=float)
-    from simcluster.throughputs import job_key, load_throughputs
-
     table = load_throughputs(throughputs)
     out = np.empty(len(trace.frame))
     for i, (job_type, scale, steps, line) in enumerate(
@@ -99,8 +98,6 @@ def hetero_durations(trace: Any, throughputs: str | None = None) -> np.ndarray:
 
 def write_canonical(out: Path, frame: pd.DataFrame, vc_nodes: dict[str, int], provenance: dict[str, Any], *,
                     inputs: tuple[Path, ...] = (), overwrite: bool = False) -> Path:
-    from simcluster.results import write_folder
-
     config = pd.DataFrame({"vc": list(vc_nodes), "num": list(vc_nodes.values())})
     return write_folder(out, {"cluster_full_log.csv": frame, "vc_config.csv": config},
                         {"conversion.json": json.dumps(provenance, indent=2, default=str) + "\n"},

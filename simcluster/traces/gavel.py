@@ -29,8 +29,8 @@ import numpy as np
 import pandas as pd
 
 from simcluster.config import setting
+from simcluster.errors import TraceError
 from simcluster.throughputs import ThroughputTable, job_key, job_type_name, load_throughputs
-from simcluster.traces.errors import TraceError
 from simcluster.traces.hetero import FRAME_COLUMNS, HeteroTrace
 from simcluster.traces.sizing import MAX_GPUS
 from simcluster.traces.times import MAX_SECONDS

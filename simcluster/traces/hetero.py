@@ -18,9 +18,9 @@ import pandas as pd
 
 from simcluster.cluster_spec import ONE_VC as VC
 from simcluster.cluster_spec import ClusterSpec
+from simcluster.errors import TraceError
 from simcluster.job import Job, TypeSpeeds, Workload
 from simcluster.throughputs import ThroughputTable, job_key
-from simcluster.traces.errors import TraceError
 
 FRAME_COLUMNS = ["job_id", "job_type", "gpu_num", "gpu_milli", "total_steps", "priority_weight", "slo",
                  "submit_time", "gpu_spec", "line"]
@@ -28,7 +28,13 @@ FRAME_COLUMNS = ["job_id", "job_type", "gpu_num", "gpu_milli", "total_steps", "p
 
 @dataclass
 class HeteroTrace:
-    """A validated heterogeneous trace: one row per job (``FRAME_COLUMNS``), sorted by submit time."""
+    """A validated heterogeneous trace: one row per job (``FRAME_COLUMNS``), sorted by submit time.
+
+    >>> pod = ("p0", "unknown", 1, 500, 600, 1.0, -1.0, 0.0, "", 2)  # half a GPU for 600 s (openb)
+    >>> trace = HeteroTrace("pods.csv", pd.DataFrame([pod], columns=FRAME_COLUMNS), "openb", uniform=True)
+    >>> [(job.gpu_num, job.gpu_milli, job.duration) for job in trace.make_jobs()]
+    [(1, 500, 600.0)]
+    """
 
     source: str
     frame: pd.DataFrame

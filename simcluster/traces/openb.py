@@ -30,9 +30,9 @@ from pathlib import Path
 import pandas as pd
 
 from simcluster.cluster_spec import load_node_list
-from simcluster.traces.errors import TraceError
+from simcluster.errors import TraceError
+from simcluster.side_files import read_side_csv
 from simcluster.traces.hetero import FRAME_COLUMNS, HeteroTrace
-from simcluster.traces.side_files import read_side_csv
 from simcluster.traces.sizing import MAX_GPUS
 from simcluster.traces.times import MAX_SECONDS
 

@@ -31,15 +31,12 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from simcluster.traces.errors import TraceError
-
-if TYPE_CHECKING:
-    from simcluster.cluster_spec import ClusterSpec
+from simcluster.cluster_spec import ClusterSpec, load_node_list, vc_types
+from simcluster.errors import TraceError
+from simcluster.traces.csvfile import read_csv
 
 MAX_GPUS = 1_000_000
-ONE_VC = "cluster"  # the name of the single VC of a log without VCs (as on the heterogeneous engine)
 NODE_COLUMNS = ("num", "node num")
 
 
@@ -58,9 +55,6 @@ def read_vc_config(path: str | Path, gpus_per_node: int = 8) -> tuple[dict[str, 
     """Nodes per VC (as :func:`load_vc_config`), and with a ``gpu_type`` column (``vc,num,gpu_type
     [,memory_mib]``) the VCs' nodes by GPU type as a spec (:func:`~simcluster.cluster_spec.vc_types`);
     None without one."""
-    from simcluster.cluster_spec import vc_types
-    from simcluster.traces.venus import read_csv
-
     path = Path(path)
     raw = read_csv(path)
     raw.columns = [str(c).strip() for c in raw.columns]
@@ -108,8 +102,6 @@ def cluster_gpus(spec: str) -> int:
     """Total GPUs of a ``--cluster`` spec (``type:count[:memory]`` items, or a node-list CSV), read
     without building the cluster, so that a huge figure is refused at once."""
     if spec.endswith(".csv") or Path(spec).is_file():
-        from simcluster.cluster_spec import load_node_list
-
         return load_node_list(spec).total_gpus
     total = 0
     for part in filter(None, (p.strip() for p in re.split(r"[,+]", spec))):

@@ -19,7 +19,8 @@ import pandas as pd
 
 from simcluster.config import setting
 from simcluster.results import write_folder
-from simcluster.traces.venus import DEFAULT_EPOCH, Trace
+from simcluster.traces.joblog import Trace
+from simcluster.traces.venus import DEFAULT_EPOCH
 
 GPU_COUNTS = {1: 0.565, 2: 0.063, 3: 0.002, 4: 0.069, 6: 0.002, 8: 0.194, 16: 0.022, 24: 0.009,
               32: 0.040, 64: 0.003, 128: 0.017, 160: 0.001}

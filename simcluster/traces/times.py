@@ -13,6 +13,11 @@ The rule (``lucid-sim trace check`` says which case a log fell in):
 * **Timezones.**  A timestamp with an offset is an instant; an epoch without one is read in the
   offset of the log's first timestamp (so "midnight" is the cluster's midnight).  A column may not
   mix timestamps with and without an offset; an epoch with an offset needs timestamps with one.
+* **Milliseconds.**  A column of numbers every one of which is at least 10¹¹ cannot be seconds of any
+  kind (10¹¹ s is the year 5138); it is read as **Unix epoch milliseconds**, with a warning
+  (:mod:`simcluster.traces.doubts`) until ``--time-format epoch-ms`` says so.
+* ``--time-format`` replaces the guess: ``epoch-s`` and ``epoch-ms`` read numbers as Unix time
+  (seconds, milliseconds), a strftime pattern reads timestamps of that form.
 * Fractions of a second are dropped (times are floored to whole seconds).  A time before the epoch
   is an invalid row; so is a time ``MAX_SECONDS`` (10⁹ s, 31.7 years) or more after it — far beyond
   any trace, and small enough that every time stays exact in a float.
@@ -30,8 +35,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from simcluster.errors import TraceError
+from simcluster.traces.columns import VENUS_EPOCH
+from simcluster.traces.units import UNIX_FORMATS
+
 MAX_SECONDS = 10**9  # bound on submit times (from the epoch) and durations
 UNIX_FROM = 10**9  # a column of numbers all at least this is Unix time
+MILLIS_FROM = 10**11  # ... and one of numbers all at least this, Unix time in milliseconds
 FIELD = "submit_time"
 _OFFSET = r"\d:\d\d(?::\d\d(?:\.\d*)?)?\s*(?:Z|[+-]\d\d(?::?\d\d)?)$"  # a time of day, then a timezone
 Flag = Callable[..., None]  # RowProblems.flag(mask, field, reason, describe)
@@ -41,37 +51,40 @@ Flag = Callable[..., None]  # RowProblems.flag(mask, field, reason, describe)
 class TimeRule:
     """Which case of the rule a log's submit times fell in, and the epoch used."""
 
-    kind: str  # "seconds", "unix" or "timestamps"
+    kind: str  # "seconds", "unix", "unix-ms" or "timestamps"
     epoch: str | None  # time zero as text; None for relative seconds with no --epoch
     epoch_given: bool = False
+    time_format: str | None = None  # --time-format, when given
 
     def describe(self) -> str:
         origin = "--epoch" if self.epoch_given else "midnight of the first day"
         if self.kind == "seconds":
             return "relative seconds, as given" + (f" (second 0 = {self.epoch}, --epoch)" if self.epoch else "")
+        told = f", --time-format {self.time_format}" if self.time_format else ""
         if self.kind == "unix":
-            return f"Unix epoch seconds (UTC), counted from {self.epoch} ({origin})"
-        if not self.epoch_given and self.epoch == _venus_epoch():
+            return f"Unix epoch seconds (UTC{told}), counted from {self.epoch} ({origin})"
+        if self.kind == "unix-ms":
+            return f"Unix epoch milliseconds (UTC{told}), counted from {self.epoch} ({origin})"
+        if not self.epoch_given and self.epoch == VENUS_EPOCH:
             origin = "the Helios/Lucid simulators' origin; --epoch to change"
-        return f"timestamps, seconds from {self.epoch} ({origin})"
-
-
-def _venus_epoch() -> str:
-    from simcluster.traces.columns import VENUS_EPOCH
-
-    return VENUS_EPOCH
+        return f"timestamps{told}, seconds from {self.epoch} ({origin})"
 
 
 def submit_seconds(col: pd.Series, epoch: str | None, default_epoch: str | None,
-                   flag: Flag | None) -> tuple[np.ndarray, TimeRule]:
-    """Seconds from the epoch for each row (NaN where the row is bad, flagged via ``flag``)."""
+                   flag: Flag | None, time_format: str | None = None) -> tuple[np.ndarray, TimeRule]:
+    """Seconds from the epoch for each row (NaN where the row is bad, flagged via ``flag``).
+
+    ``time_format``: None for the rule, else ``epoch-s``, ``epoch-ms`` or a strftime pattern
+    (:func:`simcluster.traces.units.parse_time_format`)."""
     flag = flag or (lambda *a: None)
     text = col.astype(str).str.strip()
     filled = text != ""
     flag(~filled, FIELD, "empty", lambda r: "empty submit time")
-    if _mostly_numbers(text[filled]):
-        return _from_numbers(text, pd.to_numeric(text, errors="coerce"), filled, epoch, flag)
-    return _from_stamps(text, filled, epoch, default_epoch, flag)
+    if time_format in UNIX_FORMATS:
+        return _from_numbers(text, pd.to_numeric(text, errors="coerce"), filled, epoch, flag, time_format)
+    if time_format is None and _mostly_numbers(text[filled]):
+        return _from_numbers(text, pd.to_numeric(text, errors="coerce"), filled, epoch, flag, None)
+    return _from_stamps(text, filled, epoch, default_epoch, flag, time_format)
 
 
 def _mostly_numbers(values: pd.Series, sample: int = 1000) -> bool:
@@ -86,22 +99,32 @@ def _mostly_numbers(values: pd.Series, sample: int = 1000) -> bool:
 
 
 def _from_numbers(text: pd.Series, nums: pd.Series, filled: pd.Series, epoch: str | None,
-                  flag: Flag) -> tuple[np.ndarray, TimeRule]:
+                  flag: Flag, time_format: str | None) -> tuple[np.ndarray, TimeRule]:
     values = nums.to_numpy(dtype=float, na_value=np.nan)
     finite = np.isfinite(values)
     flag(filled & ~finite, FIELD, "not a finite number", lambda r: f"not a finite number of seconds: {text.iloc[r]!r}")
     good = finite & (values >= 0)
     flag(finite & (values < 0), FIELD, "negative", lambda r: f"must be non-negative, got {text.iloc[r]}")
-    plausible = good & (values < 2**33)  # before the year 2242: the larger are beyond the bound either way
-    if plausible.any() and values[plausible].min() >= UNIX_FROM:
+    if time_format is None and good.any() and values[good].min() >= MILLIS_FROM and values[good].max() < 1e14:
+        kind = "unix-ms"  # no reading as seconds is valid: 10¹¹ s is beyond the bound either way
+    elif time_format is not None:
+        kind = "unix" if time_format == "epoch-s" else "unix-ms"
+    else:
+        plausible = good & (values < 2**33)  # before the year 2242: the larger are beyond the bound either way
+        kind = "unix" if plausible.any() and values[plausible].min() >= UNIX_FROM else "seconds"
+    if kind != "seconds":
+        if kind == "unix-ms":
+            values = values / 1000.0
         if epoch:
             zero = _timestamp(epoch, "--epoch")
             if zero.tzinfo is not None:
                 zero = zero.tz_convert("UTC").tz_localize(None)
-            rule = TimeRule("unix", str(zero), True)
+            rule = TimeRule(kind, str(zero), True, time_format)
         else:
-            zero = pd.Timestamp(int(values[plausible].min()) // 86400 * 86400, unit="s")
-            rule = TimeRule("unix", str(zero))
+            plausible = good & (values < 2**33)  # (the rest are beyond the bound: flagged below)
+            start = int(values[plausible].min()) if plausible.any() else 0
+            zero = pd.Timestamp(start // 86400 * 86400, unit="s")
+            rule = TimeRule(kind, str(zero), False, time_format)
         values = values - (zero - pd.Timestamp(0)).total_seconds()
         flag(good & (values < 0), FIELD, "before the epoch",
              lambda r: f"{text.iloc[r]} (Unix time) is before the epoch {rule.epoch}")
@@ -111,9 +134,12 @@ def _from_numbers(text: pd.Series, nums: pd.Series, filled: pd.Series, epoch: st
     return np.where(np.isfinite(values) & (values >= 0), np.floor(values), np.nan), rule
 
 
-def _from_stamps(text: pd.Series, filled: pd.Series, epoch: str | None, default_epoch: str | None,
-                 flag: Flag) -> tuple[np.ndarray, TimeRule]:
+def _parse_stamps(text: pd.Series, filled: pd.Series, pattern: str | None) -> tuple[pd.Series, np.ndarray]:
+    """The timestamps (NaT where unreadable) and which of them carry a timezone."""
     n = len(text)
+    if pattern is not None:
+        zoned = "%z" in pattern or "%Z" in pattern
+        return pd.to_datetime(text, format=pattern, errors="coerce", utc=zoned), np.full(n, zoned)
     stamps = pd.to_datetime(text, format="%Y-%m-%d %H:%M:%S", errors="coerce")  # the common case, fast
     aware = np.zeros(n, bool)
     slow = (stamps.isna() & filled).to_numpy()
@@ -129,15 +155,24 @@ def _from_stamps(text: pd.Series, filled: pd.Series, epoch: str | None, default_
         retry = stamps.isna() & filled
         if retry.any():
             stamps[retry] = pd.to_datetime(text[retry], format="ISO8601", errors="coerce")
+    return stamps, aware
+
+
+def _from_stamps(text: pd.Series, filled: pd.Series, epoch: str | None, default_epoch: str | None,
+                 flag: Flag, pattern: str | None) -> tuple[np.ndarray, TimeRule]:
+    n = len(text)
+    stamps, aware = _parse_stamps(text, filled, pattern)
     parsed = stamps.notna().to_numpy()
-    flag(filled.to_numpy() & ~parsed, FIELD, "unparsable time", lambda r: f"unparsable time {text.iloc[r]!r}")
+    form = f" (--time-format {pattern!r})" if pattern else ""
+    flag(filled.to_numpy() & ~parsed, FIELD, "unparsable time",
+         lambda r: f"unparsable time {text.iloc[r]!r}{form}")
     first = int(np.flatnonzero(parsed)[0]) if parsed.any() else None
     with_zone = bool(aware[first]) if first is not None else False
     flag(parsed & (aware != with_zone), FIELD, "mixed timezones",
          lambda r: f"{text.iloc[r]!r} {'lacks' if with_zone else 'has'} a timezone and the first timestamp "
          f"({text.iloc[first]!r}) {'has' if with_zone else 'lacks'} one; a log may not mix them")
     if first is None:
-        return np.full(n, np.nan), TimeRule("timestamps", epoch or default_epoch, bool(epoch))
+        return np.full(n, np.nan), TimeRule("timestamps", epoch or default_epoch, bool(epoch), pattern)
     usable = parsed & (aware == with_zone)
     earliest = stamps[usable].min()
     if with_zone:
@@ -149,13 +184,11 @@ def _from_stamps(text: pd.Series, filled: pd.Series, epoch: str | None, default_
     else:
         zero = (earliest.tz_convert(offset) if with_zone else earliest).normalize()
     if zero.tzinfo is not None and not with_zone:
-        from simcluster.traces.errors import TraceError
-
         raise TraceError("--epoch", f"{epoch!r} has a timezone but the log's timestamps have none; "
                          "give the epoch without one")
     if with_zone and zero.tzinfo is None:
         zero = zero.tz_localize(offset)
-    rule = TimeRule("timestamps", str(zero), bool(epoch))
+    rule = TimeRule("timestamps", str(zero), bool(epoch), pattern)
     values = ((stamps - zero) / pd.Timedelta(seconds=1)).to_numpy(dtype=float, na_value=np.nan).copy()
     values[~usable] = np.nan
     flag(usable & (values < 0), FIELD, "before the epoch",
@@ -170,15 +203,11 @@ def _flag_beyond(values: np.ndarray, text: pd.Series, flag: Flag) -> None:
          "(31.7 years)")
 
 
-def _timestamp(text: str, what: str) -> pd.Timestamp:
+def _timestamp(text: str | pd.Timestamp, what: str) -> pd.Timestamp:
     try:
         stamp = pd.Timestamp(text)
     except (ValueError, TypeError) as exc:
-        from simcluster.traces.errors import TraceError
-
         raise TraceError(what, f"not a timestamp: {text!r} ({exc})") from exc
     if stamp is pd.NaT:
-        from simcluster.traces.errors import TraceError
-
         raise TraceError(what, f"not a timestamp: {text!r}")
     return stamp

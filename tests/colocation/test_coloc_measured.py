@@ -12,8 +12,8 @@ import pytest
 from simcluster.colocation.analytic import default_model
 from simcluster.colocation.loader import committed_measurements, load_colocation_model
 from simcluster.colocation.schema import read_pair_table, read_single_table
+from simcluster.errors import TraceError
 from simcluster.job import Workload
-from simcluster.traces.errors import TraceError
 
 H100 = committed_measurements()["h100"]
 MODELS = ("ResNet18", "MobileNetV2", "EfficientNet", "VGG", "ResNet50", "MobileNetV3", "BERT", "Transformer",

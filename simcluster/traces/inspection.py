@@ -1,0 +1,76 @@
+"""What the loader understood of a trace, as ``lucid-sim trace inspect`` shows it before a long run:
+which column holds each field and in what unit, the delimiter, how submit times were read and the
+wall-clock span they cover, durations, the job-size histogram and the loader's doubts.
+
+>>> import pandas as pd
+>>> from simcluster.traces.joblog import trace_from_frame
+>>> jobs = pd.DataFrame({"when": [0, 3600], "gpus": [1, 8], "minutes": [1.5, 90]})
+>>> seen = inspect_trace(trace_from_frame(jobs, columns="submit_time=when,gpu_num=gpus,duration=minutes",
+...                                       duration_unit="min", nodes=1))
+>>> seen["columns"]["duration"], seen["durations"]["p50"], seen["gpu_histogram"]
+({'column': 'minutes', 'unit': 'min'}, 2745.0, {'1': 1, '8': 1})
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from simcluster.traces.columns import CUSTOM, FIELDS, KNOWN_FORMATS
+from simcluster.traces.csvfile import describe_delimiter
+from simcluster.traces.hetero import HeteroTrace
+from simcluster.traces.joblog import Trace
+
+PERCENTILES = (10, 50, 90, 99)
+HETERO_COLUMNS = {
+    "gavel": {"submit_time": ("arrival_time", "s"), "gpu_num": ("scale_factor", "GPUs"),
+              "duration": ("total_steps", "iterations"), "job_type": ("job_type", "")},
+    "openb": {"submit_time": ("creation_time", "s"), "gpu_num": ("num_gpu", "GPUs"),
+              "duration": ("deletion_time − creation_time", "s"), "job_id": ("name", "")},
+}
+
+
+def inspect_trace(trace: Trace | HeteroTrace) -> dict[str, Any]:
+    """A plain (JSON-ready) record of how ``trace`` was read."""
+    frame = trace.frame
+    submit = frame["submit_time"].astype(float)
+    record: dict[str, Any] = {"source": trace.source, "jobs": len(frame)}
+    if isinstance(trace, Trace):
+        described = {f.name: f.description for f in (*KNOWN_FORMATS, CUSTOM)}
+        record |= {"format": trace.format, "format_description": described.get(trace.format, "CSV job log"),
+                   "delimiter": describe_delimiter(trace.delimiter),
+                   "columns": {name: {"column": trace.columns.get(name), "unit": _unit(name, trace.duration_unit)}
+                               for name in FIELDS if name in trace.columns},
+                   "submit_times": trace.time_rule, "epoch": trace.epoch, "cluster": trace.sizing}
+        durations = frame["duration"].astype(float)
+    else:
+        record |= {"format": trace.kind, "format_description": f"{trace.kind} trace (fixed columns)",
+                   "delimiter": describe_delimiter("\t" if trace.kind == "gavel" else ","),
+                   "columns": {name: {"column": column, "unit": unit}
+                               for name, (column, unit) in HETERO_COLUMNS[trace.kind].items()},
+                   "submit_times": "seconds, as given", "epoch": None,
+                   "cluster": trace.cluster.describe() if trace.cluster is not None else "given by --cluster"}
+        durations = frame["total_steps"].astype(float)  # (openb: seconds; Gavel: iterations)
+    record["submitted"] = {"first": _when(submit.min(), record["epoch"]), "last": _when(submit.max(), record["epoch"]),
+                           "span_seconds": float(submit.max() - submit.min())}
+    record["durations"] = {"mean": float(durations.mean()),
+                           **{f"p{p}": float(np.percentile(durations, p)) for p in PERCENTILES},
+                           "max": float(durations.max())}
+    record["gpu_histogram"] = {str(int(g)): int(n) for g, n in frame["gpu_num"].value_counts().sort_index().items()}
+    record["skipped"] = dict(trace.skipped)
+    record["warnings"] = list(getattr(trace, "warnings", []))
+    return record
+
+
+def _unit(name: str, duration_unit: str) -> str:
+    return {"duration": duration_unit, "gpu_num": "GPUs", "submit_time": "time"}.get(name, "")
+
+
+def _when(seconds: float, epoch: str | None) -> str:
+    """Seconds from the epoch, with the wall-clock time when the epoch is known."""
+    text = f"{seconds:,.0f} s"
+    if epoch:
+        text += f" ({pd.Timestamp(epoch) + pd.Timedelta(seconds=float(seconds))})"
+    return text
