@@ -307,12 +307,14 @@ def _remember(cls: type, kind: Kind) -> Origin:
     module = sys.modules.get(cls.__module__)
     file = getattr(module, "__file__", None)
     digest = hashlib.sha256(Path(file).read_bytes()).hexdigest() if file and Path(file).is_file() else None
+    in_file = file is not None and getattr(module, cls.__qualname__, None) is cls  # (not one typed in a session)
     if cls.__module__ in ("__main__", "__mp_main__") or cls.__module__.startswith("simcluster_plugin_"):
-        if not file:
-            raise PluginError(f"{kind} {cls.__qualname__} was defined interactively: put it in a file and give its "
-                              "path (path/to/file.py), so that other processes can load it too")
-        spec = f"{Path(file).resolve()}:{cls.__qualname__}"
-        origin = Origin(spec, "class", str(Path(file).resolve()), digest)
+        if in_file:
+            spec = f"{Path(file).resolve()}:{cls.__qualname__}"  # type: ignore[arg-type]
+            origin = Origin(spec, "class", str(Path(file).resolve()), digest)  # type: ignore[arg-type]
+        else:  # known in this process only: a sweep's workers cannot load it (they say so)
+            spec = f"{cls.__module__}:{cls.__qualname__}"
+            origin = Origin(spec, "class", "defined interactively (this process only)")
     else:
         spec = f"{cls.__module__}:{cls.__qualname__}"
         origin = Origin(spec, "class", file or cls.__module__, digest)

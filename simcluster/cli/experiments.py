@@ -48,6 +48,8 @@ def sweep(
                                          "resamples users, bootstrap:block=SECONDS sets the block), jitter "
                                          "(jitter:arrival=SECONDS,sigma=S) or seeds. See docs/uncertainty.md.")
                        ] = "bootstrap",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the outcome (every run's row, the notes) as JSON "
+                                          "(implies --quiet).")] = False,
 ) -> None:
     """Run the cross product traces × policies × seeds × --set values (× replicas); one run folder each, plus
     runs.csv (and replicas.csv, differences.csv with --replicas).
@@ -67,6 +69,7 @@ def sweep(
     from simcluster.live import print_sweep_outcome, sweep_display
     from simcluster.presets import resolve_config
 
+    quiet = quiet or as_json
     try:
         base = resolve_config(preset, config_file)
     except ConfigError as exc:
@@ -95,6 +98,12 @@ def sweep(
         if outcome.backend_log is not None:
             out.print(f"Ray's own messages: {outcome.backend_log}", highlight=False)
     report_replicas(outcome.rows, out_dir, quiet)
+    if as_json:
+        from simcluster.results import to_json
+
+        print(to_json({"runs": len(outcome.rows), "ran": outcome.ran, "skipped": outcome.skipped,
+                       "failed": outcome.failed, "runs_csv": str(outcome.runs_csv), "notes": outcome.notes,
+                       "rows": outcome.rows}))
     if outcome.failed:
         raise typer.Exit(1)
 
@@ -189,6 +198,8 @@ def report(
                                                      "the first submission (e.g. 0:6h, 2d:3d); default: the whole "
                                                      "run, or its start when it has many jobs.",
                                                      show_default=False)] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the comparison table and the files written as JSON "
+                                          "(implies --quiet).")] = False,
 ) -> None:
     """Compare runs: per configuration (trace + settings; seeds aggregated: mean, min–max; replicas: mean and
     95 % interval), per VC and overall (CSV, Markdown, HTML), PNG plots, and an interactive page (report.html)
@@ -203,7 +214,12 @@ def report(
                             seed=seed, gantt_window=parse_window(gantt_window) if gantt_window else None)
     except (ReportError, OutputError, ValueError) as exc:
         fail(str(exc))
-    if not quiet:
+    if as_json:
+        from simcluster.results import to_json
+
+        print(to_json({"folder": str(out_dir), "files": made.files, "notes": made.notes,
+                       "comparison": made.table.to_dict(orient="records")}))
+    elif not quiet:
         out.print(rich_table(made.table, width=out.width))
         for note in made.notes:
             out.print(f"[yellow]note:[/] {note}", highlight=False)

@@ -63,8 +63,12 @@ def _load(values: dict[str, Any], sized: bool) -> Any:
         fail(str(exc))
 
 
+JSON_OPTION = parameter("as_json", Annotated[bool, typer.Option("--json", help="Print it as one JSON document.")],
+                        False)
+
+
 @trace_app.command("check")
-@with_parameters([*trace_parameters(positional=True), *sizing_parameters()])
+@with_parameters([*trace_parameters(positional=True), *sizing_parameters(), JSON_OPTION])
 def trace_check(ctx: typer.Context, **values: Any) -> None:
     """Validate a trace and print what it holds: format, time rule, jobs and offered load per VC, GPU-count
     histogram, duration percentiles, submission span (and, for a log without VCs, --nodes per target load)."""
@@ -72,6 +76,13 @@ def trace_check(ctx: typer.Context, **values: Any) -> None:
 
     loaded = _load(values, sized=False)
     print_trace_warnings(loaded)
+    if values["as_json"]:
+        import json
+
+        from simcluster.traces.inspection import inspect_trace
+
+        print(json.dumps({"valid": True, **inspect_trace(loaded)}, indent=2, default=str))
+        return
     hetero = check_lines(loaded)
     if hetero is not None:
         for line in hetero:
@@ -107,7 +118,7 @@ def trace_inspect(ctx: typer.Context, **values: Any) -> None:
                             "cluster_full_log.csv, vc_config.csv and conversion.json.", show_default=False)]),
                   parameter("overwrite", Annotated[bool, typer.Option(
                       help="Replace --out even if simcluster did not write it (never the input's folder); an earlier "
-                      "conversion is replaced without it.")], False)])
+                      "conversion is replaced without it.")], False), JSON_OPTION])
 def trace_convert(ctx: typer.Context, **values: Any) -> None:
     """Write any supported trace in our canonical folder format (Helios/Venus job log + vc_config.csv)."""
     from simcluster.traces.convert import check_target, job_log, write_canonical
@@ -133,6 +144,11 @@ def trace_convert(ctx: typer.Context, **values: Any) -> None:
     }
     folder = write_canonical(values["out_dir"], frame, vc_nodes, provenance, inputs=(values["trace"],),
                              overwrite=values["overwrite"])
+    if values["as_json"]:
+        import json
+
+        print(json.dumps({"folder": str(folder), "vc_nodes": vc_nodes, **provenance}, indent=2, default=str))
+        return
     out.print(f"wrote {len(frame):,} jobs in {len(vc_nodes)} VC(s) ({sum(vc_nodes.values()):,} nodes × "
               f"{values['gpus_per_node']} GPUs) from a {provenance['format']} trace to [bold]{folder}[/]", highlight=False)
     if values["gpus_per_node"] != 8:
