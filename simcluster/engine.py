@@ -530,7 +530,7 @@ class Simulation:
             plan = fraction_plan(job, self._pools_of(job, vc))
         elif job.gpu_num > vc.free_gpus and not fraction:
             return False  # no placement finds more idle GPUs than the VC has (a blocked head of queue, mostly)
-        elif job.speeds is None or getattr(self.placement, "chooses_types", False):  # None: any GPU will do
+        elif job.speeds is None or self.placement.chooses_types:  # None: any GPU will do
             plan = self.placement.place(job, vc)
         else:
             plan = next((p for pool in self._pools_of(job, vc) if (p := self.placement.place(job, pool))), None)

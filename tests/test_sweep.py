@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -340,6 +341,20 @@ def test_ray_and_the_local_pool_give_the_same_runs_csv(tmp_path, local_ray):
     remote = run_sweep(specs, tmp_path / "ray", backend="ray")
     assert local.failed == remote.failed == 0 and remote.ran == 4
     pd.testing.assert_frame_equal(results_of(tmp_path / "ray"), results_of(tmp_path / "local"))
+
+
+def test_ray_workers_load_a_plugin_policy_from_its_file(tmp_path, local_ray):
+    plugin = tmp_path / "plugins" / "biggest.py"
+    plugin.parent.mkdir()
+    plugin.write_text("from simcluster.sdk import Policy, start_in_order_until_blocked\n\n"
+                      "class Biggest(Policy):\n    \"Most GPUs first.\"\n"
+                      "    def pending_key(self, job):\n        return (-job.gpu_num, job.index)\n"
+                      "    schedule = staticmethod(start_in_order_until_blocked)\n")
+    specs = build_grid([SMALL], ["fifo", str(plugin)], [0])
+    outcome = run_sweep(specs, tmp_path / "s", backend="ray")
+    assert (outcome.ran, outcome.failed) == (2, 0)
+    summary = json.loads((tmp_path / "s" / "runs" / specs[1].run_id / "summary.json").read_text())
+    assert summary["policy_source"]["location"] == str(plugin)
 
 
 def test_ray_records_failures_and_resumes(tmp_path, local_ray):

@@ -118,7 +118,7 @@ def _describe_plugin(spec: str, kind: Any, as_json: bool) -> None:
         info["run_settings_read"] = {n: getattr(defaults, n) for n in read}
         info["settings"] = describe_settings(cls)
     else:
-        info["capabilities"] = {"chooses_types": getattr(cls, "chooses_types", False)}
+        info["capabilities"] = {"chooses_types": cls.chooses_types, "places_fractions": cls.places_fractions}
     if as_json:
         from simcluster.results import to_json
 
