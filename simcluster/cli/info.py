@@ -23,15 +23,7 @@ def policies(
 ) -> None:
     """List the scheduling policies, one line each, with installed plug-ins and where they come from; or describe
     one.  Every policy runs on every trace and cluster; `run --policy ./my_policy.py` runs your own."""
-    from simcluster.plugins import PluginError
-
-    try:
-        if name is not None:
-            _describe_plugin(name, "policy", as_json)
-            return
-        _list_plugins("policy", as_json)
-    except PluginError as exc:
-        fail(str(exc))
+    _list_or_describe(name, "policy", as_json)
 
 
 @app.command(rich_help_panel="Reference")
@@ -41,13 +33,17 @@ def placements(
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
 ) -> None:
     """List the placements, one line each, with installed plug-ins; or describe one."""
+    _list_or_describe(name, "placement", as_json)
+
+
+def _list_or_describe(name: str | None, kind: Any, as_json: bool) -> None:
     from simcluster.plugins import PluginError
 
     try:
         if name is not None:
-            _describe_plugin(name, "placement", as_json)
-            return
-        _list_plugins("placement", as_json)
+            _describe_plugin(name, kind, as_json)
+        else:
+            _list_plugins(kind, as_json)
     except PluginError as exc:
         fail(str(exc))
 
