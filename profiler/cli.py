@@ -5,6 +5,10 @@ Two steps feed the simulator's colocation model:
   lucid-profile single   each workload x batch size x AMP x GPU count, alone
   lucid-profile pair     pairs of those configurations sharing the same GPU(s)
 
+On a GPU lent for minutes, measure both from a plan, in chunks, in priority order:
+
+  lucid-profile campaign PLAN.toml --minutes 8   (lucid-profile plan writes one)
+
 Tables are written row by row (CSV or Parquet by extension) with a metadata.json
 next to them; an interrupted sweep resumes where it stopped.
 """

@@ -41,7 +41,8 @@ from profiler.runner import (
     RunObserver,
     RunOutcome,
     RunSettings,
-    _sigint_blocked,
+    sigint_blocked,
+    worker_threads,
 )
 from profiler.worker import ResidentTask, resident_main
 from workloads import WorkloadConfig, WorkloadSpec
@@ -176,16 +177,13 @@ class WorkerPool:
         return [slot for slot in chosen if slot is not None]
 
     def _start(self) -> _Slot:
-        threads = self.settings.cpu_threads
-        if threads is None and self.settings.device == "cpu":
-            threads = 1  # as a fresh run's workers (profiler.runner)
         device = "cuda:0" if self.settings.device == "cuda" else "cpu"
         commands, stop = self._context.Queue(), self._context.Event()
         answers, answer = self._context.Pipe(duplex=False)
-        task = ResidentTask(slot=len(self._slots), device=device, cpu_threads=threads)
+        task = ResidentTask(slot=len(self._slots), device=device, cpu_threads=worker_threads(self.settings))
         process = self._context.Process(target=resident_main, args=(task, commands, answer, stop),
                                         name=f"resident{self.started}", daemon=True)
-        with _sigint_blocked():
+        with sigint_blocked():
             process.start()
         answer.close()  # the worker's end: closed here, so that its death reads as the end of the pipe
         slot = _Slot(process, commands, stop, answers)

@@ -129,7 +129,7 @@ Ready = dict[tuple[int, int], tuple[float, str | None]]
 
 
 @contextlib.contextmanager
-def _sigint_blocked() -> Iterator[None]:
+def sigint_blocked() -> Iterator[None]:
     """Start workers with Ctrl-C blocked: they inherit the mask and never see it.
 
     The parent handles Ctrl-C and ends them; a worker interrupted while still
@@ -141,6 +141,15 @@ def _sigint_blocked() -> Iterator[None]:
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def worker_threads(settings: RunSettings) -> int | None:
+    """Torch threads per worker: as asked, else 1 on the CPU and torch's own choice on GPUs."""
+    if settings.cpu_threads is None and settings.device == "cpu":
+        # Tiny models gain nothing from more threads, and on a busy machine a thread that
+        # waits for a descheduled sibling makes steps a hundred times slower.
+        return 1
+    return settings.cpu_threads
 
 
 def _slowest_step(ready: Ready) -> float:
@@ -220,13 +229,6 @@ class Coordination:
             raise
         finally:
             self._shutdown()
-
-    def _worker_threads(self) -> int | None:
-        if self._settings.cpu_threads is None and self._settings.device == "cpu":
-            # Tiny models gain nothing from more threads, and on a busy machine a thread that
-            # waits for a descheduled sibling makes steps a hundred times slower.
-            return 1
-        return self._settings.cpu_threads
 
     def _await_ready(self) -> Ready:
         self._observer.on_phase("building and warming up")
@@ -356,7 +358,7 @@ class FreshRun(Coordination):
         )
 
     def _launch(self) -> None:
-        threads = self._worker_threads()
+        threads = worker_threads(self._settings)
         self._observer.on_phase("starting workers")
         for job, request in enumerate(self._requests):
             port = free_port() if request.gpu_num > 1 else None
@@ -382,10 +384,9 @@ class FreshRun(Coordination):
                 process = self._context.Process(
                     target=worker_main, args=(task, self._channel), name=f"job{job}-rank{rank}", daemon=True
                 )
-                with _sigint_blocked():
+                with sigint_blocked():
                     process.start()
                 self._processes[(job, rank)] = process
-
 
     def _release(self, origin: float, window_s: float) -> None:
         self._channel.origin.value = origin

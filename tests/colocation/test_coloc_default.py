@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import math
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -101,7 +102,10 @@ def test_a_sharing_run_on_h100s_reports_which_model_answered_its_lookups() -> No
 def test_the_committed_refit_is_what_the_fit_gives_and_reports_its_held_out_error() -> None:
     committed = read_calibration(H100 / "calibrated")
     fresh = fit_measured(H100, with_folds=False).calibration
-    assert fresh.constants == committed.constants and fresh.workloads == committed.workloads
+    assert asdict(fresh.constants) == pytest.approx(asdict(committed.constants), rel=1e-3)  # (another BLAS may
+    for mine, theirs in zip(fresh.workloads, committed.workloads, strict=True):  # round the last digits apart)
+        assert {k: v for k, v in asdict(mine).items() if k not in ("model", "dataset")} == pytest.approx(
+            {k: v for k, v in asdict(theirs).items() if k not in ("model", "dataset")}, rel=1e-3)
     assert committed.fitted_to["gpu"] == "h100" and "H100" in committed.fitted_to["short"]
     assert {"mae_in_sample", "mae_leave_one_workload_out", "mae_leave_one_pair_out"} <= set(committed.fit)
     report = (H100 / "calibrated" / "README.md").read_text()
