@@ -186,7 +186,7 @@ def run_campaign(
     """Measure ``plan``'s missing rows into ``tables`` until done or ``budget`` is spent.
 
     ``runner`` runs the jobs (a :class:`~profiler.pool.WorkerPool`'s ``run``, on ``settings``); ``held``
-    says whether a worker holds a job built (the pool's ``holds_job``): rows that reuse one go first.
+    says whether a worker holds a job built (the pool's ``holds``): rows that reuse one go first.
     """
     chunk = Chunk(budget, estimate_run(settings).at_most_s, clock)
     pending = pending_items(plan, tables, retry_failed)
