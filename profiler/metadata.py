@@ -2,7 +2,8 @@
 
 A throughput means little without the GPU, driver and library versions behind it.
 The file also guards resumption: a table measured on one device is not silently
-extended with rows measured on another.
+extended with rows measured on another.  A campaign (:mod:`profiler.campaign`) adds
+a record of each chunk it ran: when, on what, how many rows, and why it stopped.
 """
 
 from __future__ import annotations
@@ -61,7 +62,10 @@ def describe_environment(settings: RunSettings, gpu_count: int, nvml: Nvml | Non
 
 
 def read_metadata(table: Path) -> dict[str, Any] | None:
-    path = metadata_path(table)
+    return _read_document(metadata_path(table))
+
+
+def _read_document(path: Path) -> dict[str, Any] | None:
     if not path.exists():
         return None
     try:
@@ -99,8 +103,30 @@ def write_metadata(
         "settings": dataclasses.asdict(settings),
         "selection": selection,
     }
-    # what the simulator's default_model() looks for: tables measured on a GPU replace the analytic ones
+    # what the simulator's loader looks for: tables measured on a GPU, first for runs on that GPU type
     document["measured"] = all(t["environment"].get("device") == "cuda" for t in tables.values())
     document["device_name"] = environment.get("device_name")
+    return _write_document(path, document)
+
+
+def record_chunk(folder: Path, chunk: dict[str, Any], index: int | None = None) -> int:
+    """Add a campaign chunk's record to ``folder``'s metadata.json (or replace record ``index``); its index.
+
+    Written when a chunk starts and again when it ends, so a chunk cut off without warning is still
+    there, with ``ended`` empty.
+    """
+    path = folder / METADATA_NAME
+    document = _read_document(path) or {}
+    chunks = document.setdefault("campaign", {}).setdefault("chunks", [])
+    if index is None:
+        chunks.append(chunk)
+        index = len(chunks) - 1
+    else:
+        chunks[index] = chunk
+    _write_document(path, document)
+    return index
+
+
+def _write_document(path: Path, document: dict[str, Any]) -> Path:
     text = json.dumps(document, indent=2, sort_keys=True, default=str) + "\n"
     return atomic_write(path, lambda handle: handle.write(text.encode()))

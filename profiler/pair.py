@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from profiler.nvml import Nvml
 from profiler.observe import SweepObserver
 from profiler.plan import JobConfig, PairConfig
-from profiler.runner import JobRequest, RunSettings, run_jobs
-from profiler.single import Resolver, SweepSummary, needs_run, profile_single
+from profiler.runner import JobRequest, RunSettings
+from profiler.single import Resolver, Runner, SweepSummary, fresh_runner, needs_run, profile_single
 from profiler.tables import ResultTable, Row, pair_row, pair_speeds, speed_problem
 from simcluster.colocation import STATUS_OK
 
@@ -28,6 +28,8 @@ def solo_throughput(
     observer: SweepObserver,
     nvml: Nvml | None,
     retry: set[JobConfig] | None = None,
+    *,
+    runner: Runner | None = None,
 ) -> tuple[float, str]:
     """The configuration's iterations/s alone, measuring it first if the table lacks it.
 
@@ -40,7 +42,7 @@ def solo_throughput(
         if retry is not None:
             retry.discard(config)
         observer.on_config_start(f"{config.label} (alone)")
-        measured = profile_single(config, resolve, settings, observer, nvml)
+        measured = profile_single(config, resolve, settings, observer, nvml, runner=runner)
         single_table.add(measured)
         observer.on_config_end(f"{config.label} (alone)", measured)
     row = single_table.row(config.key)
@@ -60,6 +62,8 @@ def profile_pair(
     nvml: Nvml | None = None,
     retry_solo: set[JobConfig] | None = None,
     remeasure: bool = True,
+    *,
+    runner: Runner | None = None,
 ) -> Row:
     """Measure a pair sharing the GPU(s) and return its table row (failed runs included).
 
@@ -69,8 +73,9 @@ def profile_pair(
     measured too slow: both solo runs and the pair are measured again once
     (``remeasure``), and a pair still too fast is recorded failed, with why.
     """
+    run = runner or fresh_runner(settings, nvml)
     solos = [
-        solo_throughput(config, single_table, resolve, settings, observer, nvml, retry_solo)
+        solo_throughput(config, single_table, resolve, settings, observer, nvml, retry_solo, runner=run)
         for config in (pair.first, pair.second)
     ]
     solo = (solos[0][0], solos[1][0])
@@ -81,15 +86,15 @@ def profile_pair(
     requests = [
         JobRequest(resolve(c.model), c.batchsize, c.amp, c.gpu_num) for c in (pair.first, pair.second)
     ]
-    outcome = run_jobs(requests, settings, observer, nvml)
+    outcome = run(requests, observer)
     if remeasure and outcome.ok and speed_problem(pair_speeds(outcome, solo)):
         for config in (pair.first, pair.second):
             label = f"{config.label} (alone, again: the pair ran faster shared than alone)"
             observer.on_config_start(label)
-            measured = profile_single(config, resolve, settings, observer, nvml)
+            measured = profile_single(config, resolve, settings, observer, nvml, runner=run)
             single_table.add(measured)
             observer.on_config_end(label, measured)
-        return profile_pair(pair, single_table, resolve, settings, observer, nvml, remeasure=False)
+        return profile_pair(pair, single_table, resolve, settings, observer, nvml, remeasure=False, runner=run)
     return pair_row(pair, outcome, solo)
 
 
@@ -102,6 +107,8 @@ def sweep_pairs(
     observer: SweepObserver,
     nvml: Nvml | None = None,
     retry_failed: bool = False,
+    *,
+    runner: Runner | None = None,
 ) -> SweepSummary:
     """Measure every pair not yet in ``pair_table`` (either order), row by row."""
     measured = failed = skipped = 0
@@ -112,7 +119,7 @@ def sweep_pairs(
             skipped += 1
             observer.on_config_skipped(pair.label, f"already in the table ({status})")
             continue
-        row = profile_pair(pair, single_table, resolve, settings, observer, nvml, retry_solo)
+        row = profile_pair(pair, single_table, resolve, settings, observer, nvml, retry_solo, runner=runner)
         if status is not None and pair_table.status(pair.key) is None:
             row = swap_jobs(row)  # a retried pair stored the other way round: replace that row
         pair_table.add(row)

@@ -1,7 +1,8 @@
 """Run one or more jobs at once on the same device(s) and measure them over the same windows.
 
 The parent process coordinates; each job's ranks are worker processes
-(:mod:`profiler.worker`).  The sequence is the same for a job alone and for a pair:
+(:mod:`profiler.worker`), started for the run (:func:`run_jobs`) or kept from one run
+to the next (:mod:`profiler.pool`).  The sequence is the same for a job alone and for a pair:
 
 1. start every worker; each builds its job and warms up, then reports *ready*;
 2. once all are ready, open the start barrier with a common origin on the shared
@@ -128,7 +129,7 @@ Ready = dict[tuple[int, int], tuple[float, str | None]]
 
 
 @contextlib.contextmanager
-def _sigint_blocked() -> Iterator[None]:
+def sigint_blocked() -> Iterator[None]:
     """Start workers with Ctrl-C blocked: they inherit the mask and never see it.
 
     The parent handles Ctrl-C and ends them; a worker interrupted while still
@@ -142,14 +143,29 @@ def _sigint_blocked() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
+def worker_threads(settings: RunSettings) -> int | None:
+    """Torch threads per worker: as asked, else 1 on the CPU and torch's own choice on GPUs."""
+    if settings.cpu_threads is None and settings.device == "cpu":
+        # Tiny models gain nothing from more threads, and on a busy machine a thread that
+        # waits for a descheduled sibling makes steps a hundred times slower.
+        return 1
+    return settings.cpu_threads
+
+
 def _slowest_step(ready: Ready) -> float:
     """The slowest job's seconds per step; NaN when no job warmed up (``warmup_steps=0``)."""
     times = [seconds for seconds, _ in ready.values() if not math.isnan(seconds)]
     return max(times) if times else math.nan
 
 
-class JobRun:
-    """One coordinated run of ``requests`` together; use :func:`run_jobs`."""
+class Coordination:
+    """One coordinated run of ``requests`` together: the phases, whoever the workers are.
+
+    Subclasses say how workers are started (:meth:`_launch`), released at the barrier
+    (:meth:`_release`), told to stop (:meth:`_request_stop`) and heard (:meth:`_receive`),
+    and what is left of them afterwards (:meth:`_shutdown`); ``_processes`` maps each
+    (job, rank) to its process, so that a dead one is noticed.
+    """
 
     def __init__(
         self,
@@ -163,17 +179,29 @@ class JobRun:
         self._observer = observer
         self._nvml = nvml
         self._clock = DEFAULT_CLOCK  # the workers' clock: windows are placed on it
-        self._context = torch_mp.get_context("spawn")
-        self._channel = Channel(
-            messages=self._context.Queue(),
-            start=self._context.Event(),
-            stop=self._context.Event(),
-            origin=self._context.Value("d", 0.0),
-            window_s=self._context.Value("d", 0.0),
-        )
         self._processes: dict[tuple[int, int], Any] = {}
         self._sampler: GpuSampler | None = None
         self._stopping = False
+        self._origin = 0.0
+        self.failed = False
+
+    # ---------------------------------------------------------------- what subclasses provide
+    def _launch(self) -> None:
+        raise NotImplementedError
+
+    def _release(self, origin: float, window_s: float) -> None:
+        """Open the start barrier: every worker measures on the grid of ``origin`` and ``window_s``."""
+        raise NotImplementedError
+
+    def _request_stop(self) -> None:
+        raise NotImplementedError
+
+    def _receive(self, timeout: float) -> tuple[Any, ...] | None:
+        """The next message of this run, or None after ``timeout`` seconds without one."""
+        raise NotImplementedError
+
+    def _shutdown(self) -> None:
+        self._stop_sampler()
 
     # ---------------------------------------------------------------- phases
     def run(self) -> RunOutcome:
@@ -194,44 +222,13 @@ class JobRun:
                 )
             return RunOutcome(True, "", jobs, gpu, verdict)
         except _Failure as failure:
+            self.failed = True
             return RunOutcome.failed(str(failure), len(self._requests))
+        except BaseException:
+            self.failed = True
+            raise
         finally:
             self._shutdown()
-
-    def _launch(self) -> None:
-        threads = self._settings.cpu_threads
-        if threads is None and self._settings.device == "cpu":
-            # Tiny models gain nothing from more threads, and on a busy machine a thread that
-            # waits for a descheduled sibling makes steps a hundred times slower.
-            threads = 1
-        self._observer.on_phase("starting workers")
-        for job, request in enumerate(self._requests):
-            port = free_port() if request.gpu_num > 1 else None
-            for rank in range(request.gpu_num):
-                device = f"cuda:{rank}" if self._settings.device == "cuda" else "cpu"
-                task = WorkerTask(
-                    job=job,
-                    rank=rank,
-                    world=request.gpu_num,
-                    spec=request.spec,
-                    config=WorkloadConfig(
-                        batch_size=request.batchsize,
-                        amp=request.amp,
-                        device=device,
-                        size=self._settings.size,
-                        # Each rank its own data, as a sampler would shard it (DDP copies rank 0's weights).
-                        seed=self._settings.seed + rank,
-                    ),
-                    measure=self._settings.measure,
-                    port=port,
-                    cpu_threads=threads,
-                )
-                process = self._context.Process(
-                    target=worker_main, args=(task, self._channel), name=f"job{job}-rank{rank}", daemon=True
-                )
-                with _sigint_blocked():
-                    process.start()
-                self._processes[(job, rank)] = process
 
     def _await_ready(self) -> Ready:
         self._observer.on_phase("building and warming up")
@@ -246,17 +243,15 @@ class JobRun:
 
     def _measure(self, window_s: float) -> Verdict:
         measure = self._settings.measure
-        origin = self._clock() + START_LEAD_S
-        self._channel.origin.value = origin
-        self._channel.window_s.value = window_s
-        self._channel.start.set()
+        origin = self._origin = self._clock() + START_LEAD_S
+        self._release(origin, window_s)
         self._observer.on_phase("measuring")
         rule = StopRule(measure, origin, jobs=len(self._requests))
         while True:
             verdict = rule.verdict(self._clock())
             if verdict is not None:
                 self._stopping = True
-                self._channel.stop.set()
+                self._request_stop()
                 return verdict
             message = self._next_message(None, "measure", timeout=POLL_S)
             if message and message[0] == "window":
@@ -282,9 +277,8 @@ class JobRun:
     def _gpu_summary(self, verdict: Verdict, window_s: float) -> GpuSummary:
         if self._sampler is None or not verdict.measured:
             return GpuSummary.unavailable()
-        origin = self._channel.origin.value
         return self._sampler.summary(
-            origin + verdict.start_index * window_s, origin + verdict.end_index * window_s
+            self._origin + verdict.start_index * window_s, self._origin + verdict.end_index * window_s
         )
 
     def _make_sampler(self, ready: Ready) -> GpuSampler:
@@ -302,10 +296,7 @@ class JobRun:
         With ``deadline=None`` it returns ``()`` after ``timeout`` without a message.
         """
         while True:
-            try:
-                message = self._channel.messages.get(timeout=timeout)
-            except queue.Empty:
-                message = None
+            message = self._receive(timeout)
             if message is not None:
                 if message[0] == "failed":
                     _, job, rank, reason = message
@@ -323,12 +314,12 @@ class JobRun:
             code = process.exitcode
             if code is None or (self._stopping and code == 0):
                 continue
-            # It may have said why just before exiting; give that message a moment to arrive.
-            with contextlib.suppress(queue.Empty):
-                while True:
-                    message = self._channel.messages.get(timeout=1.0)
-                    if message[0] == "failed":
-                        raise _Failure(self._blame(message[1], message[2], message[3]))
+            # It may have said why just before exiting; give that message a moment to arrive (a moment
+            # only: a partner still stepping keeps sending windows).
+            deadline = self._clock() + 1.0
+            while (left := deadline - self._clock()) > 0 and (message := self._receive(left)) is not None:
+                if message[0] == "failed":
+                    raise _Failure(self._blame(message[1], message[2], message[3]))
             raise _Failure(self._blame(job, rank, f"worker process {_exit_reason(code)}"))
 
     def _blame(self, job: int, rank: int, reason: str) -> str:
@@ -338,11 +329,81 @@ class JobRun:
             who += f" rank {rank}"
         return f"{who}: {reason}"
 
-    def _shutdown(self) -> None:
+    def _stop_sampler(self) -> None:
         if self._sampler is not None:
             self._sampler.stop()
             if self._sampler.error:
                 self._observer.on_warning(self._sampler.error)
+            self._sampler = None
+
+
+class FreshRun(Coordination):
+    """A run in worker processes started for it and ended after it: nothing outlives the run."""
+
+    def __init__(
+        self,
+        requests: Sequence[JobRequest],
+        settings: RunSettings,
+        observer: RunObserver,
+        nvml: Nvml | None,
+    ) -> None:
+        super().__init__(requests, settings, observer, nvml)
+        self._context = torch_mp.get_context("spawn")
+        self._channel = Channel(
+            messages=self._context.Queue(),
+            start=self._context.Event(),
+            stop=self._context.Event(),
+            origin=self._context.Value("d", 0.0),
+            window_s=self._context.Value("d", 0.0),
+        )
+
+    def _launch(self) -> None:
+        threads = worker_threads(self._settings)
+        self._observer.on_phase("starting workers")
+        for job, request in enumerate(self._requests):
+            port = free_port() if request.gpu_num > 1 else None
+            for rank in range(request.gpu_num):
+                device = f"cuda:{rank}" if self._settings.device == "cuda" else "cpu"
+                task = WorkerTask(
+                    job=job,
+                    rank=rank,
+                    world=request.gpu_num,
+                    spec=request.spec,
+                    config=WorkloadConfig(
+                        batch_size=request.batchsize,
+                        amp=request.amp,
+                        device=device,
+                        size=self._settings.size,
+                        # Each rank its own data, as a sampler would shard it (DDP copies rank 0's weights).
+                        seed=self._settings.seed + rank,
+                    ),
+                    measure=self._settings.measure,
+                    port=port,
+                    cpu_threads=threads,
+                )
+                process = self._context.Process(
+                    target=worker_main, args=(task, self._channel), name=f"job{job}-rank{rank}", daemon=True
+                )
+                with sigint_blocked():
+                    process.start()
+                self._processes[(job, rank)] = process
+
+    def _release(self, origin: float, window_s: float) -> None:
+        self._channel.origin.value = origin
+        self._channel.window_s.value = window_s
+        self._channel.start.set()
+
+    def _request_stop(self) -> None:
+        self._channel.stop.set()
+
+    def _receive(self, timeout: float) -> tuple[Any, ...] | None:
+        try:
+            return self._channel.messages.get(timeout=timeout)  # type: ignore[no-any-return]
+        except queue.Empty:
+            return None
+
+    def _shutdown(self) -> None:
+        self._stop_sampler()
         self._channel.stop.set()
         self._channel.start.set()  # release workers still waiting to start, so they exit
         deadline = time.monotonic() + 10.0
@@ -382,4 +443,4 @@ def run_jobs(
     """Run ``requests`` together on the same device(s) and measure each over the same windows."""
     if not requests:
         raise ValueError("run_jobs needs at least one job")
-    return JobRun(requests, settings, observer or QuietObserver(), nvml).run()
+    return FreshRun(requests, settings, observer or QuietObserver(), nvml).run()

@@ -19,14 +19,18 @@ from profiler.runner import RunOutcome
 from simcluster.colocation import (
     PAIR_COLUMNS,
     PAIR_KEY,
+    REPEAT_COLUMNS,
+    REPEAT_KEY,
     SINGLE_COLUMNS,
     SINGLE_KEY,
     SPEED_MAX,
     STATUS_FAILED,
     STATUS_OK,
     read_pair_table,
+    read_repeat_table,
     read_single_table,
     validate_pair_table,
+    validate_repeat_table,
     validate_single_table,
     write_table,
 )
@@ -113,22 +117,29 @@ def speed_problem(speeds: list[float]) -> str:
     return ""
 
 
+_KINDS: dict[str, tuple[list[str], list[str], Any, Any]] = {  # columns, key, reader, validator
+    "single": (SINGLE_COLUMNS, SINGLE_KEY, read_single_table, validate_single_table),
+    "pair": (PAIR_COLUMNS, PAIR_KEY, read_pair_table, validate_pair_table),
+    "repeat": (REPEAT_COLUMNS, REPEAT_KEY, read_repeat_table, validate_repeat_table),
+}
+
+
 class ResultTable:
-    """A single or pair table on disk, loaded once, then appended to row by row."""
+    """A single, pair or repeat table on disk, loaded once, then appended to row by row."""
 
     def __init__(self, path: Path, kind: str) -> None:
-        if kind not in ("single", "pair"):
-            raise ValueError(f"kind must be 'single' or 'pair', got {kind!r}")
+        if kind not in _KINDS:
+            raise ValueError(f"kind must be one of {', '.join(map(repr, _KINDS))}, got {kind!r}")
         self.path = path
         self.kind = kind
-        self._columns = SINGLE_COLUMNS if kind == "single" else PAIR_COLUMNS
-        self._key = SINGLE_KEY if kind == "single" else PAIR_KEY
+        self._columns, self._key, reader, self._validate = _KINDS[kind]
         if path.exists():
-            reader = read_single_table if kind == "single" else read_pair_table
             self._frame = reader(path)
         else:
             self._frame = pd.DataFrame({c: pd.Series(dtype=object) for c in self._columns})
         self._status = {self._key_of(r): r["status"] for r in self._frame.to_dict("records")}
+        self.added = 0
+        """Rows added (or replaced) since the table was opened."""
 
     def __len__(self) -> int:
         return len(self._frame)
@@ -160,13 +171,14 @@ class ResultTable:
         new = pd.DataFrame([row], columns=self._columns)
         combined = new if frame.empty else pd.concat([frame, new], ignore_index=True)
         write_table(combined, self.path)
-        validate = validate_single_table if self.kind == "single" else validate_pair_table
-        self._frame = validate(combined, str(self.path))
+        self._frame = self._validate(combined, str(self.path))
         self._status[key] = row["status"]
+        self.added += 1
 
-    def pair_status(self, pair: PairConfig) -> str | None:
-        """Status of a pair measured in either order."""
-        return self.status(pair.key) or self.status(_swapped(pair.key))
+    def pair_status(self, pair: PairConfig, repeat: int | None = None) -> str | None:
+        """Status of a pair measured in either order (of its ``repeat``-th measurement, in a repeat table)."""
+        more = () if repeat is None else (repeat,)
+        return self.status(pair.key + more) or self.status(_swapped(pair.key) + more)
 
 
 def _swapped(key: PairKey) -> PairKey:

@@ -6,15 +6,22 @@ them.  Rank 0 speaks for the job: it reports its windows to the coordinating
 parent and passes the parent's stop signal on to the other ranks, which follow
 it through a collective so that every rank stops after the same step.
 
+A *resident* worker (:func:`resident_main`, for :mod:`profiler.pool`) is the same
+process kept for many runs of one-GPU jobs: it keeps its CUDA context, cuDNN's
+autotuning and the job it built last, and takes its next job from a queue of
+commands, so that a run costs a warm-up rather than a process start and a build.
+
 Each process ignores Ctrl-C: the parent catches it and ends the workers, so an
 interrupted sweep prints one message instead of a traceback per process.
 """
 
 from __future__ import annotations
 
+import gc
 import math
 import multiprocessing as mp
 import os
+import queue
 import signal
 import traceback
 from collections.abc import Callable
@@ -65,6 +72,11 @@ class Channel:
 #   ("window", job, Window)
 #   ("final", job, torch_peak_mib, steps)
 #   ("failed", job, rank, reason)
+# A resident worker sends each through its own pipe as (run, message), run being the number of the
+# run it belongs to, and takes these commands:
+#   ("prepare", run, job, spec, config, warmup_steps)  build (unless held already), warm up, answer "ready"
+#   ("measure", run, job, origin, window_s)             step until its stop event is set, answer "final"
+#   ("exit",)
 
 
 def describe_failure(exc: BaseException) -> str:
@@ -109,17 +121,21 @@ def _rank_zero_decides(decide: Callable[[], bool], device: torch.device) -> Call
     return agreed
 
 
-def _prepare_process(task: WorkerTask, device: torch.device) -> None:
+def _prepare_device(device: torch.device, cpu_threads: int | None) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    torch.manual_seed(task.config.seed)  # dropout and other draws outside the workload's own generators
     if device.type == "cuda":
         torch.cuda.set_device(device)
         torch.backends.cudnn.benchmark = True
     else:
         # Denormals make some CPU kernels a hundred times slower once weights drift small.
         torch.set_flush_denormal(True)
-    if task.cpu_threads is not None:
-        torch.set_num_threads(task.cpu_threads)
+    if cpu_threads is not None:
+        torch.set_num_threads(cpu_threads)
+
+
+def _prepare_process(task: WorkerTask, device: torch.device) -> None:
+    _prepare_device(device, task.cpu_threads)
+    torch.manual_seed(task.config.seed)  # dropout and other draws outside the workload's own generators
     if task.world > 1:
         dist.init_process_group(
             backend="nccl" if device.type == "cuda" else "gloo",
@@ -196,3 +212,73 @@ def worker_main(task: WorkerTask, channel: Channel) -> None:
     finally:
         if distributed and dist.is_initialized():
             dist.destroy_process_group()
+
+
+@dataclass(frozen=True, slots=True)
+class ResidentTask:
+    """What a resident worker needs for its whole life: its slot in the pool, its device and threads."""
+
+    slot: int
+    device: str
+    cpu_threads: int | None
+
+
+def _next_command(commands: Any) -> tuple[Any, ...] | None:
+    """The parent's next command; None once the parent is gone (the worker then ends)."""
+    while True:
+        try:
+            return commands.get(timeout=1.0)  # type: ignore[no-any-return]
+        except queue.Empty:
+            if not _parent_alive():
+                return None
+
+
+def _free_memory(device: torch.device) -> None:
+    """Give the memory of a dropped job back to the driver, so that the next run's figures are its own."""
+    gc.collect()
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+
+
+def resident_main(task: ResidentTask, commands: Any, answers: Any, stop: Any) -> None:
+    """Entry point of a resident worker process (``spawn``): serve commands until told to exit."""
+    device = torch.device(task.device)
+    _prepare_device(device, task.cpu_threads)
+    held: tuple[WorkloadSpec, WorkloadConfig] | None = None
+    job: Any = None
+    seconds_per_step = math.nan
+    while (command := _next_command(commands)) is not None and command[0] != "exit":
+        run, index = command[1], command[2]
+        try:
+            if command[0] == "prepare":
+                _, _, _, spec, config, warmup_steps = command
+                if held != (spec, config):
+                    held = job = None
+                    _free_memory(device)
+                    torch.manual_seed(config.seed)  # as a fresh worker: draws outside the workload's generators
+                    job = spec.build(config, no_wrap)
+                    held = (spec, config)
+                if device.type == "cuda":
+                    torch.cuda.reset_peak_memory_stats(device)
+                seconds_per_step = warm_up(job.step, warmup_steps)
+                answers.send((run, ("ready", index, 0, seconds_per_step, _device_uuid(device))))
+            elif command[0] == "measure":
+                _, _, _, origin, window_s = command
+
+                def report(window: Window, run: int = run, index: int = index) -> None:
+                    answers.send((run, ("window", index, window)))
+
+                steps = run_windows(
+                    job.step,
+                    origin=origin,
+                    window_s=window_s,
+                    on_window=report,
+                    should_stop=lambda: stop.is_set() or not _parent_alive(),
+                    check_every=_check_every(seconds_per_step, device, distributed=False),
+                )
+                answers.send((run, ("final", index, _peak_memory_mib(device, distributed=False), steps)))
+        except BaseException as exc:  # noqa: BLE001 - a failed job becomes a row; the pool starts a new worker
+            answers.send((run, ("failed", index, 0, describe_failure(exc))))
+            if os.environ.get("LUCID_PROFILE_TRACEBACK"):
+                traceback.print_exc()
+            raise SystemExit(1) from None

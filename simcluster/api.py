@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from simcluster.cluster_spec import ONE_VC, ClusterSpec, parse_cluster
-from simcluster.colocation.loader import ColocationModel
+from simcluster.colocation.loader import ColocationModel, answer_shares
 from simcluster.config import SimConfig
 from simcluster.engine import Simulation
 from simcluster.job import Job, JobState
@@ -182,7 +182,8 @@ def simulate(trace: Trace | HeteroTrace, config: SimConfig | None = None, observ
         extra = {"colocation": sim.colocation.source,
                  "colocation_provenance": getattr(sim.colocation, "provenance", None)
                  or {"kind": "tables", "description": sim.colocation.source},
-                 "colocation_fallbacks": sim.colocation.fallback_counts()}
+                 "colocation_fallbacks": sim.colocation.fallback_counts(),
+                 "colocation_answered_by": answer_shares(sim.colocation)}
         warnings += colocation_warnings(sim.colocation)
     elif table is not None and (frame["shared_seconds"] > 0).any():
         extra = {"colocation": f"throughput table pairs ({table.source})"}

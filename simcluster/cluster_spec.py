@@ -34,8 +34,9 @@ DEFAULT_GPU_TYPE = "gpu"  # the type of every GPU of a trace or cluster that nam
 ONE_VC = "cluster"  # the VC of a cluster given as --cluster or a node list
 GPU_MEMORY_MIB: dict[str, int] = {
     "k80": 12 * 1024, "p100": 16 * 1024, "v100": 16 * 1024, "t4": 16 * 1024, "a10": 24 * 1024,
-    "v100m16": 16 * 1024, "v100m32": 32 * 1024, "a100": 40 * 1024, "rtx3090": 24 * 1024,
-    # Alibaba's in-house G2 and G3 are not documented; 16 GiB is our assumption (see the README)
+    "v100m16": 16 * 1024, "v100m32": 32 * 1024, "a100": 40 * 1024, "rtx3090": 24 * 1024, "h100": 80 * 1024,
+    "h200": 141 * 1024,
+    # Alibaba's in-house G2 and G3 are not documented; 16 GiB is our assumption (see docs/heterogeneous.md)
     "g2": 16 * 1024, "g3": 16 * 1024,
 }
 DEFAULT_MEMORY_MIB = 16 * 1024

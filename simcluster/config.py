@@ -130,10 +130,12 @@ class SimConfig:
 
     # GPU sharing
     colocation: str = setting(
-        "default", "Colocation model: 'default' (your own GPU measurement if you put one in traces/profiles/<gpu>/, "
-        "else 'calibrated': fitted to Lucid's public RTX 3090 measurements), 'analytic' (unfitted), 'lucid' (the "
-        "public RTX 3090 table from the shared data), 'h100' (our profiler's H100 measurement, batch 32 without "
-        "AMP, in traces/profiles/measured/), or a folder with single.csv and pair.csv (or parameters.json).",
+        "default", "Colocation model: 'default' (on a cluster of one GPU type that we measured, e.g. --cluster "
+        "h100:64: the measurement where it has the pair, else the calibrated model refitted to it; otherwise "
+        "'calibrated': fitted to Lucid's public RTX 3090 measurements), 'default@GPU' (the same for a named GPU type, "
+        "e.g. default@h100, on any cluster), 'analytic' (unfitted), 'lucid' (the public RTX 3090 table from the "
+        "shared data), 'h100' (our profiler's H100 table alone, in traces/profiles/measured/), or a folder with "
+        "single.csv and pair.csv (or parameters.json).",
         SHARING,
     )
     gpu_memory: float = setting(24576.0, "MiB of memory per GPU; jobs share a GPU only while their memory fits.",

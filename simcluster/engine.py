@@ -323,7 +323,7 @@ class Simulation:
         self._pools: dict[tuple[int, str], list[Pool]] = {}  # (id of a job's speeds, VC) → the pools it may use
         self.colocation: ColocationModel | None = None
         if self.policy.shares_gpus:
-            self.colocation = colocation or load_colocation_model(config.colocation)
+            self.colocation = colocation or load_colocation_model(config.colocation, spec.gpu_types)
             for job in jobs:
                 if not job.memory:
                     job.memory = self.colocation.memory_mib(job.workload or UNKNOWN, job.gpu_num)

@@ -11,7 +11,8 @@ from typer.testing import CliRunner
 
 from profiler.cli import app as profile_app
 from simcluster.cli import main as sim_main
-from simcluster.colocation.analytic import ANALYTIC_SOURCE, default_model
+from simcluster.colocation.analytic import ANALYTIC_SOURCE
+from simcluster.colocation.loader import default_model
 from simcluster.traces.synth import SynthSpec, save_trace, synthesize
 
 QUICK = ["--device", "cpu", "--cpu-threads", "1", "--warmup-steps", "1", "--time-limit", "1", "--window", "0.25"]

@@ -3,6 +3,8 @@
 from simcluster.colocation.schema import (
     PAIR_COLUMNS,
     PAIR_KEY,
+    REPEAT_COLUMNS,
+    REPEAT_KEY,
     SINGLE_COLUMNS,
     SINGLE_KEY,
     SPEED_MAX,
@@ -10,8 +12,10 @@ from simcluster.colocation.schema import (
     STATUS_OK,
     TableError,
     read_pair_table,
+    read_repeat_table,
     read_single_table,
     validate_pair_table,
+    validate_repeat_table,
     validate_single_table,
     write_table,
 )
@@ -19,6 +23,8 @@ from simcluster.colocation.schema import (
 __all__ = [
     "PAIR_COLUMNS",
     "PAIR_KEY",
+    "REPEAT_COLUMNS",
+    "REPEAT_KEY",
     "SINGLE_COLUMNS",
     "SINGLE_KEY",
     "SPEED_MAX",
@@ -26,8 +32,10 @@ __all__ = [
     "STATUS_OK",
     "TableError",
     "read_pair_table",
+    "read_repeat_table",
     "read_single_table",
     "validate_pair_table",
+    "validate_repeat_table",
     "validate_single_table",
     "write_table",
 ]

@@ -1,4 +1,4 @@
-"""The default colocation model until a GPU-measured table is committed: an analytic one.
+"""The analytic colocation model: pair speeds from utilization, with no measurement behind it.
 
 Without measurements the simulator still needs pair speeds, so this module estimates them from two
 single-job figures, GPU utilization ``u`` (% of time a kernel runs) and memory:
@@ -39,9 +39,8 @@ will not place it, as it would run out of memory.
 The committed tables ``traces/profiles/analytic/single.csv`` and ``pair.csv`` are written by
 :func:`write_analytic_tables` (``python -m simcluster.colocation.analytic``).  They are no longer the
 default: fitted to public measurements, this model's successor (:mod:`simcluster.colocation.calibrated`)
-predicts measured pair speeds far better.  :func:`default_model` takes, in this order, a table measured
-on a GPU under ``traces/profiles/<gpu>/`` (its ``metadata.json`` says ``"measured": true``), the
-calibrated model (``traces/profiles/calibrated/parameters.json``), and only then these tables.
+predicts measured pair speeds far better.  The default is chosen in one place,
+:func:`simcluster.colocation.loader.default_model`; these tables are its last resort.
 
 >>> analytic_pair_speeds(30.0, 40.0)          # both fit: interference only
 (0.96, 0.97)
@@ -51,7 +50,6 @@ calibrated model (``traces/profiles/calibrated/parameters.json``), and only then
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import sys
@@ -61,40 +59,32 @@ from typing import Any
 
 import pandas as pd
 
+from simcluster.colocation.folders import ANALYTIC_DIR_NAME, PROFILES_DIR, find_table
 from simcluster.colocation.model import ColocationModel
 from simcluster.colocation.schema import (
     PAIR_COLUMNS,
     SINGLE_COLUMNS,
     STATUS_OK,
-    TableError,
     read_pair_table,
     read_single_table,
     validate_pair_table,
     validate_single_table,
     write_table,
 )
-from simcluster.paths import REPO_ROOT
 
 __all__ = [
     "ANALYTIC_SOURCE",
     "ASSUMPTIONS",
     "BATCH_SIZES",
     "KAPPA",
-    "PROFILES_DIR",
     "WorkloadAssumption",
     "analytic_model",
     "analytic_pair_speeds",
     "analytic_pair_table",
-    "default_model",
     "estimate_single_table",
-    "measured_metadata",
-    "measured_model",
     "write_analytic_tables",
 ]
 
-PROFILES_DIR = REPO_ROOT / "traces" / "profiles"
-ANALYTIC_DIR_NAME = "analytic"
-CALIBRATED_DIR_NAME = "calibrated"
 ANALYTIC_SOURCE = "analytic model (not measured)"
 ANALYTIC_PROVENANCE = {
     "kind": "analytic",
@@ -104,7 +94,6 @@ ANALYTIC_PROVENANCE = {
 KAPPA = 0.1
 """Speed lost to interference against a partner that keeps the GPU fully busy."""
 BATCH_SIZES = (32, 64, 128)
-_TABLE_SUFFIXES = (".csv", ".parquet", ".pq")
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,10 +234,9 @@ _README = """# Analytic colocation tables (not measured)
 
 `single.csv` and `pair.csv` here are **estimates, not measurements**, and no longer the default: against
 the pair speeds Lucid's authors measured on an RTX 3090 they are worse than predicting the mean speed for
-every pair (see `../calibrated/README.md`). The default is the calibrated model (`../calibrated/`) until a
-table measured on a GPU with `lucid-profile` is committed under `traces/profiles/<gpu>/` with
-`"measured": true` in its `metadata.json`; these tables answer only if the calibrated parameters are
-missing, or when asked for by name (`--colocation analytic`, for comparison).
+every pair (see `../calibrated/README.md`). The default is the calibrated model (`../calibrated/`), or on a
+GPU type our profiler measured (`../measured/<gpu>/`) those measurements first; these tables answer only if
+the calibrated parameters are missing, or when asked for by name (`--colocation analytic`, for comparison).
 
 - `single.csv`: the 14 workloads x batch sizes 32/64/128 x AMP off/on on one GPU, from our own
   assumptions about each workload's step time and memory (general knowledge of the networks, no
@@ -278,7 +266,7 @@ def write_analytic_tables(directory: str | os.PathLike[str] | None = None) -> tu
 def analytic_model(directory: str | os.PathLike[str] | None = None) -> ColocationModel:
     """The analytic model from its committed tables, or computed in memory when they are absent."""
     folder = Path(directory) if directory is not None else PROFILES_DIR / ANALYTIC_DIR_NAME
-    single_path, pair_path = _find_table(folder, "single"), _find_table(folder, "pair")
+    single_path, pair_path = find_table(folder, "single"), find_table(folder, "pair")
     if single_path is not None and pair_path is not None:
         return ColocationModel(
             read_single_table(single_path), read_pair_table(pair_path), source=ANALYTIC_SOURCE,
@@ -287,76 +275,6 @@ def analytic_model(directory: str | os.PathLike[str] | None = None) -> Colocatio
     single = estimate_single_table()
     return ColocationModel(single, analytic_pair_table(single), source=ANALYTIC_SOURCE,
                            provenance=ANALYTIC_PROVENANCE)
-
-
-def _find_table(folder: Path, stem: str) -> Path | None:
-    for suffix in _TABLE_SUFFIXES:
-        path = folder / f"{stem}{suffix}"
-        if path.is_file():
-            return path
-    return None
-
-
-def measured_metadata(folder: Path) -> dict[str, Any] | None:
-    """The folder's metadata.json if it says ``"measured": true``; None otherwise (or unreadable)."""
-    path = folder / "metadata.json"
-    if not path.is_file():
-        return None
-    try:
-        document = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return None
-    return document if isinstance(document, dict) and document.get("measured") is True else None
-
-
-def default_model(
-    profiles_dir: str | os.PathLike[str] | None = None, gpu: str | None = None
-) -> ColocationModel:
-    """The colocation model a simulation uses: measured tables if committed, else the calibrated model.
-
-    In ``traces/profiles/`` (or ``profiles_dir``), in this order of preference:
-
-    1. a folder -- ``gpu`` if given, else the first in name order -- holding ``metadata.json`` with
-       ``"measured": true`` (our profiler ran on a GPU) and a ``single`` and a ``pair`` table
-       (``.csv`` or ``.parquet``);
-    2. ``calibrated/parameters.json``: the model fitted to public measurements;
-    3. the analytic tables (``analytic/``, or computed in memory).
-
-    A measured folder with a missing or broken table, a ``gpu`` that names no measured folder, or a
-    broken ``parameters.json`` is an error (TableError), not a silent fallback.  ``source`` and
-    ``provenance`` say which answered.
-    """
-    from simcluster.colocation.calibrated import PARAMETERS_FILE, calibrated_model  # it builds on this module
-
-    root = Path(profiles_dir) if profiles_dir is not None else PROFILES_DIR
-    if gpu is not None:
-        candidates = [root / gpu]
-    else:
-        candidates = sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
-    for folder in candidates:
-        if folder.name in (ANALYTIC_DIR_NAME, CALIBRATED_DIR_NAME):
-            continue
-        metadata = measured_metadata(folder)
-        if metadata is None:
-            if gpu is not None:
-                raise TableError(f'{folder}: no metadata.json saying "measured": true')
-            continue
-        return measured_model(folder, metadata)
-    if (root / CALIBRATED_DIR_NAME / PARAMETERS_FILE).is_file():
-        return calibrated_model(root / CALIBRATED_DIR_NAME)
-    return analytic_model(root / ANALYTIC_DIR_NAME)
-
-
-def measured_model(folder: Path, metadata: dict[str, Any]) -> ColocationModel:
-    """The tables our profiler measured in ``folder`` (``metadata``: its metadata.json)."""
-    single_path, pair_path = _find_table(folder, "single"), _find_table(folder, "pair")
-    if single_path is None or pair_path is None:
-        raise TableError(f"{folder}: metadata.json says measured, but single and pair tables are not both there")
-    device = metadata.get("device_name") or folder.name
-    provenance = {"kind": "measured", "description": f"measured by our profiler on {device}",
-                  "device": device, "tables": str(folder)}
-    return ColocationModel(read_single_table(single_path), read_pair_table(pair_path),  # both checked on reading
-                           source=f"measured on {device} ({folder})", provenance=provenance, validate=False)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -30,6 +30,14 @@ solo rows, so it rests on our prior assumptions alone.
 mapped onto the rule's inputs in general; but two identical jobs that keep a GPU busy each run at
 ``1 / (1 + kappa)``, so its self-pairs give the interference constant of K80, P100 and V100 GPUs to
 set beside the fitted one.  Reported, not fitted: the trace's durations come from RTX 3090s.
+
+**Refit to our own measurements** (:func:`fit_measured`, ``--tables FOLDER``): the same two stages on
+the tables our profiler measured on one GPU type (``traces/profiles/measured/<gpu>/``), each parameter
+now pulled towards the committed RTX 3090 calibration (:func:`calibration_prior`) rather than our
+assumptions, since that is the model the refit replaces on that GPU.  The same leave-one-workload-out
+check, plus leave-one-pair-out (both workloads known, the pair unseen: what a configuration pair the
+profiler never ran meets).  Written beside the tables (``<gpu>/calibrated/``), where the loader's
+``default`` finds it for runs on that GPU type.
 """
 
 from __future__ import annotations
@@ -70,15 +78,21 @@ from simcluster.colocation.calibrated import (
     SoloFit,
     calibrated_tables,
     contention_speed,
+    read_calibration,
     solo_figures,
 )
+from simcluster.colocation.calibration_report import plot_png, refit_markdown, report_markdown
+from simcluster.colocation.calibration_results import FitReport, Fold, PairRows, Subject, pair_rows, scores
+from simcluster.colocation.folders import CALIBRATED_DIR_NAME, find_table, measured_metadata
 from simcluster.colocation.importers import gavel_gpu_types, gavel_path, import_gavel, import_lucid, lucid_dir
 from simcluster.colocation.model import CEILING, FLOOR, ColocationModel
-from simcluster.colocation.schema import SINGLE_KEY, STATUS_OK
+from simcluster.colocation.schema import SINGLE_KEY, STATUS_OK, TableError, read_pair_table, read_single_table
 from simcluster.job import Workload
+from simcluster.results import write_folder
 
 __all__ = [
-    "FitReport", "PairRows", "deployed", "fit", "fit_pairs", "fit_solo", "gavel_check", "leave_one_workload_out",
+    "FitReport", "PairRows", "SoloPrior", "assumptions_prior", "calibration_prior", "deployed", "fit",
+    "fit_measured", "fit_pairs", "fit_solo", "gavel_check", "leave_one_pair_out", "leave_one_workload_out",
     "main", "pair_rows", "predictions", "scores", "solo_calibration",
 ]  # fmt: skip
 
@@ -99,39 +113,26 @@ PRIOR_CONSTANTS = {  # the analytic model's own constants (overlap: its hard max
 START_PAIR = {"kappa": 0.7, "own_exponent": 1.5, "partner_exponent": 1.5}
 
 
-# ----------------------------------------------------------------------------- data
-@dataclass(frozen=True)
-class PairRows:
-    """Measured pair speeds, one row per job of each pair (both orientations)."""
-
-    own: list[tuple]  # the job's single-table key
-    other: list[tuple]  # its partner's
-    speed: np.ndarray  # measured, clamped to [FLOOR, CEILING]
-    raw: np.ndarray  # measured, as published
-
-    def involving(self, model: str) -> np.ndarray:
-        return np.array([a[0] == model or b[0] == model for a, b in zip(self.own, self.other)])
-
-    def take(self, mask: np.ndarray) -> PairRows:
-        index = np.flatnonzero(mask)
-        return PairRows([self.own[i] for i in index], [self.other[i] for i in index], self.speed[index],
-                        self.raw[index])
-
-
-def pair_rows(pair: pd.DataFrame) -> PairRows:
-    ok = pair[pair["status"] == STATUS_OK]
-    keys = [list(zip(*(ok[f"{f}{i}"].tolist() for f in SINGLE_KEY))) for i in (1, 2)]
-    own = keys[0] + keys[1]
-    other = keys[1] + keys[0]
-    raw = np.concatenate([ok["speed1"].to_numpy(float), ok["speed2"].to_numpy(float)])
-    return PairRows(own, other, np.clip(raw, FLOOR, CEILING), raw)
-
-
 # ----------------------------------------------------------------------------- stage 1: single jobs
+@dataclass(frozen=True)
+class SoloPrior:
+    """What stage 1 pulls each parameter towards, in log space: one row per workload, and the constants."""
+
+    workloads: tuple[tuple[str, str], ...]  # (model, dataset) of each row
+    log_params: np.ndarray  # one row per workload, STEP_FIELDS
+    log_constants: np.ndarray  # SOLO_CONSTANTS, as _constants_to_log gives them
+
+
+def _log_params(values: Sequence[float]) -> np.ndarray:
+    """STEP_FIELDS in log space; memory figures floored so that a zero stays a small number."""
+    sync, host, fixed, per_sample, gain, static, act, bandwidth = values
+    return np.log([sync, host, fixed, per_sample, gain, max(static, 1.0), max(act, 0.01), bandwidth])
+
+
 def _prior_vector(w: WorkloadAssumption) -> np.ndarray:
     static = _ALLOCATOR_SLACK * w.params_m * 1e6 * _BYTES_PER_PARAM / 2**20
-    return np.log([w.sync_ms, w.host_ms, w.fixed_ms, w.per_sample_us, w.amp_gain, max(static, 1.0),
-                   max(_ALLOCATOR_SLACK * w.act_mib, 0.01), w.bandwidth])
+    return _log_params([w.sync_ms, w.host_ms, w.fixed_ms, w.per_sample_us, w.amp_gain, static,
+                        _ALLOCATOR_SLACK * w.act_mib, w.bandwidth])
 
 
 def _constants_to_log(values: dict[str, float]) -> np.ndarray:
@@ -144,15 +145,30 @@ def _constants_from_log(x: np.ndarray) -> np.ndarray:
     return out
 
 
-def fit_solo(single: pd.DataFrame, assumptions: Sequence[WorkloadAssumption] = ASSUMPTIONS,
+def assumptions_prior(assumptions: Sequence[WorkloadAssumption] = ASSUMPTIONS) -> SoloPrior:
+    """Our assumptions (the analytic model's): the prior of the fit to Lucid's public tables."""
+    return SoloPrior(tuple((w.model, w.dataset) for w in assumptions),
+                     np.array([_prior_vector(w) for w in assumptions]), _constants_to_log(PRIOR_CONSTANTS))
+
+
+def calibration_prior(calibration: Calibration) -> SoloPrior:
+    """A fitted calibration's parameters: the prior of a refit to another GPU's measurements."""
+    constants = {name: getattr(calibration.constants, name) for name in SOLO_CONSTANTS}
+    return SoloPrior(tuple((w.model, w.dataset) for w in calibration.workloads),
+                     np.array([_log_params([getattr(w, f) for f in STEP_FIELDS]) for w in calibration.workloads]),
+                     _constants_to_log(constants))
+
+
+def fit_solo(single: pd.DataFrame, prior: SoloPrior | None = None,
              exclude: str | None = None) -> tuple[list[dict[str, float]], dict[str, float]]:
     """Stage 1: per-workload step-time/memory parameters and the shared constants.
 
-    ``single``: measured single-job table (schema format); rows of workloads outside ``assumptions``
-    and of ``exclude`` are left out, so ``exclude`` stays at our prior assumptions.  Returns the
-    parameters per workload (in ``assumptions``' order, :data:`STEP_FIELDS`) and the constants.
+    ``single``: measured single-job table (schema format); rows of workloads outside ``prior`` (default:
+    :func:`assumptions_prior`) and of ``exclude`` are left out, so ``exclude`` stays at its prior.
+    Returns the parameters per workload (in ``prior``'s order, :data:`STEP_FIELDS`) and the constants.
     """
-    names = [w.model for w in assumptions]
+    pulled_towards = prior or assumptions_prior()
+    names = [model for model, _ in pulled_towards.workloads]
     rows = single[(single["status"] == STATUS_OK) & single["model"].isin(names) & (single["model"] != exclude)]
     rows = rows.dropna(subset=["samples_per_s", "gpu_util", "gmem", "gmem_util"])
     index = rows["model"].map({m: i for i, m in enumerate(names)}).to_numpy()
@@ -161,9 +177,8 @@ def fit_solo(single: pd.DataFrame, assumptions: Sequence[WorkloadAssumption] = A
     y_util = rows["gpu_util"].to_numpy(float) / 100
     y_memory = np.log(rows["gmem"].to_numpy(float))
     y_mem_util = rows["gmem_util"].to_numpy(float) / 100
-    prior = np.array([_prior_vector(w) for w in assumptions])
-    prior_constants = _constants_to_log(PRIOR_CONSTANTS)
-    n_w, n_p = prior.shape
+    prior_params, prior_constants = pulled_towards.log_params, pulled_towards.log_constants
+    n_w, n_p = prior_params.shape
 
     def residuals(x: np.ndarray) -> np.ndarray:
         params = x[: n_w * n_p].reshape(n_w, n_p)
@@ -174,7 +189,7 @@ def fit_solo(single: pd.DataFrame, assumptions: Sequence[WorkloadAssumption] = A
             (f["util"] - y_util) / SIGMA_UTIL,
             (np.log(f["gmem"]) - y_memory) / SIGMA_LOG_MEMORY,
             (f["mem_util"] - y_mem_util) / SIGMA_MEM_UTIL,
-            (params - prior).ravel() / SIGMA_PRIOR,
+            (params - prior_params).ravel() / SIGMA_PRIOR,
             (x[n_w * n_p:] - prior_constants) / SIGMA_PRIOR,
         ])  # fmt: skip
 
@@ -187,7 +202,7 @@ def fit_solo(single: pd.DataFrame, assumptions: Sequence[WorkloadAssumption] = A
             sparsity[block * n_rows + r, n_w * n_p:] = 1
     for j in range(n_x):
         sparsity[4 * n_rows + j, j] = 1
-    start = np.concatenate([prior.ravel(), prior_constants])
+    start = np.concatenate([prior_params.ravel(), prior_constants])
     result = least_squares(residuals, start, jac_sparsity=sparsity, method="trf", max_nfev=2000)
     params = np.exp(result.x[: n_w * n_p].reshape(n_w, n_p))
     constants = _constants_from_log(result.x[n_w * n_p:])
@@ -261,41 +276,18 @@ def predictions(model: Any, rows: PairRows) -> np.ndarray:
     return out
 
 
-def scores(predicted: np.ndarray, truth: np.ndarray) -> dict[str, float]:
-    return {
-        "mae": float(np.mean(np.abs(predicted - truth))),
-        "p90": float(np.percentile(np.abs(predicted - truth), 90)),
-        "mean_predicted": float(np.mean(predicted)),
-        "mean_measured": float(np.mean(truth)),
-        "corr": float(np.corrcoef(predicted, truth)[0, 1]) if np.ptp(predicted) > 0 else 0.0,
-        "nan": int(np.isnan(predicted).sum()),
-        "out_of_range": int(((predicted <= 0) | (predicted > 1)).sum()),
-    }
-
-
-@dataclass
-class Fold:
-    """One workload left out: its pairs, and what each variant predicted for them."""
-
-    workload: str
-    rows: PairRows
-    predicted: np.ndarray  # its solo profile known (stage 1 as deployed), its pairs unseen
-    predicted_blind: np.ndarray  # nothing measured about it: stage 1 refitted without its solo rows too
-    predicted_global: np.ndarray  # solo profile known, the rule without per-workload factors
-    predicted_mean: np.ndarray  # the mean speed of the training pairs
-
-
-def leave_one_workload_out(calibration: Calibration, single: pd.DataFrame, rows: PairRows) -> list[Fold]:
+def leave_one_workload_out(calibration: Calibration, single: pd.DataFrame, rows: PairRows,
+                           prior: SoloPrior | None = None) -> list[Fold]:
     """One fold per workload measured in pairs: refit without its pairs, predict them (see the module doc).
 
-    ``calibration``: stage 1 fitted on every solo row (its pair constants are refitted per fold).
+    ``calibration``: stage 1 fitted on every solo row with ``prior`` (its pair constants are refitted per fold).
     """
     folds = []
     for name in sorted({k[0] for k in rows.own}):
         held = rows.involving(name)
         test = rows.take(held)
         known = _rounded(fit_pairs(calibration, rows, exclude=name))
-        blind = _rounded(fit_pairs(solo_calibration(single, exclude=name), rows, exclude=name))
+        blind = _rounded(fit_pairs(solo_calibration(single, exclude=name, prior=prior), rows, exclude=name))
         plain = _rounded(fit_pairs(calibration, rows, exclude=name, factors=False))
         folds.append(Fold(name, test, predictions(deployed(known), test), predictions(deployed(blind), test),
                           predictions(deployed(plain), test), np.full(len(test.speed), rows.speed[~held].mean())))
@@ -337,36 +329,30 @@ def gavel_check(path: Path | None = None) -> list[dict[str, Any]]:
     return out
 
 
-def solo_calibration(single: pd.DataFrame, exclude: str | None = None) -> Calibration:
+def solo_calibration(single: pd.DataFrame, exclude: str | None = None, prior: SoloPrior | None = None) -> Calibration:
     """Stage 1 as a Calibration (pair constants at their starting values, factors 1)."""
-    params, constants = fit_solo(single, exclude=exclude)
-    workloads = tuple(SoloFit(model=w.model, dataset=w.dataset, **p) for w, p in zip(ASSUMPTIONS, params))
+    prior = prior or assumptions_prior()
+    params, constants = fit_solo(single, prior, exclude=exclude)
+    workloads = tuple(SoloFit(model=m, dataset=d, **p) for (m, d), p in zip(prior.workloads, params))
     return Calibration(Constants(**constants, **START_PAIR), workloads)
 
 
+def leave_one_pair_out(calibration: Calibration, rows: PairRows) -> np.ndarray:
+    """Each measured pair predicted by stage 2 refitted without it: both workloads known, the pair unseen.
+
+    ``calibration``: stage 1 fitted on every solo row.  One refit per pair: for small tables only.
+    """
+    predicted = np.empty(len(rows.speed))
+    pairs = len(rows.speed) // 2  # pair_rows lists every pair's first jobs, then their second jobs
+    for i in range(pairs):
+        held = np.zeros(len(rows.speed), dtype=bool)
+        held[[i, i + pairs]] = True
+        fitted = _rounded(fit_pairs(calibration, rows.take(~held)))
+        predicted[held] = predictions(deployed(fitted), rows.take(held))
+    return predicted
+
+
 # ----------------------------------------------------------------------------- the whole fit
-@dataclass
-class FitReport:
-    """Everything the fit found: the parameters and the figures of the report and plot."""
-
-    calibration: Calibration
-    rows: PairRows
-    in_sample: np.ndarray  # deployed model's speed per row
-    in_sample_global: np.ndarray  # the rule without per-workload factors
-    analytic: np.ndarray  # the analytic model's (the old default)
-    legacy_kappa: float
-    legacy: np.ndarray  # the analytic rule, kappa refitted
-    folds: list[Fold]
-    solo: dict[str, float]  # stage 1 errors against the measured single table
-    gavel: list[dict[str, Any]]
-    data: dict[str, Any]  # facts about the measured tables the report quotes
-
-    def held_out(self, variant: str = "predicted") -> tuple[np.ndarray, np.ndarray]:
-        """(predicted, measured) over every fold's pairs: a pair of two left-out workloads counts in both."""
-        return (np.concatenate([getattr(f, variant) for f in self.folds]),
-                np.concatenate([f.rows.speed for f in self.folds]))
-
-
 def _solo_errors(calibration: Calibration, single: pd.DataFrame) -> dict[str, float]:
     table, _ = calibrated_tables(calibration)
     merged = single[single["status"] == STATUS_OK].merge(table, on=SINGLE_KEY, suffixes=("", "_fit"))
@@ -393,32 +379,46 @@ def _facts(single: pd.DataFrame, rows: PairRows) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def _fit_stages(single: pd.DataFrame, rows: PairRows, prior: SoloPrior,
+                with_folds: bool) -> tuple[Calibration, Calibration, Calibration, list[Fold]]:
+    """Both stages on every row: (stage 1 alone, the calibration, the rule without factors, folds)."""
+    solo = solo_calibration(single, prior=prior)
+    calibration = _rounded(fit_pairs(solo, rows))
+    plain = _rounded(fit_pairs(solo, rows, factors=False))
+    folds = leave_one_workload_out(solo, single, rows, prior) if with_folds else []
+    return solo, calibration, plain, folds
+
+
+def _fit_figures(report: FitReport) -> dict[str, Any]:
+    """The error figures ``parameters.json`` carries (and runs quote in their provenance)."""
+    rows = report.rows
+    figures: dict[str, Any] = {
+        "speeds": len(rows.speed), "pairs": len(rows.speed) // 2,
+        "mae_in_sample": round(scores(report.in_sample, rows.speed)["mae"], 4),
+    }  # fmt: skip
+    if report.folds:
+        figures["mae_leave_one_workload_out"] = round(scores(*report.held_out())["mae"], 4)
+        figures["mae_nothing_measured"] = round(scores(*report.held_out("predicted_blind"))["mae"], 4)
+    if report.pair_held_out is not None:
+        figures["mae_leave_one_pair_out"] = round(scores(report.pair_held_out, rows.speed)["mae"], 4)
+    return figures
+
+
 def fit(lucid: Path | None = None, gavel: Path | None = None, with_folds: bool = True) -> FitReport:
     """Fit on Lucid's tables in ``lucid`` (default: the shared data's), check against Gavel's file."""
     single, pair = import_lucid(lucid)
     rows = pair_rows(pair)
-    solo = solo_calibration(single)
-    calibration = _rounded(fit_pairs(solo, rows))
-    in_sample = predictions(deployed(calibration), rows)
-    plain = _rounded(fit_pairs(solo, rows, factors=False))
+    _, calibration, plain, folds = _fit_stages(single, rows, assumptions_prior(), with_folds)
     legacy_kappa, legacy = legacy_rule(calibration, rows)
-    folds = leave_one_workload_out(solo, single, rows) if with_folds else []
     gavel_file = gavel if gavel is not None else gavel_path()
     report = FitReport(
-        calibration=calibration, rows=rows, in_sample=in_sample,
+        calibration=calibration, rows=rows, in_sample=predictions(deployed(calibration), rows),
         in_sample_global=predictions(deployed(plain), rows),
-        analytic=predictions(analytic_model(), rows), legacy_kappa=legacy_kappa, legacy=legacy, folds=folds,
+        baseline=predictions(analytic_model(), rows), legacy_kappa=legacy_kappa, legacy=legacy, folds=folds,
         solo=_solo_errors(calibration, single), gavel=gavel_check(gavel_file) if gavel_file.is_file() else [],
         data=_facts(single, rows),
     )  # fmt: skip
     lucid_folder = Path(lucid) if lucid is not None else lucid_dir()
-    fit_figures = {
-        "speeds": len(rows.speed), "pairs": len(rows.speed) // 2,
-        "mae_in_sample": round(scores(in_sample, rows.speed)["mae"], 4),
-    }
-    if folds:
-        fit_figures["mae_leave_one_workload_out"] = round(scores(*report.held_out())["mae"], 4)
-        fit_figures["mae_nothing_measured"] = round(scores(*report.held_out("predicted_blind"))["mae"], 4)
     fitted_to = {
         "short": "Lucid's public RTX 3090 measurements (ASPLOS'23 artifact)",
         "data": [
@@ -429,33 +429,83 @@ def fit(lucid: Path | None = None, gavel: Path | None = None, with_folds: bool =
              "use": "checked against (interference constant of busy self-pairs), not fitted"},
         ],
     }  # fmt: skip
-    report.calibration = replace(calibration, fitted_to=fitted_to, fit=fit_figures)
+    report.calibration = replace(calibration, fitted_to=fitted_to, fit=_fit_figures(report))
+    return report
+
+
+def fit_measured(folder: Path, with_folds: bool = True, before: Calibration | None = None) -> FitReport:
+    """Refit on the tables our profiler measured in ``folder`` (one GPU type; see the module doc).
+
+    Each parameter is pulled towards ``before`` (default: the committed RTX 3090 calibration), whose
+    predictions of the same pairs the report sets beside the refit's.  TableError for a folder that
+    holds no tables measured on a GPU.
+    """
+    metadata = measured_metadata(folder)
+    if metadata is None:
+        raise TableError(f'{folder}: no metadata.json saying "measured": true (tables lucid-profile measured on a GPU)')
+    single_path, pair_path = find_table(folder, "single"), find_table(folder, "pair")
+    if single_path is None or pair_path is None:
+        raise TableError(f"{folder}: a single and a pair table are both needed (single.csv, pair.csv)")
+    single, pair = read_single_table(single_path), read_pair_table(pair_path)
+    before = before or read_calibration()
+    rows = pair_rows(pair)
+    if not len(rows.speed):
+        raise TableError(f"{pair_path}: no measured pair (status ok) to fit")
+    solo, calibration, plain, folds = _fit_stages(single, rows, calibration_prior(before), with_folds)
+    legacy_kappa, legacy = legacy_rule(calibration, rows)
+    device = str(metadata.get("device_name") or folder.name)
+    subject = Subject(gpu=device, baseline_row="calibrated to the RTX 3090 (the default)",
+                      baseline_panel="RTX 3090 calibration (before)", baseline_note="Lucid's measurements, not this GPU's",
+                      fitted="refitted", axis=f"measured speed (our profiler, {folder.name}; clamped to 1)")
+    report = FitReport(
+        calibration=calibration, rows=rows, in_sample=predictions(deployed(calibration), rows),
+        in_sample_global=predictions(deployed(plain), rows), baseline=predictions(deployed(before), rows),
+        legacy_kappa=legacy_kappa, legacy=legacy, folds=folds, solo=_solo_errors(calibration, single), gavel=[],
+        data=_facts(single, rows), subject=subject,
+        pair_held_out=leave_one_pair_out(solo, rows) if with_folds else None,
+    )  # fmt: skip
+    fitted_to = {
+        "short": f"our profiler's measurements on {device}",
+        "note": "a fit to our measurements, not a measurement itself",
+        "gpu": folder.name,
+        "data": [
+            {"name": f"lucid-profile tables measured on {device}", "files": [single_path.name, pair_path.name],
+             "rows": {"single": len(single), "pairs": len(pair)}, "use": "fitted"},
+            {"name": "the RTX 3090 calibration (traces/profiles/calibrated)", "use": "prior of every parameter"},
+        ],
+    }  # fmt: skip
+    report.calibration = replace(calibration, fitted_to=fitted_to, fit=_fit_figures(report))
     return report
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m simcluster.colocation.calibrate", description=__doc__.split("\n")[0])
-    parser.add_argument("--out", type=Path, default=CALIBRATED_DIR,
-                        help="folder to write parameters.json, README.md and fit.png to (replaced whole)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="folder to write parameters.json, README.md and fit.png to (replaced whole; default: "
+                             "traces/profiles/calibrated, or TABLES/calibrated with --tables)")
+    parser.add_argument("--tables", type=Path, default=None,
+                        help="refit to the tables our profiler measured in this folder (e.g. "
+                             "traces/profiles/measured/h100) instead of fitting Lucid's public ones")
     parser.add_argument("--lucid", type=Path, default=None,
                         help="Lucid's RTX 3090 folder (default: profiles/lucid_rtx3090 of $SIMCLUSTER_DATA)")
     parser.add_argument("--gavel", type=Path, default=None,
                         help="Gavel's simulation_throughputs.json (default: from $SIMCLUSTER_DATA)")
     parser.add_argument("--no-folds", action="store_true", help="skip leave-one-workload-out (faster)")
     args = parser.parse_args(argv)
-    from simcluster.colocation.calibration_report import plot_png, report_markdown
-    from simcluster.colocation.schema import TableError
-    from simcluster.results import write_folder
-
     try:
-        report = fit(args.lucid, args.gavel, with_folds=not args.no_folds)
+        if args.tables is not None:
+            report = fit_measured(args.tables, with_folds=not args.no_folds)
+            out, text = args.out or args.tables / CALIBRATED_DIR_NAME, refit_markdown(report)
+        else:
+            report = fit(args.lucid, args.gavel, with_folds=not args.no_folds)
+            out, text = args.out or CALIBRATED_DIR, report_markdown(report)
     except (FileNotFoundError, TableError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    write_folder(args.out, {}, {PARAMETERS_FILE: report.calibration.to_json(), "README.md": report_markdown(report)},
+    write_folder(out, {}, {PARAMETERS_FILE: report.calibration.to_json(), "README.md": text},
                  {"fit.png": plot_png(report)}, kind="calibration")
     figures = report.calibration.fit
-    print(f"wrote {args.out}: pair-speed MAE {figures['mae_in_sample']:.3f} in-sample"
+    print(f"wrote {out}: pair-speed MAE {figures['mae_in_sample']:.3f} in-sample"
           + (f", {figures['mae_leave_one_workload_out']:.3f} leave-one-workload-out" if report.folds else ""))
     return 0
 

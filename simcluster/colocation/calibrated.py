@@ -55,7 +55,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from simcluster.colocation.analytic import BATCH_SIZES, PROFILES_DIR
+from simcluster.colocation.analytic import BATCH_SIZES
+from simcluster.colocation.folders import CALIBRATED_DIR_NAME, PROFILES_DIR
 from simcluster.colocation.model import FLOOR, ColocationModel
 from simcluster.colocation.schema import PAIR_COLUMNS, SINGLE_COLUMNS, STATUS_OK, TableError
 
@@ -72,7 +73,7 @@ __all__ = [
     "solo_figures",
 ]
 
-CALIBRATED_DIR = PROFILES_DIR / "calibrated"
+CALIBRATED_DIR = PROFILES_DIR / CALIBRATED_DIR_NAME
 PARAMETERS_FILE = "parameters.json"
 
 
@@ -296,7 +297,8 @@ def describe(calibration: Calibration) -> str:
     if "mae_in_sample" in fit and "mae_leave_one_workload_out" in fit:
         figures = (f"; pair-speed MAE {fit['mae_in_sample']:.3f} in-sample, "
                    f"{fit['mae_leave_one_workload_out']:.3f} for workloads left out of the fit")
-    return f"calibrated model fitted to {data}{figures}; not measured on a GPU by us"
+    note = calibration.fitted_to.get("note", "not measured on a GPU by us")
+    return f"calibrated model fitted to {data}{figures}; {note}"
 
 
 def calibrated_model(folder: str | os.PathLike[str] | None = None) -> ColocationModel:

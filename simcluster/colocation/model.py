@@ -373,6 +373,21 @@ class ColocationModel:
         self._pair_counts[hit[1]] += 1
         return hit[0]
 
+    def measured_pair_speeds(self, a: Workload, a_gpus: int, b: Workload, b_gpus: int) -> tuple[float, float] | None:
+        """The speeds of a pair this table holds (either orientation, clamped as every answer is); None for
+        any other pair.  Not counted: a model answering from this one's measurements counts its own answers."""
+        measured = self._exact.get((self._key(a, a_gpus), self._key(b, b_gpus)))
+        return None if measured is None else (self._clamp(measured[0]), self._clamp(measured[1]))
+
+    def measured_single(self, quantity: str, w: Workload, gpus: int) -> float | None:
+        """``quantity`` ("memory", "util" or "mem_util") of a job configuration this table holds; None for any
+        other.  Not counted, as :meth:`measured_pair_speeds`."""
+        return self._single[quantity].get(self._key(w, gpus))
+
+    def answered_by(self, quantity: str = "pair") -> dict[str, int]:
+        """Lookups of ``quantity`` by the model that answered them: all by this one (its provenance's kind)."""
+        return {self.provenance.get("kind", "tables"): sum(self.fallback_counts(quantity).values())}
+
     def _key(self, w: Workload, gpus: int) -> _JobKey:
         key = _job_key(w, gpus)  # checks the GPU count even where it is then ignored
         return (*key[:4], 1) if self.per_gpu else key

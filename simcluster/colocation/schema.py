@@ -38,6 +38,10 @@ Pair table -- one row per pair of configurations sharing the same GPU(s)
 This mirrors the layout of Lucid's public ``colocate_info.csv`` (speed, utilization
 and memory of each measured pair) with explicit throughputs and a status.
 
+Repeat table -- the pair table's columns plus ``repeat`` (1, 2, ...): the same pairs
+measured several times, to tell how repeatable a measurement is (key: the pair and
+``repeat``).
+
 Files are CSV or Parquet, chosen by the extension (``.csv``, ``.parquet``/``.pq``).
 Columns other than the ones above are ignored on reading; keys must be unique.
 :func:`read_single_table` and :func:`read_pair_table` check every row and raise
@@ -62,6 +66,8 @@ from simcluster.atomic import atomic_write
 __all__ = [
     "PAIR_COLUMNS",
     "PAIR_KEY",
+    "REPEAT_COLUMNS",
+    "REPEAT_KEY",
     "SINGLE_COLUMNS",
     "SINGLE_KEY",
     "SPEED_MAX",
@@ -69,8 +75,10 @@ __all__ = [
     "STATUS_OK",
     "TableError",
     "read_pair_table",
+    "read_repeat_table",
     "read_single_table",
     "validate_pair_table",
+    "validate_repeat_table",
     "validate_single_table",
     "write_table",
 ]
@@ -102,6 +110,9 @@ PAIR_COLUMNS: list[str] = [
     "status",
     "error",
 ]
+
+REPEAT_KEY: list[str] = [*PAIR_KEY, "repeat"]
+REPEAT_COLUMNS: list[str] = [*PAIR_COLUMNS, "repeat"]
 
 STATUS_OK = "ok"
 STATUS_FAILED = "failed"
@@ -145,6 +156,9 @@ _PAIR_RULES: list[tuple[list[str], str, bool]] = [
     (["gpu_util", "gmem_util"], _PERCENT, False),
     (["gmem"], _NONNEG, False),
 ]
+
+
+_REPEAT_RULES: list[tuple[list[str], str, bool]] = [*_PAIR_RULES, (["repeat"], _POS_INT, True)]
 
 
 def _fail(source: str, row: int | None, field: str | None, problem: str) -> TableError:
@@ -279,6 +293,11 @@ def validate_pair_table(df: pd.DataFrame, source: str = "<pair table>") -> pd.Da
     return _validate(df, PAIR_COLUMNS, PAIR_KEY, _PAIR_RULES, source)
 
 
+def validate_repeat_table(df: pd.DataFrame, source: str = "<repeat table>") -> pd.DataFrame:
+    """The repeat table in canonical column order and dtypes; TableError if it breaks a rule."""
+    return _validate(df, REPEAT_COLUMNS, REPEAT_KEY, _REPEAT_RULES, source)
+
+
 def _format_of(path: Path) -> str:
     suffix = path.suffix.lower()
     if suffix in _CSV_SUFFIXES:
@@ -313,14 +332,22 @@ def read_pair_table(path: str | os.PathLike[str]) -> pd.DataFrame:
     return validate_pair_table(_read_raw(p), str(p))
 
 
+def read_repeat_table(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """Load and check a repeat table (CSV or Parquet)."""
+    p = Path(path)
+    return validate_repeat_table(_read_raw(p), str(p))
+
+
 def write_table(df: pd.DataFrame, path: str | os.PathLike[str]) -> None:
-    """Check ``df`` as a single or pair table (told apart by its columns) and write it atomically.
+    """Check ``df`` as a single, pair or repeat table (told apart by its columns) and write it atomically.
 
     The columns are written in canonical order; NaN becomes an empty CSV field.
     """
     p = Path(path)
     fmt = _format_of(p)
-    if set(PAIR_KEY) <= set(df.columns):
+    if set(REPEAT_KEY) <= set(df.columns):
+        table = validate_repeat_table(df, f"table for {p}")
+    elif set(PAIR_KEY) <= set(df.columns):
         table = validate_pair_table(df, f"table for {p}")
     elif set(SINGLE_KEY) <= set(df.columns):
         table = validate_single_table(df, f"table for {p}")

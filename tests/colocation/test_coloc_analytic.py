@@ -16,14 +16,15 @@ from simcluster.colocation import TableError, read_pair_table, read_single_table
 from simcluster.colocation.analytic import (
     ANALYTIC_SOURCE,
     ASSUMPTIONS,
-    PROFILES_DIR,
     analytic_pair_speeds,
     analytic_pair_table,
-    default_model,
     estimate_single_table,
     write_analytic_tables,
 )
+from simcluster.colocation.folders import PROFILES_DIR
+from simcluster.colocation.loader import default_model, load_colocation_model
 from simcluster.job import Workload
+from simcluster.traces.errors import TraceError
 
 utilization = st.floats(min_value=0.0, max_value=100.0, allow_nan=False)
 
@@ -144,5 +145,12 @@ def test_default_model_refuses_a_broken_measured_folder(tmp_path: Path) -> None:
     measured_folder(tmp_path, "h100", tables=False)
     with pytest.raises(TableError, match="single and pair tables are not both there"):
         default_model(tmp_path)
-    with pytest.raises(TableError, match="measured"):
-        default_model(tmp_path, gpu="a100")
+    with pytest.raises(TableError, match="single and pair tables are not both there"):
+        default_model(tmp_path, gpu="h100")
+
+
+def test_a_gpu_type_nobody_measured_gets_the_calibrated_model_unless_named_outright() -> None:
+    assert default_model(gpu="a100").provenance["kind"] == "calibrated"
+    assert load_colocation_model("default", ["a100"]).provenance["kind"] == "calibrated"
+    with pytest.raises(TraceError, match="no tables measured on GPU type 'a100': measured types are 'h100'"):
+        load_colocation_model("default@a100")

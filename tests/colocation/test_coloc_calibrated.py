@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simcluster.colocation import TableError, validate_pair_table, validate_single_table
-from simcluster.colocation.analytic import ANALYTIC_SOURCE, PROFILES_DIR, default_model
+from simcluster.colocation.analytic import ANALYTIC_SOURCE
 from simcluster.colocation.calibrated import (
     CALIBRATED_DIR,
     PARAMETERS_FILE,
@@ -25,7 +25,8 @@ from simcluster.colocation.calibrated import (
     contention_speed,
     read_calibration,
 )
-from simcluster.colocation.loader import load_colocation_model
+from simcluster.colocation.folders import PROFILES_DIR
+from simcluster.colocation.loader import default_model, load_colocation_model
 from simcluster.colocation.model import FLOOR, ColocationModel
 from simcluster.job import Workload
 

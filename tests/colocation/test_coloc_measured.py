@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from simcluster.colocation.analytic import default_model
-from simcluster.colocation.loader import committed_measurements, load_colocation_model
+from simcluster.colocation.loader import committed_measurements, default_model, load_colocation_model
 from simcluster.colocation.schema import read_pair_table, read_single_table
 from simcluster.errors import TraceError
 from simcluster.job import Workload

@@ -125,3 +125,17 @@ def test_a_frame_of_neither_kind_or_an_unknown_extension_is_refused(tmp_path: Pa
         read_single_table(tmp_path / "x.txt")
     with pytest.raises(TableError, match="no such file"):
         read_pair_table(tmp_path / "absent.csv")
+
+
+def test_a_repeat_table_holds_a_pair_several_times_but_each_repetition_once(tmp_path: Path) -> None:
+    from simcluster.colocation import REPEAT_COLUMNS, read_repeat_table
+
+    pair = read_pair_table(write(tmp_path, "pair.csv", PAIR_CSV)).iloc[:1]
+    repeats = pd.concat([pair.assign(repeat=1), pair.assign(repeat=2)], ignore_index=True)
+    write_table(repeats, tmp_path / "pair_repeats.csv")
+    table = read_repeat_table(tmp_path / "pair_repeats.csv")
+    assert list(table.columns) == REPEAT_COLUMNS and list(table["repeat"]) == [1, 2]
+    with pytest.raises(TableError, match=r"row 2: duplicate key .*repeat=1"):
+        write_table(pd.concat([pair.assign(repeat=1)] * 2, ignore_index=True), tmp_path / "again.csv")
+    with pytest.raises(TableError, match="field 'repeat': expected a positive integer, got 0"):
+        write_table(pair.assign(repeat=0), tmp_path / "zero.csv")

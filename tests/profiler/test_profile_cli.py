@@ -147,3 +147,34 @@ def test_a_broken_existing_table_is_named_instead_of_overwritten(tmp_path: Path)
     assert result.exit_code != 0
     assert "missing column" in " ".join(result.output.split())
     assert out.read_text() == "model,dataset\nResNet18,CIFAR-10\n"
+
+
+def test_help_names_the_campaign_and_its_plan() -> None:
+    result = runner.invoke(app, ["--help"])
+    assert "campaign" in result.output and "plan" in result.output
+    result = runner.invoke(app, ["campaign", "--help"])
+    assert result.exit_code == 0 and "--minutes" in result.output and "--max-rows" in result.output
+
+
+def test_plan_writes_the_issue_plan_of_a_job_log_and_campaign_dry_runs_it(tmp_path: Path) -> None:
+    log = tmp_path / "jobs.csv"
+    log.write_text("job_id,model,batchsize,amp\n1,NeuMF,64,1\n2,NeuMF,128,0\n3,TD3,32,0\n4,TD3,32,0\n")
+    plan = tmp_path / "plan.toml"
+    result = runner.invoke(app, ["plan", "--trace", str(log), "-o", str(plan), "--tables", str(tmp_path / "t{gpu}")])
+    assert result.exit_code == 0, result.output
+    assert "the trace's configurations alone: 3" in result.output and "pairs at batch 32: 105" in result.output
+    result = runner.invoke(app, ["campaign", str(plan), "--device", "cpu", "--dry-run"])
+    assert result.exit_code == 0, result.output
+    assert "the trace's configurations alone" in result.output and "repeatability" in result.output
+    assert not (tmp_path / "tcpu").exists()  # a dry run writes nothing
+
+
+def test_a_broken_plan_or_log_is_refused_with_what_is_wrong(tmp_path: Path) -> None:
+    plan = tmp_path / "plan.toml"
+    plan.write_text('[campaign]\nname = "x"\nout = "t"\n[[stage]]\nname = "s"\nsingles = ["Nothing,8,0"]\n')
+    result = runner.invoke(app, ["campaign", str(plan), "--device", "cpu"])
+    assert result.exit_code == 2 and "unknown workload 'Nothing'" in result.output
+    log = tmp_path / "jobs.csv"
+    log.write_text("job_id,model\n1,NeuMF\n")
+    result = runner.invoke(app, ["plan", "--trace", str(log), "-o", str(plan)])
+    assert result.exit_code == 2 and "cannot read model, batchsize and amp" in result.output

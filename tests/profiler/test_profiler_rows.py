@@ -116,12 +116,12 @@ def test_a_pair_a_little_faster_than_alone_is_flagged_too() -> None:
 
 
 class ScriptedRuns:
-    """``run_jobs`` playing back throughputs: solo runs of ResNet18 and LSTM, then pairs, in order."""
+    """A runner playing back throughputs: solo runs of ResNet18 and LSTM, then pairs, in order."""
 
     def __init__(self, solos: dict[str, list[float]], pairs: list[tuple[float, float]]) -> None:
         self.solos, self.pairs, self.calls = solos, list(pairs), []
 
-    def __call__(self, requests, settings, observer, nvml) -> RunOutcome:
+    def __call__(self, requests, observer) -> RunOutcome:
         self.calls.append(len(requests))
         if len(requests) == 1:
             return outcome(self.solos[requests[0].spec.model].pop(0))
@@ -130,20 +130,17 @@ class ScriptedRuns:
 
 @pytest.mark.parametrize(("second_pair", "status"), [((15.0, 30.0), "ok"), ((24.0, 30.0), "failed")])
 def test_a_pair_faster_shared_than_alone_gets_its_solo_runs_and_itself_measured_again(
-    tmp_path: Path, monkeypatch, second_pair, status
+    tmp_path: Path, second_pair, status
 ) -> None:
-    import profiler.pair
-    import profiler.single
     from profiler.observe import QuietSweepObserver
+    from profiler.pair import sweep_pairs
     from profiler.runner import RunSettings
     from workloads import get_workload
 
     runs = ScriptedRuns({"ResNet18": [16.0, 20.0], "LSTM": [40.0, 40.0]}, [(20.0, 30.0), second_pair])
-    monkeypatch.setattr(profiler.pair, "run_jobs", runs)
-    monkeypatch.setattr(profiler.single, "run_jobs", runs)
     single, pairs = ResultTable(tmp_path / "single.csv", "single"), ResultTable(tmp_path / "pair.csv", "pair")
-    profiler.pair.sweep_pairs([PairConfig(RESNET, LSTM)], pairs, single, get_workload, RunSettings(),
-                              QuietSweepObserver())
+    sweep_pairs([PairConfig(RESNET, LSTM)], pairs, single, get_workload, RunSettings(), QuietSweepObserver(),
+                runner=runs)
     assert runs.calls == [1, 1, 2, 1, 1, 2]  # solos, the pair (1.25: too fast), solos again, the pair again
     assert single.row(RESNET.key)["iters_per_s"] == 20.0
     row = pairs.row(PairConfig(RESNET, LSTM).key)
