@@ -35,8 +35,8 @@ if TYPE_CHECKING:
     from simcluster.errors import TraceError
     from simcluster.experiments.sweep import build_grid, run_sweep
     from simcluster.metrics.observer import Observer
-    from simcluster.traces.hetero import HeteroTrace
     from simcluster.traces.base import Trace
+    from simcluster.traces.hetero import HeteroTrace
 
 _EXPORTS = {
     "simulate": "simcluster.api",

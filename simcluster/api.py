@@ -31,8 +31,8 @@ from simcluster.metrics.fragmentation import FragmentationTimeline
 from simcluster.metrics.gpu_types import TypeSeconds
 from simcluster.metrics.summary import jobs_frame, summarize
 from simcluster.plugins import Origin, origin_of, resolve, resolved_config
-from simcluster.policies.base import describe_settings, settings_as_dict
 from simcluster.policies import Policy
+from simcluster.policies.base import describe_settings, settings_as_dict
 from simcluster.scope import check_settings
 from simcluster.tables import load_tables
 from simcluster.throughputs import ThroughputTable

@@ -36,9 +36,9 @@ def load_tables(trace: Trace, config: SimConfig, shares_gpus: bool, throughputs:
     >>> tables.throughputs, tables.colocation
     (None, None)
     """
-    t0 = time.process_time()
+    t0, loaded = time.process_time(), False
     if throughputs is None and trace.needs_throughputs:
-        throughputs = load_throughputs(config.throughputs)
+        throughputs, loaded = load_throughputs(config.throughputs), True
     if shares_gpus and colocation is None:
-        colocation = load_colocation_model(config.colocation)
-    return RunTables(throughputs, colocation if shares_gpus else None, time.process_time() - t0)
+        colocation, loaded = load_colocation_model(config.colocation), True
+    return RunTables(throughputs, colocation if shares_gpus else None, time.process_time() - t0 if loaded else 0.0)

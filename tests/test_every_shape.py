@@ -20,7 +20,7 @@ from simcluster.job import Job, TypeSpeeds
 from simcluster.policies import POLICIES
 from simcluster.policies.gavel import RoundPolicy
 from simcluster.throughputs import ThroughputTable
-from simcluster.traces import JobLog
+from simcluster.traces import JobLog, Trace
 from simcluster.traces.hetero import FRAME_COLUMNS, HeteroTrace
 from tests.gavel.conftest import small_table
 from tests.shapes import Audit
@@ -42,7 +42,7 @@ class TypedJobLog(JobLog):
         return jobs
 
 
-def shape(name: str, rows: list[tuple[int, int, int, int]]) -> tuple[Trace | HeteroTrace, SimConfig, dict[str, int]]:
+def shape(name: str, rows: list[tuple[int, int, int, int]]) -> tuple[Trace, SimConfig, dict[str, int]]:
     """A trace of ``rows`` (kind, GPUs, submit time, duration) on the shape, its settings, its GPUs per type."""
     if name == "heterogeneous VC":  # Gavel's job types on 2 fast + 4 slow GPUs in nodes of 2
         frame = pd.DataFrame([(f"j{i}", "ABC"[kind % 3], min(g, 2), 1000, 10.0 * d + 1, 1.0 + kind % 2, -1.0,

@@ -19,7 +19,7 @@ import pandas as pd
 
 from simcluster.api import RunResult, simulate
 from simcluster.config import SimConfig
-from simcluster.experiments.sweep import (
+from simcluster.experiments.runs import (
     SYNTH_PREFIX,
     RunSpec,
     failed_row,
@@ -32,7 +32,7 @@ from simcluster.metrics.fairness import RHO_FIGURES
 from simcluster.metrics.summary import summarize
 from simcluster.plugins import PluginError, resolve_policy
 from simcluster.results import write_run
-from simcluster.traces import JobLog, Trace
+from simcluster.traces import JobLog
 from simcluster.traces.synth import vc_nodes_of
 
 

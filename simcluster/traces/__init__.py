@@ -10,8 +10,8 @@ reader returns a :class:`~simcluster.traces.base.Trace`.
 """
 
 from simcluster.errors import TraceError
-from simcluster.traces.formats import load_trace  # Venus logs, Gavel .trace files, openb pod lists
 from simcluster.traces.base import Trace  # what every loader returns (a protocol)
+from simcluster.traces.formats import load_trace  # Venus logs, Gavel .trace files, openb pod lists
 from simcluster.traces.joblog import JobLog
 from simcluster.traces.sizing import load_vc_config
 

@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from simcluster.traces.base import Trace
 from simcluster.traces.columns import CUSTOM, FIELDS, KNOWN_FORMATS
 from simcluster.traces.csvfile import describe_delimiter
-from simcluster.traces.base import Trace
 from simcluster.traces.joblog import JobLog
 
 PERCENTILES = (10, 50, 90, 99)
