@@ -13,7 +13,7 @@ from array import array
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Self, cast
 from warnings import warn
 
 import numpy as np
@@ -92,7 +92,7 @@ def load_trace(trace: str | os.PathLike[str] | pd.DataFrame,
     else:
         if isinstance(vc_config, Mapping):
             raise TypeError("vc_config for a trace file is the VC config CSV's path")
-        # (the file loaders read any os.PathLike, through Path(); their annotation says str | Path)
+        # the file loaders read any os.PathLike, through Path(); their annotation says str | Path
         loaded = load_file(trace, vc_config, **options)  # type: ignore[arg-type]
     for doubt in loaded.warnings:
         warn(f"{loaded.source}: {doubt}", TraceWarning, stacklevel=2)
@@ -136,7 +136,8 @@ def simulate(trace: Trace, config: SimConfig | None = None, observers: Iterable[
     spec, merged = cluster_of(trace, config)
     if merged:
         warnings.append(merged)
-    policy_class, origin = resolve(config.policy, "policy")
+    found, origin = resolve(config.policy, "policy")
+    policy_class = cast("type[Policy]", found)
     tables = load_tables(trace, config, policy_class.shares_gpus, throughputs, colocation)
     load_cpu = trace.load_cpu_seconds + tables.load_cpu_seconds
     cpu0 = time.process_time()
@@ -161,7 +162,7 @@ def simulate(trace: Trace, config: SimConfig | None = None, observers: Iterable[
     else:  # the run stopped at --until or gave up on jobs
         left = outcome.unfinished
         done = [job for job in jobs if job.state is JobState.FINISHED]
-    given = trace.given_table if not merged else None  # (merged: VCs not the trace's)
+    given = trace.given_table if not merged else None  # merged: the VCs are not the trace's
     end = outcome.end
     frame = jobs_frame(done + left, now=end, left_at=outcome.abandoned, trace=given)
     series = pd.DataFrame(
@@ -169,7 +170,7 @@ def simulate(trace: Trace, config: SimConfig | None = None, observers: Iterable[
          "shared_gpus": _numbers(timeline.shared_gpus), "running_jobs": _numbers(timeline.running),
          "pending_jobs": _numbers(timeline.pending)}
     )
-    if frag is not None:  # (sampled with the timeline: one value per row)
+    if frag is not None:  # sampled with the timeline: one value per row
         series["frag_gpus"] = _numbers(frag.frag_gpus)
         series["frag_pct_of_idle"] = _numbers(frag.frag_pct_of_idle)
     vc_gpus, partition_gpus = outcome.vc_gpus, sum(outcome.partition_gpus.values())
@@ -327,11 +328,10 @@ def files_beside_trace(config: SimConfig, trace: Trace) -> SimConfig:
 class _quiet_gc:
     """No collection while the jobs are made, then freeze them with what exists and collect rarely.
 
-    The run allocates many short-lived events and tuples; CPython's default
-    generation-0 threshold (700) makes the collector rescan the whole trace's
-    jobs again and again, which costs about a third of the run.  The jobs
-    themselves live as long as the run: a collection while they are made
-    would only walk them (a tenth of a second per 100,000 on a million).
+    The run allocates many short-lived events and tuples; CPython's default generation-0 threshold (700)
+    would make the collector rescan the whole trace's jobs again and again, and the jobs themselves live as
+    long as the run, so a collection while they are made would only walk them (figures:
+    docs/architecture.md, performance notes).
     """
 
     def __enter__(self) -> Self:

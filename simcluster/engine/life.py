@@ -95,7 +95,7 @@ class JobLife:
             self.policy.on_run_start(job, vc)
         if vc.shared_gpus:
             self._retime({job, *self.speed.partners(job)})
-        if job.run_end is None:  # (a partner's start inside the policy's hook may have timed it already)
+        if job.run_end is None:  # a partner's start inside the policy's hook may have timed it already
             self._time_run(job)
         for hook in self._on_start:
             hook(job, now)
@@ -122,7 +122,7 @@ class JobLife:
         """Cut ``job``'s run short for ``cause`` (``vc``: the one it runs in, if the caller has it at hand)."""
         vc = vc or self.cluster.vcs[job.queue_vc]
         now = self.clock()
-        timed = job.run_end is not None  # (not yet while the job is being started: start() times it)
+        timed = job.run_end is not None  # not yet while the job is being started: start() times it
         if timed:  # its run's end, disarmed: it fires with no one listening
             job.run_end.callbacks.clear()  # type: ignore[union-attr]
             job.run_end = None

@@ -41,7 +41,7 @@ class FastKernel:
         self.env = env
         # (time, priority, SimPy sequence number, call): never tied with an event on all three
         self._calls: list[tuple[float, int, int, Callable[[], None]]] = []
-        self.clock: Callable[[], float] = partial(attrgetter("_now"), env)  # (C calls only: read at every event)
+        self.clock: Callable[[], float] = partial(attrgetter("_now"), env)  # C calls only: read at every event
 
     def call_at(self, delay: float, call: Callable[[], None], priority: int = NORMAL) -> None:
         env = self.env
@@ -79,8 +79,10 @@ def _probe() -> str | None:
             return "Environment._queue is no longer a list"
         kernel, seen = FastKernel(env), []
 
-        def note(what: str) -> Callable[[object], None]:
-            return lambda _event=None: seen.append((what, kernel.clock()))
+        def note(what: str) -> Callable[..., None]:
+            def noted(*_event: object) -> None:
+                seen.append((what, kernel.clock()))
+            return noted
 
         late = env.event()
         late.callbacks.append(note("late event"))
@@ -93,7 +95,7 @@ def _probe() -> str | None:
         expected = [("urgent call", 5), ("timeout", 6), ("call", 6), ("late event", 6)]
         if seen != expected or kernel.clock() != 7 or stop.callbacks is not None:
             return f"a probe ran in another order than SimPy's: {seen}"
-    except Exception as exc:  # noqa: BLE001  # (whatever moved, the reference kernel takes over)
+    except Exception as exc:  # noqa: BLE001  # whatever moved, the reference kernel takes over
         return f"{type(exc).__name__}: {exc}"
     return None
 

@@ -142,7 +142,7 @@ def perturb_trace(trace: Trace, perturbation: Perturbation, replica: int,
     else:
         frame = jitter(frame, rng, perturbation.arrival, perturbation.sigma,
                        "total_steps" if trace.heterogeneous else "duration")
-    return replace(trace, frame=frame.reset_index(drop=True))
+    return replace(trace, frame=frame.reset_index(drop=True))  # type: ignore[type-var]  # (every loader's is a dataclass)
 
 
 def resample_days(frame: pd.DataFrame, rng: np.random.Generator, block: float) -> pd.DataFrame:

@@ -78,6 +78,7 @@ def load_trace_arg(trace: str, gpus_per_node: int = 8, vc_config: str | None = N
     if key in _TRACES:
         _TRACES.move_to_end(key)
         return _TRACES[key]
+    loaded: Trace
     if trace.startswith(SYNTH_PREFIX):
         loaded = synthesize(synth_spec(trace, gpus_per_node))
     else:

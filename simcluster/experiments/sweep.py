@@ -76,7 +76,7 @@ from simcluster.traces import TraceError
 from simcluster.traces.synth import synthesize
 
 __all__ = ["FIGURES", "TIMING_COLUMNS", "RunSpec", "SweepError", "build_grid", "cpu_count", "parse_sets", "read_runs",
-           "run_sweep"]  # (RunSpec, SweepError, FIGURES...: at home in .runs, here for the callers that know them here)
+           "run_sweep"]  # RunSpec, SweepError, FIGURES...: at home in .runs, named here too for the callers
 
 FIXED_SETTINGS = {"policy": "--policy", "seed": "--seed"}
 RUN_COLUMNS = ("run_id", "trace", "policy", "placement", "seed")  # a --set key of these names shares the column
