@@ -156,7 +156,8 @@ def simulate(trace: Trace, config: SimConfig | None = None, observers: Iterable[
         outcome = Simulation(jobs, spec, config, watchers, tables.colocation, tables.throughputs, kernel=kernel).run()
     sim_cpu = time.process_time() - cpu0
 
-    # finished jobs in trace order, listed now rather than collected by a hook as each finished
+    # finished jobs in trace order, listed now rather than collected by a hook as each finished: no call per job
+    # during the run, and the jobs table's sort by trace index finds them in order
     if outcome.finished_every_job:  # the usual run: no pass over the jobs to tell
         left, done = [], jobs
     else:  # the run stopped at --until or gave up on jobs
