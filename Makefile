@@ -46,11 +46,12 @@ docs: $(DOCS_STAMP)
 bench: $(TEST_STAMP)
 	$(BIN)/python benchmarks/bench_policies.py
 
-## Style and types (installs ruff and mypy into .venv).
+## Style, types and the layer rules of [tool.importlinter] (installs ruff, mypy and import-linter into .venv).
 lint: $(TEST_STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[lint]' $(EDITABLE)
 	$(BIN)/ruff check .
 	$(BIN)/mypy simcluster profiler workloads --ignore-missing-imports
+	$(BIN)/lint-imports --no-cache
 
 clean:
 	rm -rf $(VENV) build site *.egg-info

@@ -35,8 +35,8 @@ if TYPE_CHECKING:
     from simcluster.errors import TraceError
     from simcluster.experiments.sweep import build_grid, run_sweep
     from simcluster.metrics.observer import Observer
+    from simcluster.traces.base import Trace
     from simcluster.traces.hetero import HeteroTrace
-    from simcluster.traces.joblog import Trace
 
 _EXPORTS = {
     "simulate": "simcluster.api",
@@ -45,7 +45,7 @@ _EXPORTS = {
     "TraceWarning": "simcluster.api",
     "SimConfig": "simcluster.config",
     "Observer": "simcluster.metrics.observer",
-    "Trace": "simcluster.traces.joblog",
+    "Trace": "simcluster.traces.base",
     "HeteroTrace": "simcluster.traces.hetero",
     "TraceError": "simcluster.errors",
     "run_sweep": "simcluster.experiments.sweep",

@@ -13,15 +13,16 @@ from array import array
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Self, cast
 from warnings import warn
 
 import numpy as np
 import pandas as pd
 
 from simcluster.cluster_spec import ONE_VC, ClusterSpec, parse_cluster
-from simcluster.colocation.loader import ColocationModel, answer_shares
+from simcluster.colocation.loader import ColocationModel
 from simcluster.config import SimConfig
+from simcluster.doubts import fallbacks_warning, table_warnings
 from simcluster.engine import Simulation
 from simcluster.job import Job, JobState
 from simcluster.metrics import ClusterTimeline, NodeFailures, Observer
@@ -30,12 +31,13 @@ from simcluster.metrics.fragmentation import FragmentationTimeline
 from simcluster.metrics.gpu_types import TypeSeconds
 from simcluster.metrics.summary import jobs_frame, summarize
 from simcluster.plugins import Origin, origin_of, resolve, resolved_config
+from simcluster.policies import Policy
 from simcluster.policies.base import describe_settings, settings_as_dict
 from simcluster.scope import check_settings
-from simcluster.throughputs import ThroughputTable, load_throughputs
+from simcluster.tables import load_tables
+from simcluster.throughputs import ThroughputTable
 from simcluster.traces import Trace, TraceError
 from simcluster.traces import load_trace as load_file
-from simcluster.traces.hetero import HeteroTrace
 from simcluster.traces.joblog import trace_from_frame
 
 
@@ -60,7 +62,7 @@ class RunResult:
 
 def load_trace(trace: str | os.PathLike[str] | pd.DataFrame,
                vc_config: str | os.PathLike[str] | Mapping[str, int] | None = None,
-               **options: Any) -> Trace | HeteroTrace:
+               **options: Any) -> Trace:
     """A validated trace, read as ``lucid-sim run --trace`` reads it: the same options, defaults and errors.
 
     ``trace``: a path (a Venus folder or CSV, any CSV job log, a Gavel .trace file, an openb pod list), a
@@ -86,13 +88,13 @@ def load_trace(trace: str | os.PathLike[str] | pd.DataFrame,
     simcluster.errors.TraceError: DataFrame row 1, field 'gpu_num': job asks for 16 GPUs but VC 'vc0' has 8
     """
     if isinstance(trace, pd.DataFrame):
-        loaded: Trace | HeteroTrace = trace_from_frame(trace, vc_config, **options)
+        loaded: Trace = trace_from_frame(trace, vc_config, **options)
     else:
         if isinstance(vc_config, Mapping):
             raise TypeError("vc_config for a trace file is the VC config CSV's path")
-        # (the file loaders read any os.PathLike, through Path(); their annotation says str | Path)
+        # the file loaders read any os.PathLike, through Path(); their annotation says str | Path
         loaded = load_file(trace, vc_config, **options)  # type: ignore[arg-type]
-    for doubt in getattr(loaded, "warnings", ()):
+    for doubt in loaded.warnings:
         warn(f"{loaded.source}: {doubt}", TraceWarning, stacklevel=2)
     return loaded
 
@@ -111,13 +113,15 @@ class TraceWarning(UserWarning):
     """
 
 
-def simulate(trace: Trace | HeteroTrace, config: SimConfig | None = None, observers: Iterable[Observer] = (),
-             colocation: ColocationModel | None = None, throughputs: ThroughputTable | None = None) -> RunResult:
+def simulate(trace: Trace, config: SimConfig | None = None, observers: Iterable[Observer] = (),
+             colocation: ColocationModel | None = None, throughputs: ThroughputTable | None = None,
+             kernel: str | None = None) -> RunResult:
     """Replay ``trace`` under ``config``: every policy on every trace and cluster shape, one engine.
 
     The cluster is the trace's own (its VCs; an openb node list), or ``config.cluster`` (``--cluster
     v100:4,p100:4``: one VC of those GPUs, into which a trace's VCs are merged, with a warning).
-    ``colocation`` and ``throughputs`` override the model and table that ``config`` names.
+    ``colocation`` and ``throughputs`` override the model and table that ``config`` names; ``kernel``
+    picks the engine's kernel ("fast", "reference"; None: the fast one where it can run).
 
     >>> from simcluster.traces.synth import SynthSpec, synthesize
     >>> result = simulate(synthesize(SynthSpec(jobs=50, nodes=4, vcs=2, seed=1)), SimConfig(policy="sjf"))
@@ -127,105 +131,100 @@ def simulate(trace: Trace | HeteroTrace, config: SimConfig | None = None, observ
     config = resolved_config(config or SimConfig())  # plug-ins loaded, the policy's own settings checked
     warnings = check_settings(trace, config)  # a given setting the run would ignore: error or warning
     config = files_beside_trace(config, trace)
-    throughput_log = getattr(trace, "throughput_log", None)
-    if config.throughput_history is None and throughput_log:  # the cluster's own log, for lucid's forecast
-        config = replace(config, throughput_history=throughput_log)
+    if config.throughput_history is None and trace.throughput_history:  # the cluster's own log, for lucid
+        config = replace(config, throughput_history=trace.throughput_history)
     spec, merged = cluster_of(trace, config)
     if merged:
         warnings.append(merged)
-    load0 = time.process_time()
-    table = throughputs if throughputs is not None else throughput_table(trace, config)
-    load_cpu = trace.load_cpu_seconds + (time.process_time() - load0 if table is not None else 0.0)  # table: loading
+    found, origin = resolve(config.policy, "policy")
+    policy_class = cast("type[Policy]", found)
+    tables = load_tables(trace, config, policy_class.shares_gpus, throughputs, colocation, spec.gpu_types)
+    load_cpu = trace.load_cpu_seconds + tables.load_cpu_seconds
     cpu0 = time.process_time()
-    policy_class, origin = resolve(config.policy, "policy")
     failures, timeline = NodeFailures(), ClusterTimeline()
     per_type = TypeSeconds(spec.gpu_types) if spec.typed else None
     with _quiet_gc() as quiet:  # from the jobs' making on: tens of thousands of objects that live as long as the run
-        jobs = trace.make_jobs(table) if isinstance(trace, HeteroTrace) else trace.make_jobs()
+        jobs = trace.make_jobs(tables.throughputs)
         quiet.jobs_made()
         if merged:
             for job in jobs:
                 job.vc = job.queue_vc = ONE_VC
-        if spec.typed or merged or isinstance(trace, HeteroTrace):  # the loader checked a job log against its VCs
+        if spec.typed or merged or not trace.vcs_checked:
             check_fits(trace, jobs, spec, policy_class.one_type_per_job)
         frag = FragmentationTimeline(jobs, spec) if any(j.gpu_milli < 1000 for j in jobs) else None
         watchers = [failures, timeline, *([per_type] if per_type else []), *([frag] if frag else []), *observers]
-        sim = Simulation(jobs, spec, config, watchers, colocation, table)
-        sim.run()
+        outcome = Simulation(jobs, spec, config, watchers, tables.colocation, tables.throughputs, kernel=kernel).run()
     sim_cpu = time.process_time() - cpu0
 
-    # (finished jobs in trace order, listed now rather than collected by a hook as each finished:
-    # no call per job during the run, and the jobs table's sort by trace index finds them in order)
-    if sim.finished_every_job():  # the usual run: no pass over the jobs to tell
+    # finished jobs in trace order, listed now rather than collected by a hook as each finished: no call per job
+    # during the run, and the jobs table's sort by trace index finds them in order
+    if outcome.finished_every_job:  # the usual run: no pass over the jobs to tell
         left, done = [], jobs
     else:  # the run stopped at --until or gave up on jobs
-        left = sim.unfinished()
+        left = outcome.unfinished
         done = [job for job in jobs if job.state is JobState.FINISHED]
-    given = trace.frame if isinstance(trace, Trace) and not merged else None  # (merged: VCs not the trace's)
-    frame = jobs_frame(done + left, now=sim.env.now, left_at=sim.abandoned, trace=given)
+    given = trace.given_table if not merged else None  # merged: the VCs are not the trace's
+    end = outcome.end
+    frame = jobs_frame(done + left, now=end, left_at=outcome.abandoned, trace=given)
     series = pd.DataFrame(
         {"time": _numbers(timeline.time), "busy_gpus": _numbers(timeline.used_gpus),
          "shared_gpus": _numbers(timeline.shared_gpus), "running_jobs": _numbers(timeline.running),
          "pending_jobs": _numbers(timeline.pending)}
     )
-    if frag is not None:  # (sampled with the timeline: one value per row)
+    if frag is not None:  # sampled with the timeline: one value per row
         series["frag_gpus"] = _numbers(frag.frag_gpus)
         series["frag_pct_of_idle"] = _numbers(frag.frag_pct_of_idle)
-    partitions = sim.policy.partitions()
-    vc_gpus = {name: vc.total_gpus for name, vc in sim.cluster.vcs.items() if name not in partitions}
-    partition_gpus = sum(vc.total_gpus for name, vc in sim.cluster.vcs.items() if name in partitions)
+    vc_gpus, partition_gpus = outcome.vc_gpus, sum(outcome.partition_gpus.values())
     frame["rho"] = finish_time_fairness(frame, vc_gpus)
-    end = float(frame["end_time"].max()) if len(frame) and not left else sim.env.now
-    vc_sharing = {name: vc.sharing_seconds(end) for name, vc in sim.cluster.vcs.items()}
     extra: dict[str, Any] = {}
-    if sim.colocation is not None:
-        extra = {"colocation": sim.colocation.source,
-                 "colocation_provenance": getattr(sim.colocation, "provenance", None)
-                 or {"kind": "tables", "description": sim.colocation.source},
-                 "colocation_fallbacks": sim.colocation.fallback_counts(),
-                 "colocation_answered_by": answer_shares(sim.colocation)}
-        warnings += colocation_warnings(sim.colocation)
-    elif table is not None and (frame["shared_seconds"] > 0).any():
-        extra = {"colocation": f"throughput table pairs ({table.source})"}
+    if outcome.colocation is not None:
+        extra = {"colocation": outcome.colocation["source"],
+                 "colocation_provenance": outcome.colocation["provenance"],
+                 "colocation_fallbacks": outcome.colocation["fallbacks"],
+                 "colocation_answered_by": outcome.colocation["answered_by"]}
+        warnings += colocation_warnings(tables.colocation, outcome.colocation["fallbacks"])
+    elif tables.throughputs is not None and (frame["shared_seconds"] > 0).any():
+        extra = {"colocation": f"throughput table pairs ({tables.throughputs.source})"}
     if frag is not None:
-        extra["fragmentation"] = frag.summary(sim.env.now)
-    if isinstance(trace, HeteroTrace) or spec.typed:
-        frame, typed = typed_columns(frame, done + left, per_type, sim.env.now)
+        extra["fragmentation"] = frag.summary(end)
+    if trace.heterogeneous or spec.typed:
+        frame, typed = typed_columns(frame, done + left, per_type, end)
         extra |= typed | {"cluster": spec.as_dict()}
-    if table is not None:
-        extra["throughputs"] = table.source
-    if notes := getattr(trace, "notes", None):
-        extra["trace_notes"] = notes
-    extra |= plugin_figures(sim.policy, origin, config)
+    if tables.throughputs is not None:
+        extra["throughputs"] = tables.throughputs.source
+    if trace.notes:
+        extra["trace_notes"] = trace.notes
+    if outcome.notes:
+        extra["engine_notes"] = outcome.notes
+    extra |= plugin_figures(policy_class, outcome.policy_settings, origin, config)
     stopped: dict[str, Any] = {}
     if left or config.until:
-        stopped = {"stopped_at": sim.env.now, "unfinished_jobs": len(left),
+        stopped = {"stopped_at": end, "unfinished_jobs": len(left),
                    "unsubmitted_jobs": len(jobs) - len(done) - len(left),
-                   "abandoned_jobs": [j.job_id for j in sorted(sim.abandoned, key=lambda j: j.index)]}
+                   "abandoned_jobs": [j.job_id for j in sorted(outcome.abandoned, key=lambda j: j.index)]}
     summary = summarize(
-        frame, vc_gpus, vc_sharing, partition_gpus, sim.env.now if left else None,
+        frame, vc_gpus, outcome.vc_sharing, partition_gpus, end if left else None,
         policy=config.policy, placement=policy_class.own_placement or config.placement, trace=trace.source,
-        trace_format=getattr(trace, "format", None) or getattr(trace, "kind", "venus"),
-        trace_sizing=getattr(trace, "sizing", ""), seed=config.seed, gpus=sum(vc_gpus.values()) + partition_gpus,
-        node_failures=failures.count,
+        trace_format=trace.format, trace_sizing=trace.sizing, seed=config.seed,
+        gpus=sum(vc_gpus.values()) + partition_gpus, node_failures=failures.count,
         sim_cpu_seconds=sim_cpu, load_cpu_seconds=load_cpu,
-        skipped_rows=dict(trace.skipped), config=config.as_dict(), **sim.policy.report(), **extra, **stopped,
+        skipped_rows=dict(trace.skipped), config=config.as_dict(), **outcome.policy_report(), **extra, **stopped,
         warnings=warnings,
     )
     return RunResult(frame, series, summary)
 
 
-def plugin_figures(policy: Any, origin: Origin, config: SimConfig) -> dict[str, Any]:
+def plugin_figures(policy: type[Policy], settings: Any, origin: Origin, config: SimConfig) -> dict[str, Any]:
     """What a summary records of plug-ins: where each came from (spec, file, its SHA-256), so that a result names
-    the code that made it, and the policy's own settings as the run used them (defaults included)."""
+    the code that made it, and the policy's own ``settings`` as the run used them (defaults included)."""
     figures: dict[str, Any] = {}
     if origin.source != "built-in":
         figures["policy_source"] = origin.as_dict()
     placement = origin_of(config.placement, "placement")
     if placement.source != "built-in":
         figures["placement_source"] = placement.as_dict()
-    if describe_settings(type(policy)):
-        figures["policy_settings"] = settings_as_dict(policy.settings)
+    if describe_settings(policy):
+        figures["policy_settings"] = settings_as_dict(settings)
     return figures
 
 
@@ -239,12 +238,12 @@ def _numbers(values: array) -> np.ndarray | array:
     return np.array(values) if len(values) else values
 
 
-def cluster_of(trace: Trace | HeteroTrace, config: SimConfig) -> tuple[ClusterSpec, str]:
+def cluster_of(trace: Trace, config: SimConfig) -> tuple[ClusterSpec, str]:
     """The cluster a run simulates, and a warning when ``--cluster`` merges the trace's VCs into one.
 
     ``--cluster`` always wins (one VC); otherwise a job log's VCs (typed when its VC config has a
     ``gpu_type`` column), an openb pod list's node list; a Gavel trace has no cluster of its own."""
-    own: ClusterSpec | None = getattr(trace, "cluster", None)
+    own = trace.cluster
     if config.cluster:
         spec = parse_cluster(config.cluster, config.gpus_per_node)
         vcs = list(own.vcs if own is not None else trace.vc_nodes)
@@ -254,20 +253,13 @@ def cluster_of(trace: Trace | HeteroTrace, config: SimConfig) -> tuple[ClusterSp
         return spec, ""
     if own is not None:
         return own, ""
-    if isinstance(trace, HeteroTrace):  # a Gavel trace has no cluster of its own: input missing, not a type error
-        raise ValueError(f"{trace.source}: give the cluster with --cluster, e.g. --cluster v100:4,p100:4,k80:4 "  # noqa: TRY004
+    if trace.heterogeneous:  # a Gavel trace has no cluster of its own
+        raise ValueError(f"{trace.source}: give the cluster with --cluster, e.g. --cluster v100:4,p100:4,k80:4 "
                          "(GPU counts per type) or a node-list CSV")
     return ClusterSpec.uniform(trace.vc_nodes, config.gpus_per_node, trace.source), ""
 
 
-def throughput_table(trace: Trace | HeteroTrace, config: SimConfig) -> ThroughputTable | None:
-    """The table of per-type throughputs a trace's job types need (Gavel's), None for traces without job types."""
-    if isinstance(trace, HeteroTrace) and not trace.uniform:
-        return load_throughputs(config.throughputs)
-    return None
-
-
-def check_fits(trace: Trace | HeteroTrace, jobs: list[Job], spec: ClusterSpec, one_type: bool) -> None:
+def check_fits(trace: Trace, jobs: list[Job], spec: ClusterSpec, one_type: bool) -> None:
     """Every job must fit in its VC on GPU types it runs on (on one such type when ``one_type``: a round
     policy runs a job on GPUs of one type); else a TraceError naming the job (and its line)."""
     lines = trace.frame["line"].tolist() if "line" in trace.frame else None
@@ -288,7 +280,7 @@ def check_fits(trace: Trace | HeteroTrace, jobs: list[Job], spec: ClusterSpec, o
         where = "of one type it runs on" if one_type else "of types it runs on"
         raise TraceError(trace.source, f"job {job.job_id} needs {job.gpu_num} GPU(s) {where}; the cluster "
                          f"({described}) has {room[key][0]}", line=line,
-                         field="scale_factor" if isinstance(trace, HeteroTrace) else "gpu_num")
+                         field="scale_factor" if trace.heterogeneous else "gpu_num")
 
 
 def typed_columns(frame: pd.DataFrame, jobs: list[Job], per_type: TypeSeconds | None,
@@ -311,12 +303,11 @@ def typed_columns(frame: pd.DataFrame, jobs: list[Job], per_type: TypeSeconds | 
     return frame, figures
 
 
-def colocation_warnings(model: Any) -> list[str]:
-    """Doubts about a sharing run's colocation answers: mostly guesses, or tables that cannot be right."""
-    from simcluster.doubts import fallbacks_warning, table_warnings
-
+def colocation_warnings(model: Any, fallbacks: dict[str, int]) -> list[str]:
+    """Doubts about a sharing run's colocation answers: mostly guesses (``fallbacks``: how many lookups each
+    fallback step answered), or tables that cannot be right."""
     found = table_warnings(model)
-    if (line := fallbacks_warning(model.fallback_counts())) is not None:
+    if (line := fallbacks_warning(fallbacks)) is not None:
         found.append(line)
     return found
 
@@ -324,7 +315,7 @@ def colocation_warnings(model: Any) -> list[str]:
 SIDE_FILES = ("estimates", "tie_order", "sharing_labels")  # settings naming a file that may sit beside the trace
 
 
-def files_beside_trace(config: SimConfig, trace: Trace | HeteroTrace) -> SimConfig:
+def files_beside_trace(config: SimConfig, trace: Trace) -> SimConfig:
     """``config`` with each relative side-file path that is not found from here but is beside the trace
     made to point there (so a preset can name ``reference_estimates/…`` of the trace it reproduces)."""
     folder = Path(trace.source).parent
@@ -339,11 +330,10 @@ def files_beside_trace(config: SimConfig, trace: Trace | HeteroTrace) -> SimConf
 class _quiet_gc:
     """No collection while the jobs are made, then freeze them with what exists and collect rarely.
 
-    The run allocates many short-lived events and tuples; CPython's default
-    generation-0 threshold (700) makes the collector rescan the whole trace's
-    jobs again and again, which costs about a third of the run.  The jobs
-    themselves live as long as the run: a collection while they are made
-    would only walk them (a tenth of a second per 100,000 on a million).
+    The run allocates many short-lived events and tuples; CPython's default generation-0 threshold (700)
+    would make the collector rescan the whole trace's jobs again and again, and the jobs themselves live as
+    long as the run, so a collection while they are made would only walk them (figures:
+    docs/architecture.md, performance notes).
     """
 
     def __enter__(self) -> Self:

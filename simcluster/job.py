@@ -110,8 +110,7 @@ class Job:
     pending_since: float = field(init=False)
     run_started_at: float = field(default=0.0, init=False)
     allocation: tuple[tuple[Node, list[int]], ...] = field(default=(), init=False)  # (node, GPU indices) while running
-    process: Any = field(default=None, init=False)  # the SimPy process living this job's life
-    # SimPy event its process waits on: pending while it waits, due at the end of its run
+    # the SimPy event due at the end of its current run (engine/life.py); None while it waits
     run_end: Any = field(default=None, init=False)
 
     def __init__(self, index: int, job_id: str, vc: str, gpu_num: int, submit_time: float, duration: float,
@@ -143,7 +142,6 @@ class Job:
         self.pending_since = float(submit_time)
         self.run_started_at = 0.0
         self.allocation = ()
-        self.process = None
         self.run_end = None
 
     # --- derived ---------------------------------------------------------

@@ -27,6 +27,7 @@ import hashlib
 import importlib
 import importlib.util
 import inspect
+import random
 import sys
 from dataclasses import dataclass
 from importlib import metadata
@@ -67,6 +68,12 @@ def resolve_policy(spec: str | type) -> type:
 def resolve_placement(spec: str | type) -> type:
     """The placement class a spec (or a class) names; :class:`PluginError` if none."""
     return resolve(spec, "placement")[0]
+
+
+def make_placement(spec: str, rng: random.Random) -> Any:
+    """A placement object: the class ``spec`` names (a built-in name, a file or module:Class), seeded by ``rng``.
+    (Here, not in simcluster.placement: placements never import the resolver, which knows policies too.)"""
+    return resolve_placement(spec)(rng)
 
 
 def origin_of(spec: str | type, kind: Kind = "policy") -> Origin:

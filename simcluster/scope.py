@@ -167,7 +167,7 @@ class Unused:
 
 def has_job_types(trace: Any) -> bool:
     """Whether a trace's jobs have job types with per-GPU-type throughputs (a Gavel trace)."""
-    return getattr(trace, "kind", None) == "gavel"
+    return trace.format == "gavel"
 
 
 def unused_settings(config: SimConfig, names: Iterable[str] | None = None, job_types: bool = False) -> list[Unused]:

@@ -324,6 +324,7 @@ class _Run:
     def go(self) -> _Run:
         from simcluster.api import check_fits, cluster_of
         from simcluster.engine import Simulation, SimulationStalled
+        from simcluster.tables import load_tables
 
         global _GUARD
         guard = _Guard(self.record, self.now)
@@ -343,8 +344,9 @@ class _Run:
             return _KitContext(ctx, vc, self.label, shares, self.record, guard)
 
         try:
-            self.sim = Simulation(jobs, spec, config, [progress], policy=self.policy, placement=placement,
-                                  wrap_context=wrap)
+            colocation = load_tables(self.trace, config, shares, gpu_types=spec.gpu_types).colocation
+            self.sim = Simulation(jobs, spec, config, [progress], colocation, policy=self.policy,
+                                  placement=placement, wrap_context=wrap)
         except Exception as exc:  # noqa: BLE001 — the policy's __init__-time hooks (partitions, attach) raised
             self.record("exception", f"raised {type(exc).__name__}: {exc} while the run was set up"
                                      f"{where_in(exc, self.source)}")

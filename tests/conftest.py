@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from simcluster.paths import shared_data_dir
-from simcluster.traces import Trace
+from simcluster.traces import JobLog
 
 
 @pytest.fixture(scope="session")
@@ -17,9 +17,9 @@ def venus_sept() -> Path:
     return path
 
 
-def make_trace(rows: list[tuple], vc_nodes: dict[str, int]) -> Trace:
+def make_trace(rows: list[tuple], vc_nodes: dict[str, int]) -> JobLog:
     """rows: (vc, gpu_num, submit_time, duration) in trace order."""
     frame = pd.DataFrame(rows, columns=["vc", "gpu_num", "submit_time", "duration"])
     frame.insert(0, "job_id", [f"j{i}" for i in range(len(rows))])
     frame["user"] = "u"
-    return Trace("test", frame, vc_nodes)
+    return JobLog("test", frame, vc_nodes)

@@ -19,7 +19,8 @@ from simcluster.config import SimConfig
 from simcluster.job import Job, TypeSpeeds
 from simcluster.policies import POLICIES
 from simcluster.policies.gavel import RoundPolicy
-from simcluster.traces import Trace
+from simcluster.throughputs import ThroughputTable
+from simcluster.traces import JobLog, Trace
 from simcluster.traces.hetero import FRAME_COLUMNS, HeteroTrace
 from tests.gavel.conftest import small_table
 from tests.shapes import Audit
@@ -29,19 +30,19 @@ POLICY_NAMES = [p for p in POLICIES.names() if p != "lucid"]  # lucid trains its
 SHAPES = ("homogeneous VCs", "heterogeneous VC", "heterogeneous VCs", "GPU fractions")
 
 
-class TypedJobLog(Trace):
+class TypedJobLog(JobLog):
     """A job log whose jobs run at their index's speeds: fast only, twice as fast on fast, or 1× anywhere."""
 
     SPEEDS = (TypeSpeeds({"fast": 1.0}), TypeSpeeds({"fast": 1.0, "slow": 0.5}), None)
 
-    def make_jobs(self) -> list[Job]:
-        jobs = super().make_jobs()
+    def make_jobs(self, throughputs: ThroughputTable | None = None) -> list[Job]:
+        jobs = super().make_jobs(throughputs)
         for job in jobs:
             job.speeds = self.SPEEDS[job.index % 3]
         return jobs
 
 
-def shape(name: str, rows: list[tuple[int, int, int, int]]) -> tuple[Trace | HeteroTrace, SimConfig, dict[str, int]]:
+def shape(name: str, rows: list[tuple[int, int, int, int]]) -> tuple[Trace, SimConfig, dict[str, int]]:
     """A trace of ``rows`` (kind, GPUs, submit time, duration) on the shape, its settings, its GPUs per type."""
     if name == "heterogeneous VC":  # Gavel's job types on 2 fast + 4 slow GPUs in nodes of 2
         frame = pd.DataFrame([(f"j{i}", "ABC"[kind % 3], min(g, 2), 1000, 10.0 * d + 1, 1.0 + kind % 2, -1.0,
@@ -60,7 +61,7 @@ def shape(name: str, rows: list[tuple[int, int, int, int]]) -> tuple[Trace | Het
     frame["user"] = "u"
     frame = frame.sort_values("submit_time", kind="stable").reset_index(drop=True)
     if name == "homogeneous VCs":
-        return Trace("test", frame, {"a": 2, "b": 1}), SimConfig(gpus_per_node=4), {"gpu": 12}
+        return JobLog("test", frame, {"a": 2, "b": 1}), SimConfig(gpus_per_node=4), {"gpu": 12}
     # two VCs of typed nodes of 4 GPUs: a has fast and slow, b slow and fast; typed jobs (TypedJobLog)
     cluster = ClusterSpec((NodeGroup("a", "fast", 1, 4), NodeGroup("a", "slow", 1, 4),
                            NodeGroup("b", "fast", 1, 4), NodeGroup("b", "slow", 1, 4)), "test")

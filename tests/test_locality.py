@@ -7,15 +7,15 @@ import pytest
 
 from simcluster.api import simulate
 from simcluster.config import SimConfig
-from simcluster.traces import Trace
+from simcluster.traces import JobLog
 from simcluster.traces.synth import SynthSpec, synthesize
 
 
-def trace_of(rows: list[tuple], vc_nodes: dict[str, int]) -> Trace:
+def trace_of(rows: list[tuple], vc_nodes: dict[str, int]) -> JobLog:
     frame = pd.DataFrame(rows, columns=["vc", "gpu_num", "submit_time", "duration"])
     frame.insert(0, "job_id", [f"j{i}" for i in range(len(rows))])
     frame["user"] = "u"
-    return Trace("test", frame, vc_nodes)
+    return JobLog("test", frame, vc_nodes)
 
 
 def test_a_job_on_two_nodes_runs_at_one_over_one_plus_the_penalty():

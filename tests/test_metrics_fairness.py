@@ -14,14 +14,14 @@ from simcluster.api import simulate
 from simcluster.config import SimConfig
 from simcluster.metrics.fairness import USER_COLUMNS, contention, jain_index
 from simcluster.results import write_run
-from simcluster.traces import Trace
+from simcluster.traces import JobLog
 
 
-def trace_of(rows: list[tuple], vc_nodes: dict[str, int]) -> Trace:
+def trace_of(rows: list[tuple], vc_nodes: dict[str, int]) -> JobLog:
     """rows: (user, vc, gpu_num, submit_time, duration) in trace order."""
     frame = pd.DataFrame(rows, columns=["user", "vc", "gpu_num", "submit_time", "duration"])
     frame.insert(0, "job_id", [f"j{i}" for i in range(len(rows))])
-    return Trace("test", frame, vc_nodes)
+    return JobLog("test", frame, vc_nodes)
 
 
 # --- Jain's index -------------------------------------------------------------------------------------

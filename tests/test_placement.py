@@ -8,8 +8,7 @@ from hypothesis import strategies as st
 
 from simcluster.cluster import VirtualCluster
 from simcluster.job import Job
-from simcluster.placement import make_placement
-from simcluster.plugins import PluginError
+from simcluster.plugins import PluginError, make_placement
 
 
 def job(gpus: int, index: int = 0) -> Job:

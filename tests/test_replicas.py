@@ -25,14 +25,14 @@ from simcluster.experiments.replicas import (
     verdict,
 )
 from simcluster.experiments.sweep import SweepError, build_grid, read_runs, run_sweep
-from simcluster.traces.joblog import Trace
+from simcluster.traces.joblog import JobLog
 from simcluster.traces.synth import SynthSpec, synthesize
 
 runner = CliRunner()
 SYNTH = "synth:jobs=120,nodes=2,vcs=1,seed=3"
 
 
-def days_trace(days: int, rng: np.random.Generator, per_day: float = 20.0, sigma: float = 1.0) -> Trace:
+def days_trace(days: int, rng: np.random.Generator, per_day: float = 20.0, sigma: float = 1.0) -> JobLog:
     """Jobs of i.i.d. days: Poisson(per_day) arrivals a day, durations LogNormal(6, sigma) s (mean exp(6 + σ²/2))."""
     counts = rng.poisson(per_day, days)
     day = np.repeat(np.arange(days), counts)
@@ -40,7 +40,7 @@ def days_trace(days: int, rng: np.random.Generator, per_day: float = 20.0, sigma
     frame = pd.DataFrame({"job_id": [f"j{i}" for i in range(len(day))], "user": [f"u{i % 7}" for i in range(len(day))],
                           "vc": "cluster", "gpu_num": 1, "submit_time": submit,
                           "duration": np.maximum(1, np.rint(rng.lognormal(6.0, sigma, len(day)))).astype(np.int64)})
-    return Trace("days", frame.sort_values("submit_time", kind="stable").reset_index(drop=True), {"cluster": 1})
+    return JobLog("days", frame.sort_values("submit_time", kind="stable").reset_index(drop=True), {"cluster": 1})
 
 
 def test_the_95_percent_interval_of_avg_jct_covers_the_truth_in_at_least_90_of_100_repetitions():

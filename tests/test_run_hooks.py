@@ -7,6 +7,7 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from simcluster.colocation.loader import load_colocation_model
 from simcluster.config import SimConfig
 from simcluster.engine import Simulation
 from simcluster.job import Job
@@ -57,7 +58,8 @@ def test_only_policies_that_define_the_hooks_are_called():
     jobs = random_jobs(1, 5)
     assert Simulation(jobs, {"a": 2, "b": 2}, SimConfig(policy="srtf"))._policy_on_run_start
     for policy in ("fifo", "srtf-ars", "srtf-wrs"):  # sharing variants: a shared job's speed varies, no end order
-        sim = Simulation(random_jobs(1, 5), {"a": 2, "b": 2}, SimConfig(policy=policy))
+        sim = Simulation(random_jobs(1, 5), {"a": 2, "b": 2}, SimConfig(policy=policy),
+                         colocation=load_colocation_model("default"))
         assert not sim._policy_on_run_start and not sim._policy_on_run_stop
     # tiresias notes stopped jobs only for its promote knob
     for knob, called in ((0.0, False), (2.0, True)):

@@ -13,17 +13,17 @@ from simcluster.cli import app
 from simcluster.config import SimConfig
 from simcluster.engine import NoProgressError
 from simcluster.experiments.sweep import build_grid, parse_sets, read_runs, run_sweep
-from simcluster.traces import Trace
+from simcluster.traces import JobLog
 from simcluster.traces.synth import SynthSpec, save_trace, synthesize
 
 
-def trace_of(rows: list[tuple], vc_nodes: dict[str, int]) -> Trace:
+def trace_of(rows: list[tuple], vc_nodes: dict[str, int]) -> JobLog:
     """rows: (vc, gpu_num, submit_time, duration) in trace order; submit times from 1000."""
     frame = pd.DataFrame(rows, columns=["vc", "gpu_num", "submit_time", "duration"])
     frame["submit_time"] += 1000
     frame.insert(0, "job_id", [f"j{i}" for i in range(len(rows))])
     frame["user"] = "u"
-    return Trace("test", frame, vc_nodes)
+    return JobLog("test", frame, vc_nodes)
 
 
 # one 8-GPU node: j0 runs [0, 100]; j1 runs [100, 400]; j2 waits behind j1; j3 arrives after the horizon

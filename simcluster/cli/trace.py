@@ -122,7 +122,7 @@ def trace_inspect(ctx: typer.Context, **values: Any) -> None:
 def trace_convert(ctx: typer.Context, **values: Any) -> None:
     """Write any supported trace in our canonical folder format (Helios/Venus job log + vc_config.csv)."""
     from simcluster.traces.convert import check_target, job_log, write_canonical
-    from simcluster.traces.joblog import Trace
+    from simcluster.traces.joblog import JobLog
     from simcluster.traces.sizing import cluster_gpus
 
     try:
@@ -131,14 +131,14 @@ def trace_convert(ctx: typer.Context, **values: Any) -> None:
         fail(str(exc))
     loaded = _load(values, sized=True)
     try:
-        gpus = cluster_gpus(values["cluster"]) if values.get("cluster") and not isinstance(loaded, Trace) else None
+        gpus = cluster_gpus(values["cluster"]) if values.get("cluster") and not isinstance(loaded, JobLog) else None
         frame, vc_nodes, notes = job_log(loaded, values["gpus_per_node"], values.get("nodes"), gpus)
     except ValueError as exc:
         fail(str(exc))
     provenance = {
-        "source": loaded.source, "format": getattr(loaded, "format", None) or loaded.kind,
+        "source": loaded.source, "format": loaded.format,
         "time_rule": getattr(loaded, "time_rule", "seconds, as given"),
-        "epoch": getattr(loaded, "epoch", None), "sizing": getattr(loaded, "sizing", ""),
+        "epoch": getattr(loaded, "epoch", None), "sizing": loaded.sizing,
         "gpus_per_node": values["gpus_per_node"], "jobs": len(frame), "skipped_rows": dict(loaded.skipped),
         "notes": notes, "submit_time": "whole seconds from the epoch",
     }
@@ -165,10 +165,10 @@ def _print_check(loaded: Any, gpus_per_node: int, cluster: str | None) -> None:
     from rich.table import Table
 
     from simcluster.traces.columns import by_name
-    from simcluster.traces.joblog import Trace
+    from simcluster.traces.joblog import JobLog
     from simcluster.traces.stats import sizes_for_loads, trace_stats
 
-    if isinstance(loaded, Trace):
+    if isinstance(loaded, JobLog):
         frame, vc_nodes, total = loaded.frame, loaded.vc_nodes, None
         fmt = by_name(loaded.format) if loaded.format in ("venus", "philly", "itp", "csv") else None
         vcs = "one VC (no VC column)" if loaded.sizing.startswith("one VC") else \
@@ -234,7 +234,7 @@ def _print_check(loaded: Any, gpus_per_node: int, cluster: str | None) -> None:
     durations.add_row(*(f"{v:,.0f}" for v in stats.durations.values()))
     out.print(durations)
 
-    one_vc = isinstance(loaded, Trace) and loaded.sizing.startswith("one VC")
+    one_vc = isinstance(loaded, JobLog) and loaded.sizing.startswith("one VC")
     if one_vc:
         sizes = Table(title=f"Sizes for a target load (nodes of {gpus_per_node} GPUs)", title_justify="left")
         for col in ("target", "--nodes", "GPUs", "offered load"):

@@ -99,5 +99,5 @@ def load_trace_from(values: dict[str, Any], config: SimConfig | None = None, siz
 
 def print_trace_warnings(loaded: Any) -> None:
     """Where the trace looks misread (:mod:`simcluster.traces.doubts`), on stderr."""
-    for doubt in getattr(loaded, "warnings", ()):
+    for doubt in loaded.warnings:
         err.print(f"[yellow]warning:[/] {loaded.source}: {doubt}", highlight=False)

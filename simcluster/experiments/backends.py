@@ -25,7 +25,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, Protocol
 
-from simcluster.experiments.sweep import SweepError, cpu_count
+from simcluster.experiments.runs import SweepError, cpu_count
 
 BACKENDS = ("local", "ray")
 

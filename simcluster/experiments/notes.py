@@ -18,8 +18,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from simcluster.experiments.sweep import FIGURES, SYNTH_PREFIX, RunSpec
+from simcluster.experiments.runs import FIGURES, SYNTH_PREFIX, RunSpec
 from simcluster.scope import settings_read, why_seed_is_ignored
+from simcluster.traces.files import trace_format
 
 
 @dataclass(frozen=True)
@@ -31,8 +32,6 @@ class Note:
 
 def has_job_types(spec: RunSpec) -> bool:
     """Whether the run's trace has job types with per-GPU-type throughputs (a Gavel trace)."""
-    from simcluster.traces.formats import trace_format
-
     return not spec.trace.startswith(SYNTH_PREFIX) and trace_format(spec.trace) == "gavel"
 
 

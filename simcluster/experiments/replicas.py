@@ -44,8 +44,7 @@ import numpy as np
 import pandas as pd
 
 from simcluster.config import SimConfig
-from simcluster.traces.hetero import HeteroTrace
-from simcluster.traces.joblog import Trace
+from simcluster.traces.base import Trace
 
 PERTURBATIONS = ("bootstrap", "jitter", "seeds")
 LEVEL = 0.95
@@ -126,8 +125,8 @@ def replica_config(config: SimConfig, perturbation: Perturbation, replica: int) 
     return replace(config, seed=replica_seed(config.seed, replica))
 
 
-def perturb_trace(trace: Trace | HeteroTrace, perturbation: Perturbation, replica: int,
-                  seed: int) -> Trace | HeteroTrace:
+def perturb_trace(trace: Trace, perturbation: Perturbation, replica: int,
+                  seed: int) -> Trace:
     """Replica ``replica`` of ``trace`` (the trace itself for ``seeds``)."""
     if perturbation.kind == "seeds":
         return trace
@@ -142,8 +141,8 @@ def perturb_trace(trace: Trace | HeteroTrace, perturbation: Perturbation, replic
             frame = resample_days(frame, rng, perturbation.block)
     else:
         frame = jitter(frame, rng, perturbation.arrival, perturbation.sigma,
-                       "total_steps" if isinstance(trace, HeteroTrace) else "duration")
-    return replace(trace, frame=frame.reset_index(drop=True))
+                       "total_steps" if trace.heterogeneous else "duration")
+    return replace(trace, frame=frame.reset_index(drop=True))  # type: ignore[type-var]  # (every loader's is a dataclass)
 
 
 def resample_days(frame: pd.DataFrame, rng: np.random.Generator, block: float) -> pd.DataFrame:

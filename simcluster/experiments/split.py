@@ -19,7 +19,7 @@ import pandas as pd
 
 from simcluster.api import RunResult, simulate
 from simcluster.config import SimConfig
-from simcluster.experiments.sweep import (
+from simcluster.experiments.runs import (
     SYNTH_PREFIX,
     RunSpec,
     failed_row,
@@ -32,7 +32,7 @@ from simcluster.metrics.fairness import RHO_FIGURES
 from simcluster.metrics.summary import summarize
 from simcluster.plugins import PluginError, resolve_policy
 from simcluster.results import write_run
-from simcluster.traces import Trace
+from simcluster.traces import JobLog
 from simcluster.traces.synth import vc_nodes_of
 
 
@@ -55,11 +55,11 @@ def execute_part(spec: RunSpec, vc: str) -> Part:
     t0 = time.perf_counter()
     trace = load_trace_arg(spec.trace, spec.config.gpus_per_node, spec.vc_config)
     mask = (trace.frame["vc"] == vc).to_numpy()
-    sub = Trace(trace.source, trace.frame[mask], {vc: trace.vc_nodes[vc]}, trace.skipped, trace.load_cpu_seconds)
+    sub = JobLog(trace.source, trace.frame[mask], {vc: trace.vc_nodes[vc]}, trace.skipped, trace.load_cpu_seconds)
     result = simulate(sub, spec.config)
     jobs = result.jobs.assign(_position=np.flatnonzero(mask))  # jobs_frame keeps the sub-trace's order
     return Part(vc, jobs, result.timeline, result.summary, time.perf_counter() - t0, tuple(trace.vc_nodes),
-                getattr(trace, "format", "venus"), getattr(trace, "sizing", ""))
+                trace.format, trace.sizing)
 
 
 def splittable(config: SimConfig) -> bool:
@@ -81,7 +81,7 @@ def vcs_of(spec: RunSpec) -> list[str]:
     if spec.trace.startswith(SYNTH_PREFIX):
         return list(vc_nodes_of(synth_spec(spec.trace, spec.config.gpus_per_node)))
     trace = load_trace_arg(spec.trace, spec.config.gpus_per_node, spec.vc_config)
-    return list(trace.vc_nodes) if isinstance(trace, Trace) and trace.cluster is None else []
+    return list(trace.vc_nodes) if isinstance(trace, JobLog) and trace.cluster is None else []
 
 
 def merge_parts(spec: RunSpec, parts: Sequence[Part], out: Path) -> dict[str, Any]:

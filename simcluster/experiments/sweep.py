@@ -28,18 +28,15 @@ import hashlib
 import io
 import json
 import math
-import os
 import re
 import shutil
 import sys
 import time
-import traceback
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 
@@ -47,6 +44,8 @@ from simcluster.api import simulate
 from simcluster.atomic import atomic_write
 from simcluster.config import ConfigError, SimConfig, coerce, knobs
 from simcluster.estimators import ESTIMATORS
+from simcluster.experiments.backends import make_backend
+from simcluster.experiments.notes import annotate, ignored_setting_notes, seed_notes
 from simcluster.experiments.replicas import (
     PerturbationError,
     parse_perturbation,
@@ -54,66 +53,40 @@ from simcluster.experiments.replicas import (
     replica_config,
     replica_seed,
 )
+from simcluster.experiments.runs import (
+    FIGURES,
+    SYNTH_PREFIX,
+    TIMING_COLUMNS,
+    RunSpec,
+    SweepError,
+    cpu_count,
+    failed_row,
+    load_trace_arg,
+    ok_row,
+    synth_spec,
+    with_identity,
+)
+from simcluster.experiments.split import Part, execute_part, merge_parts, splittable, vcs_of
 from simcluster.paths import resolve_data
-from simcluster.plugins import resolved_config
+from simcluster.plugins import PluginError, display_name, resolve_policy, resolved_config
+from simcluster.policies.base import settings_fields
 from simcluster.registry import UnknownPlugin
 from simcluster.results import FORMATS, write_run
-from simcluster.traces import Trace, TraceError, load_trace
-from simcluster.traces.synth import SynthSpec, synthesize
+from simcluster.traces import TraceError
+from simcluster.traces.synth import synthesize
 
-if TYPE_CHECKING:
-    from simcluster.experiments.split import Part
+__all__ = ["FIGURES", "TIMING_COLUMNS", "RunSpec", "SweepError", "build_grid", "cpu_count", "parse_sets", "read_runs",
+           "run_sweep"]  # RunSpec, SweepError, FIGURES...: at home in .runs, named here too for the callers
 
-FIGURES = ("jobs", "avg_jct", "p50_jct", "p99_jct", "avg_queue", "p99_queue", "makespan", "gpu_utilization",
-           "preemptions", "restarts", "shared_gpu_fraction", "jain_users", "rho_mean", "rho_p99", "rho_above_1",
-           "unfinished_jobs")
-TIMING_COLUMNS = ("sim_cpu_seconds", "load_cpu_seconds", "wall_seconds")  # differ run to run; not results
 FIXED_SETTINGS = {"policy": "--policy", "seed": "--seed"}
 RUN_COLUMNS = ("run_id", "trace", "policy", "placement", "seed")  # a --set key of these names shares the column
 # settings whose value names a file or folder (besides these keywords), made absolute for the workers
 PATH_SETTINGS = {"estimates": (), "colocation": ("default", "lucid"), "throughputs": (), "throughput_history": (),
                  "cluster": ()}
 SPLIT_MODES = ("auto", "always", "never")
-SYNTH_PREFIX = "synth:"
-
-
-class SweepError(ValueError):
-    """Bad sweep input (an unknown setting, an unreadable trace...): nothing is run or written."""
 
 
 # --- the grid ------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class RunSpec:
-    """One run of a sweep: picklable, so it can travel to a worker process or a Ray task."""
-
-    run_id: str
-    trace: str  # an absolute path, or synth:jobs=…,nodes=…
-    trace_name: str
-    config: SimConfig
-    params: tuple[tuple[str, str], ...] = ()  # the --set values, as given
-    fmt: str = "csv"
-    vc_config: str | None = None  # absolute path of the VC config CSV, for a trace given as a CSV file
-    replica: int | None = None  # which replica of the trace (simcluster.experiments.replicas), if any
-    perturb: str | None = None  # the perturbation that makes it (--perturb)
-    trace_options: tuple[tuple[str, Any], ...] = ()  # the loader's options (run --duration-unit…)
-
-    def row(self) -> dict[str, Any]:
-        """The run's parameters, the first columns of its runs.csv row."""
-        replica = {"replica": self.replica, "perturb": self.perturb} if self.replica is not None else {}
-        return {**dict(self.params), "run_id": self.run_id, "trace": self.trace_name, "policy": self.config.policy,
-                "placement": self.config.placement, "seed": self.config.seed, **replica}
-
-    def identity(self) -> str:
-        """A stable digest of everything that makes the run's results: trace, VC config, every setting,
-        table format.  Recorded in the run's summary.json (``sweep_run``); a finished run whose
-        identity differs (a changed preset, another --format) is run again."""
-        what: dict[str, Any] = {"trace": self.trace, "vc_config": self.vc_config, "config": self.config.as_dict(),
-                                "format": self.fmt}
-        if self.replica is not None or self.trace_options:
-            what |= {"replica": self.replica, "perturb": self.perturb, "trace_options": self.trace_options}
-        return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:16]
-
 
 def split_list(text: str, what: str) -> list[str]:
     items = [v.strip() for v in text.split(",") if v.strip()]
@@ -236,9 +209,6 @@ def build_grid(traces: Sequence[str], policies: Sequence[str], seeds: Sequence[i
 def own_setting_keys(policies: Sequence[str], sets: Mapping[str, Any]) -> dict[str, set[str]]:
     """Per policy, the ``--set`` keys that are its own settings (no SimConfig field of that name); a key that no
     policy of the sweep declares is an error."""
-    from simcluster.plugins import PluginError, resolve_policy
-    from simcluster.policies.base import settings_fields
-
     unknown = [k for k in sets if k not in knobs()]
     found: dict[str, set[str]] = {}
     for policy in policies:
@@ -257,8 +227,6 @@ def own_setting_keys(policies: Sequence[str], sets: Mapping[str, Any]) -> dict[s
 
 def _policy_label(policy: str) -> str:
     """How a run id names a policy: a built-in's name, a plug-in's name or class."""
-    from simcluster.plugins import PluginError, display_name
-
     try:
         return display_name(policy)
     except PluginError:
@@ -320,49 +288,6 @@ def _trace_names(traces: Sequence[str]) -> list[str]:
     return [_safe_id(n) for n in names]
 
 
-# --- traces, cached per worker process ---------------------------------------------------------------
-
-_TRACES: OrderedDict[tuple[str, int, str | None, tuple[tuple[str, Any], ...]], Trace] = OrderedDict()
-_TRACE_CACHE_SIZE = 4
-
-
-def load_trace_arg(trace: str, gpus_per_node: int = 8, vc_config: str | None = None,
-                   options: tuple[tuple[str, Any], ...] = ()) -> Trace:
-    """A trace argument: a folder/CSV path, or ``synth:jobs=…,nodes=…,vcs=…,seed=…`` (SynthSpec fields)."""
-    key = (trace, gpus_per_node, vc_config, options)
-    if key in _TRACES:
-        _TRACES.move_to_end(key)
-        return _TRACES[key]
-    if trace.startswith(SYNTH_PREFIX):
-        loaded = synthesize(synth_spec(trace, gpus_per_node))
-    else:
-        loaded = load_trace(Path(trace), vc_config and Path(vc_config), gpus_per_node=gpus_per_node, **dict(options))
-    _TRACES[key] = loaded
-    while len(_TRACES) > _TRACE_CACHE_SIZE:
-        _TRACES.popitem(last=False)
-    return loaded
-
-
-def synth_spec(trace: str, gpus_per_node: int) -> SynthSpec:
-    defaults = {f.name: f.default for f in fields(SynthSpec)}
-    values: dict[str, Any] = {"gpus_per_node": gpus_per_node}
-    for item in filter(None, trace[len(SYNTH_PREFIX):].split(",")):
-        key, _, raw = item.partition("=")
-        if key not in defaults:
-            raise SweepError(f"--trace {trace!r}: unknown synthetic-trace field {key!r}; "
-                             f"valid: {', '.join(defaults)}")
-        try:
-            kind: Any = type(defaults[key])
-            values[key] = kind(raw)
-        except ValueError:
-            raise SweepError(f"--trace {trace!r}: field {key!r} expects {type(defaults[key]).__name__}, "
-                             f"got {raw!r}") from None
-    try:
-        return SynthSpec(**values)
-    except ValueError as exc:
-        raise SweepError(f"--trace {trace!r}: {exc}") from None
-
-
 def check_traces(specs: Sequence[RunSpec]) -> None:
     """Load every distinct trace once in this process, so bad input stops the sweep before it starts."""
     for trace, gpn, vcs, options in dict.fromkeys((s.trace, s.config.gpus_per_node, s.vc_config, s.trace_options)
@@ -408,31 +333,6 @@ def run_inputs(spec: RunSpec) -> tuple[Any, SimConfig]:
         trace = load_trace_arg(spec.trace, spec.config.gpus_per_node, spec.vc_config, spec.trace_options)
     return (perturb_trace(trace, made, spec.replica, spec.config.seed),
             replica_config(spec.config, made, spec.replica))
-
-
-def with_identity(spec: RunSpec, summary: dict[str, Any]) -> dict[str, Any]:
-    """The summary a sweep writes: the run's own, plus ``sweep_run``: its id, :meth:`RunSpec.identity`, and
-    the trace as the sweep named it (a synthetic trace's whole spec, which its summary's ``trace`` lacks)."""
-    replica = {"replica": spec.replica, "perturb": spec.perturb} if spec.replica is not None else {}
-    return {**summary, "sweep_run": {"run_id": spec.run_id, "identity": spec.identity(), "trace": spec.trace,
-                                     "trace_name": spec.trace_name, **replica}}
-
-
-def ok_row(spec: RunSpec, summary: dict[str, Any], wall: float | None) -> dict[str, Any]:
-    return {**spec.row(), "status": "ok", "error": "", **{k: summary.get(k) for k in FIGURES},
-            "sim_cpu_seconds": summary.get("sim_cpu_seconds"), "load_cpu_seconds": summary.get("load_cpu_seconds"),
-            "wall_seconds": wall, "notes": ""}
-
-
-def failed_row(spec: RunSpec, exc: BaseException, out: Path, wall: float) -> dict[str, Any]:
-    message = f"{type(exc).__name__}: {exc}".replace("\n", " ")
-    try:  # the whole traceback beside runs.csv, for the curious
-        text = "".join(traceback.format_exception(exc))
-        atomic_write(out / "failed" / f"{spec.run_id}.txt", lambda f: f.write(text.encode()))
-    except OSError:
-        pass
-    return {**spec.row(), "status": "failed", "error": message, **{k: None for k in FIGURES},
-            "sim_cpu_seconds": None, "load_cpu_seconds": None, "wall_seconds": wall, "notes": ""}
 
 
 def finished_row(spec: RunSpec, out: Path) -> dict[str, Any] | None:
@@ -527,7 +427,6 @@ def run_sweep(specs: Sequence[RunSpec], out: Path, *, backend: str = "local", wo
     >>> outcome.ran, [row["status"] for row in outcome.rows]
     (2, ['ok', 'ok'])
     """
-    from simcluster.experiments.notes import annotate, ignored_setting_notes, seed_notes
 
     if split_vcs not in SPLIT_MODES:
         raise SweepError(f"--split-vcs must be one of {', '.join(SPLIT_MODES)}, got {split_vcs!r}")
@@ -575,8 +474,6 @@ def _run_queue(todo: list[RunSpec], out: Path, backend: str, workers: int | None
                split_vcs: str, listener: SweepListener, table: RunsTable, outcome: SweepOutcome,
                finish: Callable[[], SweepOutcome]) -> SweepOutcome:
     """Run ``todo`` on the backend, recording each row as it comes."""
-    from simcluster.experiments.backends import make_backend
-    from simcluster.experiments.split import Part, execute_part, merge_parts, splittable, vcs_of
 
     t0 = time.perf_counter()
     runner = make_backend(backend, workers=workers, ray_address=ray_address, log=outcome.backend_log)
@@ -661,11 +558,3 @@ def workers_skip_main() -> Iterator[None]:
         yield
     finally:
         main.__spec__ = None
-
-
-def cpu_count() -> int:
-    """CPUs this process may use (the affinity mask, not the machine's count)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # macOS, Windows
-        return os.cpu_count() or 1

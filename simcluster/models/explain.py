@@ -128,7 +128,7 @@ def explain_throughput(trace: Trace, config: SimConfig, out: Path) -> dict[str, 
 
     start = int(trace.frame["submit_time"].min() // tp.BIN)
     end = int(trace.frame["submit_time"].max() // tp.BIN)
-    log = config.throughput_history or getattr(trace, "throughput_log", None)
+    log = config.throughput_history or trace.throughput_history
     if log:
         first, counts = tp.read_throughput_log(log, DEFAULT_EPOCH)
         series, cut, source = tp.SubmissionSeries(first, counts), start, str(log)

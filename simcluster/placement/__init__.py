@@ -8,7 +8,7 @@ from simcluster.placement import (  # noqa: F401
     share_rules,
     tiresias_relaxed,
 )
-from simcluster.placement.base import PLACEMENTS, Placement, Plan, make_placement
+from simcluster.placement.base import PLACEMENTS, Placement, Plan
 from simcluster.placement.fractions import fraction_plan
 
-__all__ = ["PLACEMENTS", "Placement", "Plan", "fraction_plan", "make_placement"]
+__all__ = ["PLACEMENTS", "Placement", "Plan", "fraction_plan"]

@@ -44,13 +44,6 @@ class Placement:
 PLACEMENTS: Registry[type[Placement]] = Registry("placement")
 
 
-def make_placement(spec: str, rng: random.Random) -> Placement:
-    """The placement ``spec`` names (a built-in name, a file or module:Class: :mod:`simcluster.plugins`)."""
-    from simcluster.plugins import resolve_placement
-
-    return resolve_placement(spec)(rng)  # type: ignore[no-any-return]
-
-
 def lowest_node(vc: Pool, mask: int) -> Node:
     return vc.nodes[(mask & -mask).bit_length() - 1]
 

@@ -31,7 +31,7 @@ from simcluster.cluster_spec import ONE_VC
 from simcluster.errors import TraceError
 from simcluster.results import check_output, write_folder
 from simcluster.throughputs import job_key, load_throughputs
-from simcluster.traces.joblog import Trace
+from simcluster.traces.joblog import JobLog
 from simcluster.traces.venus import PROFILE, WORKLOAD
 
 FILES = ("cluster_full_log.csv", "vc_config.csv", "conversion.json")
@@ -47,7 +47,7 @@ def check_target(out: Path, source: Path, overwrite: bool) -> Path:
 def job_log(trace: Any, gpus_per_node: int, nodes: int | None = None, cluster_gpus: int | None = None,
             throughputs: str | None = None) -> tuple[pd.DataFrame, dict[str, int], list[str]]:
     """The canonical job log, the VC sizes and notes on what was lost, for any loaded trace."""
-    if isinstance(trace, Trace):
+    if isinstance(trace, JobLog):
         if not trace.vc_nodes:
             raise ValueError(f"{trace.source}: the job log has no VCs and no size; give --nodes, --cluster or --load")
         keep = COLUMNS + [c for c in (*WORKLOAD, *PROFILE) if c in trace.frame]

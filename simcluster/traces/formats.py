@@ -3,10 +3,10 @@ Gavel ``.trace`` files and openb pod lists.
 
 The format is told by the file (:mod:`simcluster.traces.files`).  Gavel traces and openb pod lists
 become a :class:`~simcluster.traces.hetero.HeteroTrace`, whose jobs carry per-GPU-type speeds into
-the one engine; job logs become a :class:`~simcluster.traces.joblog.Trace`.  A trace named by a path
+the one engine; job logs become a :class:`~simcluster.traces.joblog.JobLog`: both are a
+:class:`~simcluster.traces.base.Trace`, which is all a run reads.  A trace named by a path
 that does not exist here is looked up in the shared data (:func:`simcluster.paths.resolve_data`), so
-``venus_sept`` names the same trace in every command and in the Python API.  (:func:`load_trace` is typed
-``Any`` until one ``Trace`` protocol covers both kinds: callers still tell them apart.)
+``venus_sept`` names the same trace in every command and in the Python API.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any
 
 from simcluster.errors import TraceError
 from simcluster.paths import resolve_data, shared_data_dir
+from simcluster.traces.base import Trace
 from simcluster.traces.columns import parse_columns
 from simcluster.traces.csvfile import parse_delimiter
 from simcluster.traces.files import find_job_log, trace_format
@@ -28,7 +29,7 @@ HETERO_FORMATS = ("gavel", "openb")
 JOB_LOG_OPTIONS = ("columns", "nodes", "load", "epoch", "duration_unit", "time_format", "delimiter")
 
 
-def load_trace(path: str | Path, vc_config: str | Path | None = None, **options: Any) -> Any:
+def load_trace(path: str | Path, vc_config: str | Path | None = None, **options: Any) -> Trace:
     """Load and validate a trace of any supported format (see the module's docstring).
 
     ``options`` are the job-log loader's (``gpus_per_node``, ``skip_invalid``, ``epoch``, ``columns``,

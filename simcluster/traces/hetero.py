@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import pandas as pd
 
@@ -30,6 +31,8 @@ FRAME_COLUMNS = ["job_id", "job_type", "gpu_num", "gpu_milli", "total_steps", "p
 class HeteroTrace:
     """A validated heterogeneous trace: one row per job (``FRAME_COLUMNS``), sorted by submit time.
 
+    A :class:`~simcluster.traces.base.Trace`: what every loader returns.
+
     >>> pod = ("p0", "unknown", 1, 500, 600, 1.0, -1.0, 0.0, "", 2)  # half a GPU for 600 s (openb)
     >>> trace = HeteroTrace("pods.csv", pd.DataFrame([pod], columns=FRAME_COLUMNS), "openb", uniform=True)
     >>> [(job.gpu_num, job.gpu_milli, job.duration) for job in trace.make_jobs()]
@@ -44,6 +47,22 @@ class HeteroTrace:
     skipped: Counter[str] = field(default_factory=Counter)
     load_cpu_seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    # the Trace protocol's (simcluster.traces.base): jobs with per-type speeds, in one VC the run sizes
+    heterogeneous: ClassVar[bool] = True
+    vcs_checked: ClassVar[bool] = False  # the run checks each job against the cluster (simcluster.api.check_fits)
+    sizing: ClassVar[str] = ""
+    throughput_history: ClassVar[str | None] = None
+    given_table: ClassVar[pd.DataFrame | None] = None  # the jobs' columns are made, not copied
+
+    @property
+    def format(self) -> str:
+        return self.kind
+
+    @property
+    def needs_throughputs(self) -> bool:
+        return not self.uniform
 
     def __post_init__(self) -> None:
         if "vc" not in self.frame.columns:  # one VC, so per-VC views (reports, the live view) work

@@ -18,10 +18,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from simcluster.traces.base import Trace
 from simcluster.traces.columns import CUSTOM, FIELDS, KNOWN_FORMATS
 from simcluster.traces.csvfile import describe_delimiter
-from simcluster.traces.hetero import HeteroTrace
-from simcluster.traces.joblog import Trace
+from simcluster.traces.joblog import JobLog
 
 PERCENTILES = (10, 50, 90, 99)
 HETERO_COLUMNS = {
@@ -32,12 +32,12 @@ HETERO_COLUMNS = {
 }
 
 
-def inspect_trace(trace: Trace | HeteroTrace) -> dict[str, Any]:
+def inspect_trace(trace: Trace) -> dict[str, Any]:
     """A plain (JSON-ready) record of how ``trace`` was read."""
     frame = trace.frame
     submit = frame["submit_time"].astype(float)
     record: dict[str, Any] = {"source": trace.source, "jobs": len(frame)}
-    if isinstance(trace, Trace):
+    if isinstance(trace, JobLog):
         described = {f.name: f.description for f in (*KNOWN_FORMATS, CUSTOM)}
         record |= {"format": trace.format, "format_description": described.get(trace.format, "CSV job log"),
                    "delimiter": describe_delimiter(trace.delimiter),
@@ -60,7 +60,7 @@ def inspect_trace(trace: Trace | HeteroTrace) -> dict[str, Any]:
                            "max": float(durations.max())}
     record["gpu_histogram"] = {str(int(g)): int(n) for g, n in frame["gpu_num"].value_counts().sort_index().items()}
     record["skipped"] = dict(trace.skipped)
-    record["warnings"] = list(getattr(trace, "warnings", []))
+    record["warnings"] = list(trace.warnings)
     return record
 
 

@@ -27,7 +27,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -61,12 +61,17 @@ from simcluster.traces.times import MAX_SECONDS, TimeRule, submit_seconds
 from simcluster.traces.units import parse_time_format, seconds_per
 from simcluster.traces.venus import WORKLOAD, throughput_log_beside, workload_columns
 
-__all__ = ["Trace", "load_job_log", "trace_from_frame"]
+if TYPE_CHECKING:  # pragma: no cover
+    from simcluster.throughputs import ThroughputTable
+
+__all__ = ["JobLog", "load_job_log", "trace_from_frame"]
 
 
 @dataclass
-class Trace:
+class JobLog:
     """A validated job log: one row per job (seconds from the epoch), the VCs' sizes in nodes, and how it was read.
+
+    A :class:`~simcluster.traces.base.Trace`: what every loader returns.
 
     >>> trace = trace_from_frame(pd.DataFrame({"submit_time": [0, 60], "gpu_num": [1, 2], "duration": [5, 6]}),
     ...                          nodes=1)
@@ -79,7 +84,7 @@ class Trace:
     vc_nodes: dict[str, int]
     skipped: Counter[str] = field(default_factory=Counter)
     load_cpu_seconds: float = 0.0
-    throughput_log: str | None = None  # the cluster's 10-minute submission log beside the trace, if any (lucid)
+    throughput_history: str | None = None  # the cluster's 10-minute submission log beside the trace, if any (lucid)
     format: str = "venus"  # which job-log format it was read as (summary.json's trace_format)
     time_rule: str = ""  # how submit times were read (times.TimeRule.describe)
     epoch: str | None = None  # the wall-clock time of second 0, when known
@@ -89,12 +94,22 @@ class Trace:
     duration_unit: str = "s"  # what the duration column counted
     columns: dict[str, str | None] = field(default_factory=dict)  # field → the log's column (None: it has none)
     warnings: list[str] = field(default_factory=list)  # where the data looks misread (traces.doubts)
+    notes: list[str] = field(default_factory=list)  # what the loader assumed (summary.json's trace_notes)
+
+    heterogeneous: ClassVar[bool] = False  # (the Trace protocol's: jobs run at 1× on every GPU)
+    needs_throughputs: ClassVar[bool] = False
+    vcs_checked: ClassVar[bool] = True  # every job was checked against its VC's size
 
     def __len__(self) -> int:
         return len(self.frame)
 
-    def make_jobs(self) -> list[Job]:
-        """Fresh job objects (a simulation consumes them; a trace can be replayed)."""
+    @property
+    def given_table(self) -> pd.DataFrame:
+        """Row i holds job i's own columns (the jobs table copies them as they are)."""
+        return self.frame
+
+    def make_jobs(self, throughputs: ThroughputTable | None = None) -> list[Job]:
+        """Fresh job objects (a simulation consumes them; a trace can be replayed); a job log needs no table."""
         f = self.frame
         vcs = _distinct(f["vc"])  # one str object per distinct VC and user name
         users = _distinct(f["user"]) if "user" in f else [""] * len(f)
@@ -153,7 +168,7 @@ def load_job_log(
     duration_unit: str | None = None,
     time_format: str | None = None,
     delimiter: str | None = None,
-) -> Trace:
+) -> JobLog:
     """Read and validate a CSV job log.
 
     ``epoch``: time zero (None: the format's default, see :mod:`~simcluster.traces.times`);
@@ -173,14 +188,14 @@ def load_job_log(
     raw, lines = _read_log(log_path, sep)
     config = Path(vc_config) if vc_config else log_path.with_name("vc_config.csv")
     trace = _build(log_path, raw, RowProblems(log_path, lines), reading, config, vc_config is not None, sep)
-    trace.throughput_log = throughput_log_beside(log_path)
+    trace.throughput_history = throughput_log_beside(log_path)
     trace.time_rule, trace.epoch = _time_zero(trace.time_rule, trace.epoch, log_path)
     trace.load_cpu_seconds = time.process_time() - t0
     return trace
 
 
 def trace_from_frame(jobs: pd.DataFrame, vc_config: Mapping[str, int] | str | os.PathLike[str] | None = None, *,
-                     source: str = "DataFrame", **options: Any) -> Trace:
+                     source: str = "DataFrame", **options: Any) -> JobLog:
     """A trace from a DataFrame with a job log's columns, read as :func:`load_job_log` reads a file (the
     same options, defaults and errors).  ``vc_config``: nodes per VC (``{"vc0": 4}``) or a VC config
     CSV; a frame without a VC column is one VC sized by ``nodes``, ``cluster`` or ``load``.  A problem
@@ -210,7 +225,7 @@ def _reading(gpus_per_node: int = 8, skip_invalid: bool = False, epoch: str | No
 
 
 def _build(where: Path, raw: pd.DataFrame, problems: RowProblems, reading: _Reading,
-           vc_config: Path | Mapping[str, int] | None, config_given: bool, sep: str | None) -> Trace:
+           vc_config: Path | Mapping[str, int] | None, config_given: bool, sep: str | None) -> JobLog:
     """The trace of a log read as text (``raw``: one row per job, the log's own columns)."""
     header = list(raw.columns)
     fmt = _format_of(where, header, reading.columns, sep)
@@ -221,7 +236,7 @@ def _build(where: Path, raw: pd.DataFrame, problems: RowProblems, reading: _Read
     frame, vc_nodes, skipped = _settle(frame, len(raw), vc_nodes, reading.gpus_per_node, problems, mapping,
                                        reading.skip_invalid)
     doubts = unit_doubts(frame, rule, str(mapping["duration"]), reading.duration_unit)
-    return Trace(str(where), frame, vc_nodes, skipped, 0.0, None, fmt.name, rule.describe(), rule.epoch, sizing,
+    return JobLog(str(where), frame, vc_nodes, skipped, 0.0, None, fmt.name, rule.describe(), rule.epoch, sizing,
                  typed.only(vc_nodes) if typed else None, sep or ",", reading.duration_unit or "s", mapping, doubts)
 
 

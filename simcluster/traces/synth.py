@@ -19,7 +19,7 @@ import pandas as pd
 
 from simcluster.config import setting
 from simcluster.results import write_folder
-from simcluster.traces.joblog import Trace
+from simcluster.traces.joblog import JobLog
 from simcluster.traces.venus import DEFAULT_EPOCH
 
 GPU_COUNTS = {1: 0.565, 2: 0.063, 3: 0.002, 4: 0.069, 6: 0.002, 8: 0.194, 16: 0.022, 24: 0.009,
@@ -62,7 +62,7 @@ class SynthSpec:
             raise ValueError(f"load must be positive, got {self.load}")
 
 
-def synthesize(spec: SynthSpec) -> Trace:
+def synthesize(spec: SynthSpec) -> JobLog:
     """A trace with integer-second submit times, ready to simulate or save."""
     rng = np.random.default_rng(spec.seed)
     n = spec.jobs
@@ -110,7 +110,7 @@ def synthesize(spec: SynthSpec) -> Trace:
         }
     )
     frame = frame.sort_values("submit_time", kind="stable").reset_index(drop=True)
-    return Trace(f"synth(seed={spec.seed}, jobs={n})", frame, vc_nodes, format="synthetic",
+    return JobLog(f"synth(seed={spec.seed}, jobs={n})", frame, vc_nodes, format="synthetic",
                  time_rule=f"seconds from {spec.epoch}", epoch=spec.epoch,
                  sizing=f"{len(vc_nodes)} VCs of the generator ({spec.nodes} nodes × {spec.gpus_per_node} GPUs)")
 
@@ -125,7 +125,7 @@ def vc_nodes_of(spec: SynthSpec) -> dict[str, int]:
     return _split_nodes(spec, np.random.default_rng(spec.seed))  # the generator's first draw, as there
 
 
-def save_trace(trace: Trace, out: Path, epoch: str = DEFAULT_EPOCH) -> Path:
+def save_trace(trace: JobLog, out: Path, epoch: str = DEFAULT_EPOCH) -> Path:
     """Write ``cluster_full_log.csv`` (Venus columns, wall-clock submit times) and ``vc_config.csv``."""
     frame = trace.frame.copy()
     stamps = pd.Timestamp(epoch) + pd.to_timedelta(frame["submit_time"], unit="s")

@@ -1,0 +1,54 @@
+"""Why a job's run is cut short, as typed records.
+
+A running job's run ends in one of two ways: its work is done (the run's end event fires), or
+something from outside cuts it short.  Each outside cause is a record here, and
+:meth:`simcluster.engine.life.JobLife.interrupt` is the one door it comes through (SimPy's
+``process.interrupt(cause)``, taken synchronously: see :mod:`simcluster.engine.life` for why).
+
+>>> Preempted("srtf", overhead=30.0)
+Preempted(policy='srtf', overhead=30.0, moving=False)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Preempted:
+    """The policy took the GPUs back; the job owes ``overhead`` seconds of restore when it runs again.
+    ``moving``: it is restarted elsewhere at once (a round policy changing its GPU type), a migration."""
+
+    policy: str
+    overhead: float
+    moving: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class RateChanged:
+    """A GPU partner arrived or left (or the job's GPUs changed): it goes on at ``speed``."""
+
+    speed: float
+    sharing: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Moved:
+    """The policy sent the running job to another partition's queue (lucid's profiler → its VC)."""
+
+    partition: str
+
+
+@dataclass(frozen=True, slots=True)
+class NodeFailed:
+    """A node the job ran on went down: it loses what it did since its last checkpoint."""
+
+    node: str
+
+
+@dataclass(frozen=True, slots=True)
+class Abandoned:
+    """The no-progress guard gave up on the (queued) job (``--on-no-progress abandon``)."""
+
+
+Cause = Preempted | RateChanged | Moved | NodeFailed | Abandoned

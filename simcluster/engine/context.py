@@ -1,0 +1,69 @@
+"""What a policy may do to one VC at one instant: the engine's side of :class:`~simcluster.policies.SchedulingContext`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import TYPE_CHECKING
+
+from simcluster.cluster import VirtualCluster
+from simcluster.colocation.loader import ColocationModel
+from simcluster.config import SimConfig
+from simcluster.job import Job
+from simcluster.placement import Plan
+
+if TYPE_CHECKING:  # pragma: no cover
+    from simcluster.engine.simulation import Simulation
+    from simcluster.throughputs import ThroughputTable
+
+
+class VcContext:
+    """One VC's context; the engine makes one per VC and hands it to every pass there."""
+
+    __slots__ = ("clock", "sim", "try_start", "vc", "wake_at")
+
+    def __init__(self, sim: Simulation, vc: VirtualCluster) -> None:
+        self.sim, self.vc, self.clock = sim, vc, sim.clock
+        # bound to this VC once, positionally: policies call try_start for every job they start
+        self.try_start: Callable[[Job], bool] = partial(sim.try_start_in, vc)
+        self.wake_at: Callable[[float], None] = partial(sim.wake_at, vc)
+
+    @property
+    def now(self) -> float:
+        return self.clock()
+
+    def start_on(self, job: Job, plan: Plan) -> None:
+        self.sim.start(job, self.vc, plan)
+
+    @property
+    def throughputs(self) -> ThroughputTable | None:
+        return self.sim.speed.throughputs
+
+    def pair_speeds(self, a: Job, b: Job) -> tuple[float, float]:
+        return self.sim.speed.pair_speeds(a, b, self.vc.gpu_types)
+
+    @property
+    def colocation(self) -> ColocationModel:
+        assert self.sim.speed.colocation is not None, "only sharing policies ask for the colocation model"
+        return self.sim.speed.colocation
+
+    @property
+    def config(self) -> SimConfig:
+        return self.sim.config
+
+    def preempt(self, job: Job, overhead: float | None = None, moving: bool = False) -> None:
+        self.sim.preempt(job, self.vc, overhead, moving)
+
+    def requeue(self, job: Job) -> None:
+        queue = self.vc.pending
+        queue.remove(job)
+        queue.push(job)
+
+    def reorder(self) -> None:
+        self.vc.pending.rekey()
+
+    def move(self, job: Job, partition: str) -> None:
+        self.sim.move(job, partition)
+
+    def partition_names(self) -> list[str]:
+        return list(self.sim.cluster.vcs)

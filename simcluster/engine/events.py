@@ -1,0 +1,36 @@
+"""The order of things within one instant, and the one way the engine makes an event due at a priority.
+
+SimPy orders events by (time, priority, sequence number).  Its own priorities come first: URGENT (a
+process's start), NORMAL (a timeout, a run's end, an arrival); then the engine's: LATE (the scheduler's
+pass and the policies' timers, after everything else of the instant, so that at time t every job ending
+at t has freed its GPUs and every job submitted at t has joined its queue before the policy runs) and
+HORIZON (the ``--until`` stop, after that instant's pass).
+"""
+
+from __future__ import annotations
+
+import simpy
+
+URGENT, NORMAL, LATE, HORIZON = 0, 1, 2, 3
+
+
+class NoEventsLeft(RuntimeError):
+    """The kernel found nothing left to happen before the run's end (the engine reports the stuck jobs)."""
+
+
+def succeed_at(env: simpy.Environment, event: simpy.Event, delay: float, priority: int) -> None:
+    """Schedule ``event`` to succeed ``delay`` seconds from now at ``priority``.
+
+    SimPy's public ``succeed`` fixes NORMAL priority and no delay; this is what SimPy itself does for its
+    events of another priority (``env.run(until=t)``'s stop, a process's start): set the outcome, then the
+    public ``env.schedule``.
+
+    >>> env = simpy.Environment()
+    >>> first, second = env.event(), env.event()
+    >>> succeed_at(env, first, 5, LATE); succeed_at(env, second, 5, NORMAL)
+    >>> env.run(first); env.now, second.processed
+    (5, True)
+    """
+    event._ok = True
+    event._value = None
+    env.schedule(event, priority, delay)  # type: ignore[arg-type]  # (SimPy types priorities as EventPriority)

@@ -1,0 +1,230 @@
+"""A job's life in the simulation, in one place: submitted, queued, started, cut short, finished.
+
+::
+
+    submit ─▶ queued ─▶ start ─▶ running ──(its run's end fires)──▶ finish
+                ▲                   │
+                └── interrupt ◀─────┘  Preempted · NodeFailed · Moved   (RateChanged: it goes on, re-timed)
+                      │
+                      └─▶ Abandoned (the no-progress guard gave up on it)
+
+Jobs are callbacks, not SimPy processes.  A running job has one event in SimPy's queue, due at the end of its
+run at its current speed (:attr:`~simcluster.job.Job.run_end`); when it fires the job finishes.  Anything
+that cuts the run short comes through :meth:`JobLife.interrupt` with a typed cause
+(:mod:`~simcluster.engine.causes`), which disarms that event (it stays in the queue and fires with no one
+listening) and changes the job's state at once.  A process per job (SimPy's style) would tell the same story
+with a generator, but an interrupt reaches a process only through an event of its own, later in the instant,
+while the policy that preempted a job needs its GPUs free now: the state change was never the process's to
+make, and the process cost an event per interrupt and a generator per job.  Order is unchanged by this:
+those interrupt events changed nothing, and SimPy's sequence numbers keep the other events' order.
+
+Where an allocation may change while a job runs (elastic jobs): add a cause, handle it in :meth:`interrupt`
+(change ``job.allocation``, then re-time the job and its partners with :meth:`JobLife._retime`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from functools import partial
+from operator import attrgetter
+from typing import TYPE_CHECKING
+
+import simpy
+
+from simcluster.cluster import VirtualCluster
+from simcluster.engine.causes import Abandoned, Cause, Moved, NodeFailed, Preempted, RateChanged
+from simcluster.engine.events import NORMAL, succeed_at
+from simcluster.job import Job, JobState
+from simcluster.placement import Plan
+
+if TYPE_CHECKING:  # pragma: no cover
+    from simcluster.cluster import Cluster
+    from simcluster.config import SimConfig
+    from simcluster.engine.failures import NoProgressGuard
+    from simcluster.engine.speed import SpeedModel
+    from simcluster.policies import Policy
+
+_BY_INDEX = attrgetter("index")  # trace order
+Hook = Callable[[Job, float], None]
+
+
+class JobLife:
+    """The job-life half of :class:`~simcluster.engine.simulation.Simulation` (which sets these attributes)."""
+
+    env: simpy.Environment
+    clock: Callable[[], float]
+    config: SimConfig
+    cluster: Cluster
+    policy: Policy
+    speed: SpeedModel
+    guard: NoProgressGuard
+    running: int
+    pending: int
+    abandoned: dict[Job, float]
+    _unfinished: int
+    _all_done: simpy.Event
+    _solo_speed: Callable[[Job], float]
+    _policy_on_finish: bool
+    _policy_on_run_start: bool
+    _policy_on_run_stop: bool
+    _on_start: list[Hook]
+    _on_preempt: list[Hook]
+    _on_restart: list[Hook]
+    _on_finish: list[Hook]
+    _on_move: list[Hook]
+    _on_speed: list[Hook]
+
+    def _request_pass(self, vc: VirtualCluster) -> None: ...
+
+    def start(self, job: Job, vc: VirtualCluster, plan: Plan) -> None:
+        """Start ``job`` on ``plan``: (node, count) takes idle GPUs, (node, [ids]) exactly those (sharing)."""
+        now = self.clock()
+        if len(plan) == 1:  # most jobs fit on one node
+            node, where = plan[0]
+            job.allocation = ((node, node.allocate(job, where) if isinstance(where, int) else node.attach(job, where)),)
+        else:
+            job.allocation = tuple([(node, node.allocate(job, where) if isinstance(where, int) else node.attach(job, where))
+                                    for node, where in plan])
+        vc.pending.remove(job)
+        vc.running[job] = None
+        job.start(now)
+        job.speed = self._solo_speed(job) if job.speeds is not None or self.speed.spread_penalty else 1.0
+        self.running += 1
+        self.pending -= 1
+        if self._policy_on_run_start:  # before the re-timing below, which tells the policy of a new speed
+            self.policy.on_run_start(job, vc)
+        if vc.shared_gpus:
+            self._retime({job, *self.speed.partners(job)})
+        if job.run_end is None:  # a partner's start inside the policy's hook may have timed it already
+            self._time_run(job)
+        for hook in self._on_start:
+            hook(job, now)
+
+    def preempt(self, job: Job, vc: VirtualCluster, overhead: float | None = None, moving: bool = False) -> None:
+        """The policy takes ``job``'s GPUs back (``overhead``: restore seconds it owes; default the configured
+        overhead); ``moving``: it restarts elsewhere at once, which counts as a migration."""
+        if overhead is None:
+            overhead = self.config.preemption_overhead(job.gpu_num)
+        self.interrupt(job, Preempted(self.policy.name, overhead, moving), vc)
+
+    def move(self, job: Job, partition: str) -> None:
+        """Send ``job`` to the queue of another partition; a running job keeps its progress."""
+        here, there = self.cluster.vcs[job.queue_vc], self.cluster.vcs[partition]
+        if job.state is JobState.RUNNING:
+            self.interrupt(job, Moved(partition), here)
+        else:
+            here.pending.remove(job)
+            job.queue_vc = partition  # before the push: the queue key may depend on the partition
+            there.pending.push(job)
+        self._request_pass(there)
+
+    def interrupt(self, job: Job, cause: Cause, vc: VirtualCluster | None = None) -> None:
+        """Cut ``job``'s run short for ``cause`` (``vc``: the one it runs in, if the caller has it at hand)."""
+        vc = vc or self.cluster.vcs[job.queue_vc]
+        now = self.clock()
+        timed = job.run_end is not None  # not yet while the job is being started: start() times it
+        if timed:  # its run's end, disarmed: it fires with no one listening
+            job.run_end.callbacks.clear()  # type: ignore[union-attr]
+            job.run_end = None
+        match cause:
+            case RateChanged(speed=speed, sharing=sharing):
+                if self._policy_on_run_stop:  # a new segment of the run: to the policy, a stop and a start
+                    self.policy.on_run_stop(job, vc)
+                job.change_speed(now, speed, sharing)
+                if self._policy_on_run_start:
+                    self.policy.on_run_start(job, vc)
+                if timed:
+                    self._time_run(job)
+                for hook in self._on_speed:
+                    hook(job, now)
+            case Preempted(overhead=overhead, moving=moving):
+                self._stop(job, vc, overhead=overhead)
+                if moving:
+                    job.migrations += 1
+                else:
+                    job.preemptions += 1
+                for hook in self._on_preempt:
+                    hook(job, now)
+            case NodeFailed():
+                nodes = len(job.allocation)
+                self._stop(job, vc, lose_since_checkpoint=self.config.checkpoint_interval)
+                job.restarts += 1
+                if self.guard.gives_up_on(job, nodes, now):
+                    self.interrupt(job, Abandoned(), vc)
+                for hook in self._on_restart:
+                    hook(job, now)
+                self._request_pass(vc)
+            case Moved(partition=partition):
+                job.stop(now)
+                self._release(job, vc)
+                job.queue_vc = partition
+                self._enqueue(job, self.cluster.vcs[partition])
+                for hook in self._on_move:
+                    hook(job, now)
+            case Abandoned():  # a queued job taken out for good: it is reported unfinished
+                vc.pending.remove(job)
+                self.pending -= 1
+                self.abandoned[job] = now
+                self.guard.forget(job)
+                self._one_less()
+
+    def _finish(self, job: Job, _run_end: simpy.Event | None = None) -> None:
+        """Its run's end fired: the job is done."""
+        now = self.clock()
+        vc = self.cluster.vcs[job.queue_vc]
+        job.finish(now)
+        self._release(job, vc)
+        job.run_end = None
+        if self.guard.futile:
+            self.guard.forget(job)
+        if self._policy_on_finish:
+            self.policy.on_finish(job, now)
+        for hook in self._on_finish:
+            hook(job, now)
+        self._request_pass(vc)
+        self._one_less()
+
+    def _one_less(self) -> None:
+        self._unfinished -= 1
+        if not self._unfinished:
+            self._all_done.succeed()
+
+    def _stop(self, job: Job, vc: VirtualCluster, overhead: float = 0.0,
+              lose_since_checkpoint: float | None = None) -> None:
+        job.stop(self.clock(), overhead, lose_since_checkpoint)
+        self._release(job, vc)
+        self._enqueue(job, vc)
+
+    def _enqueue(self, job: Job, vc: VirtualCluster) -> None:
+        """Queue ``job``; the caller asks for a pass if one is needed (a preemption is the pass's own doing)."""
+        vc.pending.push(job)
+        self.pending += 1
+
+    def _time_run(self, job: Job) -> None:
+        """Give ``job`` its run's end: an event due when the run ends at its current speed."""
+        run_end = job.run_end = simpy.Event(self.env)
+        run_end.callbacks.append(partial(self._finish, job))
+        succeed_at(self.env, run_end, job.time_left(), NORMAL)
+
+    def _release(self, job: Job, vc: VirtualCluster) -> None:
+        partners = self.speed.partners(job) if vc.shared_gpus else ()
+        for node, _ in job.allocation:
+            node.release(job)
+        job.allocation = ()
+        job.speed, job.sharing = 1.0, False
+        del vc.running[job]
+        self.running -= 1
+        if self._policy_on_run_stop:
+            self.policy.on_run_stop(job, vc)
+        if partners:
+            self._retime(partners)
+
+    def _retime(self, jobs: Iterable[Job]) -> None:
+        """Give running ``jobs`` their current speed; a job whose speed changed is interrupted (RateChanged)."""
+        speed_of, vcs = self.speed.of, self.cluster.vcs
+        for job in sorted(jobs, key=_BY_INDEX):  # a deterministic order of re-timings
+            if job.state is not JobState.RUNNING:
+                continue
+            speed, sharing = speed_of(job)
+            if speed != job.speed or sharing != job.sharing:
+                self.interrupt(job, RateChanged(speed, sharing), vcs[job.queue_vc])

@@ -1,0 +1,372 @@
+"""The simulation: a run's arrivals, scheduler passes and node failures, on a kernel that keeps SimPy's order.
+
+Event-driven throughout: the clock jumps from one arrival, run's end, failure or repair to the next, so the
+cost grows with the number of events, never with simulated time.  Within one instant the order is SimPy's
+(:mod:`~simcluster.engine.events`): runs' ends and arrivals, then one scheduler pass (LATE) for every VC where
+something changed.  A job's own life is in :mod:`~simcluster.engine.life`, how fast it runs in
+:mod:`~simcluster.engine.speed`, node failures in :mod:`~simcluster.engine.failures`.
+
+Three optional limits, all off by default so the published simulators' figures hold: ``spread_penalty``
+(:mod:`~simcluster.engine.speed`); ``until`` (a horizon: the run stops ``until`` seconds after the first
+submission, once everything of that instant has happened; jobs not finished are reported unfinished);
+``restart_limit`` (no progress under failures: :class:`~simcluster.engine.failures.NoProgressGuard`).
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import partial
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any
+
+import simpy
+
+from simcluster.cluster import Cluster, Node, Pool, VirtualCluster
+from simcluster.cluster_spec import ClusterSpec, NodeGroup
+from simcluster.colocation.loader import ColocationModel, answer_shares
+from simcluster.config import SimConfig
+from simcluster.engine.causes import NodeFailed
+from simcluster.engine.context import VcContext
+from simcluster.engine.events import HORIZON, LATE, URGENT, NoEventsLeft, succeed_at
+from simcluster.engine.failures import NoProgressGuard, node_life
+from simcluster.engine.kernel import make_kernel
+from simcluster.engine.life import JobLife
+from simcluster.engine.speed import SpeedModel
+from simcluster.guard import POLICY_HOOKS, CheckedContext, CheckedPlacement, PluginFailed, at, guard_hooks
+from simcluster.job import UNKNOWN_WORKLOAD as UNKNOWN
+from simcluster.job import Job, JobState
+from simcluster.metrics.observer import Observer, overridden_hooks
+from simcluster.placement import Placement, fraction_plan
+from simcluster.plugins import display_name, resolve
+from simcluster.policies import Policy, SchedulingContext
+from simcluster.queue import JobQueue
+from simcluster.registry import implements
+
+if TYPE_CHECKING:  # pragma: no cover
+    from simcluster.throughputs import ThroughputTable
+
+_BY_INDEX = attrgetter("index")  # trace order
+
+
+class SimulationStalled(RuntimeError):
+    """Nothing is left to happen, yet jobs wait: they can never run on this cluster."""
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """What a run ended with, beside the jobs themselves: what :func:`simcluster.api.simulate` formats."""
+
+    end: float  # the clock when the run stopped
+    finished_every_job: bool  # no horizon cut the run short, no job was given up on
+    unfinished: list[Job]  # submitted but not finished (a horizon, or abandoned), in the jobs' order
+    abandoned: dict[Job, float]  # jobs the no-progress guard gave up on, and when
+    vc_gpus: dict[str, int]  # the trace's VCs (a policy's own partitions left out)
+    partition_gpus: dict[str, int]  # the policy's own partitions (lucid's profiler)
+    vc_sharing: dict[str, tuple[float, float]]  # per VC and partition: shared GPU-seconds, extra job-seconds
+    policy_report: Callable[[], dict[str, Any]]  # the policy's own figures, when asked (a learned policy's cost)
+    policy_settings: Any  # the policy's own settings, as the run used them
+    colocation: dict[str, Any] | None  # the model's source, provenance and fallbacks (sharing policies)
+    kernel: str  # which kernel ran it: "fast" or "reference"
+    notes: list[str] = field(default_factory=list)  # for the summary (the fast loop off, and why)
+
+
+def without_borrowed(spec: ClusterSpec | Mapping[str, int], borrowed: dict[str, int], policy: str) -> ClusterSpec:
+    """The cluster (or nodes per VC) once a policy's partitions took ``borrowed`` nodes out of its VCs (their
+    last nodes)."""
+    if not isinstance(spec, ClusterSpec):
+        spec = ClusterSpec.uniform(spec)
+    nodes = spec.vc_nodes
+    for vc, n in borrowed.items():
+        if vc not in nodes:
+            raise ValueError(f"{policy} takes nodes from VC {vc!r}, which the trace does not have")
+        if n > nodes[vc]:
+            raise ValueError(f"{policy} takes {n} nodes from VC {vc!r}, which has {nodes[vc]}")
+    return spec.without(borrowed) if borrowed else spec
+
+
+class Simulation(JobLife):
+    """Replays ``jobs`` on a cluster of ``vc_nodes`` under ``config``.
+
+    >>> from simcluster.job import Job
+    >>> jobs = [Job(index=i, job_id=str(i), vc="a", gpu_num=8, submit_time=0, duration=100) for i in range(3)]
+    >>> outcome = Simulation(jobs, {"a": 2}, SimConfig(policy="fifo")).run()
+    >>> [(j.start_time, j.end_time) for j in jobs], outcome.end
+    ([(0.0, 100.0), (0.0, 100.0), (100.0, 200.0)], 200.0)
+    """
+
+    def __init__(
+        self,
+        jobs: list[Job],
+        cluster: Mapping[str, int] | ClusterSpec,
+        config: SimConfig | None = None,
+        observers: Iterable[Observer] = (),
+        colocation: ColocationModel | None = None,
+        throughputs: ThroughputTable | None = None,
+        policy: Policy | None = None,
+        placement: Placement | None = None,
+        wrap_context: Callable[[SchedulingContext, VirtualCluster], SchedulingContext] | None = None,
+        kernel: str | None = None,
+    ) -> None:
+        """``cluster``: nodes per VC (untyped, ``config.gpus_per_node`` GPUs each) or a :class:`ClusterSpec`.
+        ``colocation``: the model sharing policies read (:func:`simcluster.tables.load_tables` loads the one
+        ``config`` names); ``throughputs``: the table the jobs' per-type speeds come from, whose pairs time jobs
+        sharing GPUs.  ``policy`` and ``placement``: instances to use instead of the ones ``config`` names, and
+        ``wrap_context`` what wraps each VC's context (the conformance kit's checks, :mod:`simcluster.testing`).
+        ``kernel``: "fast", "reference" or None (the fast one where this SimPy allows, :mod:`~.kernel`)."""
+        self.config = config = config or SimConfig()
+        self.jobs = jobs
+        start = min(map(attrgetter("submit_time"), jobs), default=0)
+        self.env = simpy.Environment(initial_time=start)
+        self.kernel, kernel_note = make_kernel(self.env, kernel)
+        self.notes = [kernel_note] if kernel_note else []
+        self.clock = self.kernel.clock
+        self._call_at = self.kernel.call_at
+        policy_class, origin = resolve(config.policy, "policy")
+        self.policy = policy if policy is not None else policy_class(config)
+        guarded = origin.source != "built-in" and policy is None  # a plug-in: its hooks and decisions are checked
+        if guarded:
+            label = f"policy {display_name(config.policy)}"
+            guard_hooks(self.policy, Policy, POLICY_HOOKS, label, self.clock, origin.location)
+        if self.policy.shares_gpus and colocation is None:
+            raise ValueError(f"policy {config.policy} shares GPUs: give the simulation its colocation model "
+                             "(simcluster.tables.load_tables)")
+        self.cluster = self._build_cluster(cluster, throughputs)
+        placement_class, placement_origin = resolve(config.placement, "placement")
+        self.placement = placement if placement is not None else placement_class(random.Random(config.seed))
+        if placement_origin.source != "built-in" and placement is None:
+            self.placement = CheckedPlacement(self.placement, f"placement {display_name(config.placement, 'placement')}",
+                                              self.clock, source_file=placement_origin.location)
+        fractions = min(map(attrgetter("gpu_milli"), jobs), default=1000) < 1000
+        arriving = Counter(map(attrgetter("queue_vc"), jobs))
+        for vc in self.cluster.vcs.values():
+            vc.pending = JobQueue(key=self.policy.pending_key)
+            vc.clock = self.clock
+            vc._since = float(start)
+            vc.to_arrive = arriving[vc.name]
+            if fractions:
+                vc.track_fractions()
+        self.policy.clock = self.clock
+        self.policy.attach(self.cluster)
+        self._pools: dict[tuple[int, str], list[Pool]] = {}  # (id of a job's speeds, VC) → the pools it may use
+        self.speed = SpeedModel(config.spread_penalty, throughputs, colocation if self.policy.shares_gpus else None)
+        self._solo_speed = self.speed.solo
+        if self.speed.colocation is not None:
+            for job in jobs:
+                if not job.memory:
+                    job.memory = self.speed.colocation.memory_mib(job.workload or UNKNOWN, job.gpu_num)
+        self._hook_observers(list(observers))
+        self._contexts: dict[str, SchedulingContext] = {name: VcContext(self, vc) for name, vc in self.cluster.vcs.items()}
+        if guarded:
+            wrap_context = partial(CheckedContext, label=label, shares=self.policy.shares_gpus)
+        if wrap_context is not None:
+            self._contexts = {name: wrap_context(ctx, self.cluster.vcs[name]) for name, ctx in self._contexts.items()}
+        # the policy's job hooks, looked up once: most policies have few of them
+        self._policy_on_submit = implements(self.policy, Policy, "on_submit")
+        self._policy_on_finish = implements(self.policy, Policy, "on_finish")
+        self._policy_on_run_start = implements(self.policy, Policy, "on_run_start")
+        self._policy_on_run_stop = implements(self.policy, Policy, "on_run_stop")
+        self._dirty: dict[str, None] = {}  # VCs where something changed since the last pass
+        self._timers: set[tuple[str, float]] = set()  # (VC, time) of policy wake-ups already set
+        self._pass_due = False  # a scheduler pass is due at this instant
+        self._unfinished = len(jobs)
+        self._all_done = self.env.event()
+        self.running = self.pending = 0
+        self.guard = NoProgressGuard(config)
+        self.abandoned: dict[Job, float] = {}
+        self._arrivals: list[Job] = []
+        self._submitted = 0  # how many of the arrivals (by submit time) have been submitted
+
+    def _build_cluster(self, cluster: Mapping[str, int] | ClusterSpec, throughputs: ThroughputTable | None) -> Cluster:
+        """The trace's VCs, less the nodes the policy's partitions borrow, plus those partitions."""
+        config = self.config
+        spec = cluster if isinstance(cluster, ClusterSpec) else ClusterSpec.uniform(cluster, config.gpus_per_node)
+        partitions = self.policy.partitions()
+        if clash := set(partitions) & set(spec.vcs):
+            raise ValueError(f"the trace has a VC named like {config.policy}'s own partition: {sorted(clash)}")
+        spec = without_borrowed(spec, self.policy.borrowed_nodes(), config.policy)
+        kind = spec.gpu_types[0] if spec.groups else "gpu"  # a partition's nodes: the cluster's first GPU type
+        spec = spec.with_vcs(NodeGroup(name, kind, n, config.gpus_per_node) for name, n in partitions.items())
+        return Cluster(spec, config.gpus_per_node, throughputs.type_order() if throughputs else ())
+
+    def _hook_observers(self, observers: list[Observer]) -> None:
+        """Per hook, only the observers that implement it (most hooks are no-ops for most observers)."""
+        self._on_submit = overridden_hooks(observers, "on_submit")
+        self._on_start = overridden_hooks(observers, "on_start")
+        self._on_preempt = overridden_hooks(observers, "on_preempt")
+        self._on_restart = overridden_hooks(observers, "on_restart")
+        self._on_finish = overridden_hooks(observers, "on_finish")
+        self._on_move = overridden_hooks(observers, "on_move")
+        self._on_speed = overridden_hooks(observers, "on_speed")
+        self._on_node_down = overridden_hooks(observers, "on_node_down")
+        self._on_node_up = overridden_hooks(observers, "on_node_up")
+        self._on_sample = overridden_hooks(observers, "on_sample")
+
+    # --- the run -----------------------------------------------------------
+    def run(self) -> RunOutcome:
+        """Run to the end (every job finished or given up on, or the horizon); raises
+        :class:`SimulationStalled` when jobs remain that can never run."""
+        env = self.env
+        # by submit time, then trace order: jobs listed in trace order keep it among equal submit times in a
+        # stable sort by submit time alone, which is half the work of a (time, index) key
+        indices = list(map(_BY_INDEX, self.jobs))
+        by_submit = attrgetter("submit_time") if indices == sorted(indices) else attrgetter("submit_time", "index")
+        self._arrivals = arrivals = sorted(self.jobs, key=by_submit)
+        self._call_at(0.0, partial(self._arrive, arrivals, 0), URGENT)  # first, as a process would start
+        for node in self.cluster.nodes if self.config.node_mtbf > 0 else ():  # a node that never fails has no life
+            env.process(node_life(env, node, self.config, self._node_down, self._node_up))
+        if self._unfinished:
+            stop: simpy.Event = self._all_done
+            if self.config.until > 0:
+                horizon = env.event()
+                succeed_at(env, horizon, self.config.until, HORIZON)
+                stop = env.any_of([self._all_done, horizon])
+            try:
+                self.kernel.run(stop)
+            except NoEventsLeft as exc:
+                stuck = [j.job_id for j in self.jobs if j.state is not JobState.FINISHED][:5]
+                raise SimulationStalled(f"simulation stalled at t={env.now}: jobs {stuck} can never run") from exc
+        return self.outcome()
+
+    def outcome(self) -> RunOutcome:
+        """The run's outcome record, as it stands now (after :meth:`run`: how it ended)."""
+        end, vcs = self.env.now, self.cluster.vcs
+        partitions = self.policy.partitions()
+        colocation = self.speed.colocation
+        return RunOutcome(
+            end=end, finished_every_job=self.finished_every_job(), unfinished=self.unfinished(), abandoned=dict(self.abandoned),
+            vc_gpus={name: vc.total_gpus for name, vc in vcs.items() if name not in partitions},
+            partition_gpus={name: vc.total_gpus for name, vc in vcs.items() if name in partitions},
+            vc_sharing={name: vc.sharing_seconds(end) for name, vc in vcs.items()},
+            policy_report=self.policy.report, policy_settings=self.policy.settings,
+            colocation=None if colocation is None else {
+                "source": colocation.source,
+                "provenance": getattr(colocation, "provenance", None) or {"kind": "tables",
+                                                                          "description": colocation.source},
+                "fallbacks": colocation.fallback_counts(), "answered_by": answer_shares(colocation)},
+            kernel=self.kernel.name, notes=list(self.notes))
+
+    def finished_every_job(self) -> bool:
+        """Whether the run ended with every job finished (no horizon cut it short, no job was given up on)."""
+        return not self._unfinished and not self.abandoned
+
+    def unfinished(self) -> list[Job]:
+        """Jobs submitted but not finished when the run ended (a horizon, or abandoned), in the jobs' order."""
+        if self.finished_every_job():
+            return []
+        submitted = set(self._arrivals[:self._submitted])
+        return [j for j in self.jobs if j.state is not JobState.FINISHED and j in submitted]
+
+    def _arrive(self, jobs: list[Job], first: int) -> None:
+        """Submits ``jobs[first:]`` (sorted by submit time) at their submit times: those due now, then a call
+        again at the next submit time (a call per distinct submit time, no process to resume)."""
+        now = self.clock()
+        submit = self._submit
+        for i in range(first, len(jobs)):
+            job = jobs[i]
+            if job.submit_time > now:
+                self._submitted = i
+                self._call_at(job.submit_time - now, partial(self._arrive, jobs, i))
+                return
+            submit(job)
+        self._submitted = len(jobs)
+
+    def _submit(self, job: Job) -> None:
+        """Queue a job at its submit time; the policy may route it through a partition of its own first."""
+        vcs, now = self.cluster.vcs, self.clock()
+        vcs[job.queue_vc].to_arrive -= 1
+        if self._policy_on_submit and (partition := self.policy.on_submit(job, now)):
+            if partition not in vcs:
+                raise PluginFailed(f"policy {self.policy.name} routed job {job.job_id} to {partition!r}, which is "
+                                   f"no VC or partition ({at(now)})")
+            job.queue_vc = partition
+        vc = vcs[job.queue_vc]
+        self._enqueue(job, vc)
+        self._request_pass(vc)
+        for hook in self._on_submit:
+            hook(job, now)
+
+    def _scheduler_pass(self) -> None:
+        """Runs the policy on each VC where something changed (LATE: after everything else of the instant).
+
+        A plain call, not a process: a pass keeps no state between wake-ups."""
+        self._pass_due = False  # from here on, a change asks for another pass at this instant
+        dirty, self._dirty = self._dirty, {}
+        vcs, contexts, schedule = self.cluster.vcs, self._contexts, self.policy.schedule
+        for name in dirty:
+            schedule(vcs[name], contexts[name])
+        if self._on_sample:
+            counts, now = self.cluster.counts, self.clock()
+            for hook in self._on_sample:
+                hook(now, counts.used, counts.shared, self.running, self.pending)
+
+    def wake_at(self, vc: VirtualCluster, when: float) -> None:
+        """Run the policy on ``vc`` again at ``when`` (a policy's own timer; duplicates are merged)."""
+        key = (vc.name, when)
+        timers = self._timers
+        if key in timers:
+            return
+        timers.add(key)
+        self._call_at(max(0.0, when - self.clock()), partial(self._ring, vc, key), LATE)
+
+    def _ring(self, vc: VirtualCluster, key: tuple[str, float]) -> None:
+        """A policy's timer is due: forget it, and ask for a pass on its VC."""
+        self._timers.discard(key)
+        self._request_pass(vc)
+
+    def _request_pass(self, vc: VirtualCluster) -> None:
+        self._dirty[vc.name] = None
+        if not self._pass_due:
+            self._pass_due = True
+            self._call_at(0.0, self._scheduler_pass, LATE)
+
+    def _node_down(self, node: Node) -> None:
+        for job in list(node.jobs):
+            self.interrupt(job, NodeFailed(node.name))
+        node.set_up(False)
+        for hook in self._on_node_down:
+            hook(node.name, self.clock())
+
+    def _node_up(self, node: Node) -> None:
+        node.set_up(True)
+        for hook in self._on_node_up:
+            hook(node.name, self.clock())
+        self._request_pass(node.vc)
+
+    # --- placing -------------------------------------------------------------
+    def try_start(self, job: Job, vc: VirtualCluster) -> bool:
+        """Start ``job`` where the placement puts it, on idle GPUs; False if it has none now.
+
+        A job that cannot run on every GPU type of its VC is placed by the placement within one type
+        it runs on at a time (in the VC's type order); a job asking for GPU fractions gets the fullest
+        GPUs that hold its fraction (:func:`~simcluster.placement.fraction_plan`) unless the placement
+        declares ``places_fractions``.
+        """
+        return self.try_start_in(vc, job)
+
+    def try_start_in(self, vc: VirtualCluster, job: Job) -> bool:
+        """:meth:`try_start`, VC first (what a VC's context binds)."""
+        fraction = job.gpu_milli < 1000
+        if fraction and not self.placement.places_fractions:
+            plan = fraction_plan(job, self._pools_of(job, vc))
+        elif job.gpu_num > vc.free_gpus and not fraction:
+            return False  # no placement finds more idle GPUs than the VC has (a blocked head of queue, mostly)
+        elif job.speeds is None or self.placement.chooses_types:  # None: any GPU will do
+            plan = self.placement.place(job, vc)
+        else:
+            plan = next((p for pool in self._pools_of(job, vc) if (p := self.placement.place(job, pool))), None)
+        if plan is None:
+            return False
+        self.start(job, vc, plan)
+        return True
+
+    def _pools_of(self, job: Job, vc: VirtualCluster) -> list[Pool]:
+        """Where ``job`` may run in ``vc``: the whole VC if every type of it will do, else its types' pools."""
+        key = (id(job.speeds), vc.name)
+        pools = self._pools.get(key)
+        if pools is None:
+            allowed = [t for t in vc.gpu_types if job.speed_on(t) > 0]
+            pools = self._pools[key] = [vc] if len(allowed) == len(vc.gpu_types) else [vc.pools[t] for t in allowed]
+        return pools

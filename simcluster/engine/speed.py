@@ -1,0 +1,106 @@
+"""How fast a running job goes: its GPUs' types, its partners on shared GPUs, its spread over nodes.
+
+A job runs at the pace of its slowest GPU: its speed on that GPU's type (:meth:`~simcluster.job.Job.speed_on`,
+1 for jobs of traces without per-type speeds), times its sharing factor there (beside a partner: the
+throughput table's pair speed for jobs that have one, else the colocation model's; a fraction of a GPU
+runs at full speed), times the spread penalty: a job whose GPUs span k > 1 nodes runs at 1/(1 + penalty)
+(one slower interconnect hop, whatever k).  The engine re-times a job whenever this changes
+(:class:`~simcluster.engine.causes.RateChanged`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from simcluster.colocation.loader import ColocationModel
+from simcluster.job import UNKNOWN_WORKLOAD as UNKNOWN
+from simcluster.job import Job, table_keys
+
+if TYPE_CHECKING:  # pragma: no cover
+    from simcluster.throughputs import ThroughputTable
+
+
+class SpeedModel:
+    """Speeds of running jobs under one run's tables and spread penalty.
+
+    >>> from simcluster.cluster import Cluster
+    >>> from simcluster.cluster_spec import ClusterSpec
+    >>> node = Cluster(ClusterSpec.uniform({"a": 2}, 8), 8).vcs["a"].nodes[0]
+    >>> job = Job(index=0, job_id="j", vc="a", gpu_num=2, submit_time=0, duration=10)
+    >>> job.allocation = ((node, node.allocate(job, 2)),)
+    >>> SpeedModel(spread_penalty=0.5).of(job)
+    (1.0, False)
+    """
+
+    def __init__(self, spread_penalty: float = 0.0, throughputs: ThroughputTable | None = None,
+                 colocation: ColocationModel | None = None) -> None:
+        self.spread_penalty = spread_penalty
+        self.throughputs = throughputs
+        self.colocation = colocation
+
+    @staticmethod
+    def partners(job: Job) -> set[Job]:
+        """The jobs sharing a GPU with ``job``."""
+        return {other for node, _ in job.allocation for other in node.partners(job)}
+
+    def spread(self, job: Job) -> float:
+        """1/(1 + spread_penalty) for a job holding GPUs on more than one node, else 1."""
+        penalty = self.spread_penalty
+        if penalty and len({id(node) for node, _ in job.allocation}) > 1:
+            return 1.0 / (1.0 + penalty)
+        return 1.0
+
+    def solo(self, job: Job) -> float:
+        """The job's speed were none of its GPUs shared: its slowest GPU type's, times its spread speed."""
+        if job.speeds is None:
+            return self.spread(job)
+        speed = min(job.speeds.on(node.gpu_type) for node, _ in job.allocation) * self.spread(job)
+        if speed <= 0:
+            raise RuntimeError(f"job {job.job_id} was started on a GPU type it cannot run on "
+                               f"({', '.join(sorted({n.gpu_type for n, _ in job.allocation}))})")
+        return speed
+
+    def of(self, job: Job) -> tuple[float, bool]:
+        """The job's speed now, and whether it shares a GPU: on each GPU it shares with whole-GPU jobs, its speed
+        alone there times its pair speed with each partner (:meth:`pair`); the slowest GPU sets the pace."""
+        slowest, sharing = math.inf, False
+        whole = job.gpu_milli >= 1000
+        factors: dict[Job, float]
+        for node, ids in job.allocation:
+            alone = job.speed_on(node.gpu_type)
+            slowest = min(slowest, alone)
+            gpus, factors = node.gpus, {}  # a partner's factor is looked up once per node, however many GPUs
+            for i in ids:
+                holders = gpus[i]
+                if len(holders) < 2:
+                    continue
+                sharing = True
+                if whole:
+                    speed = alone
+                    for other in holders:
+                        if other is not job:
+                            factor = factors.get(other)
+                            if factor is None:
+                                factor = factors[other] = self.pair(job, other, node.gpu_type)
+                            speed *= factor
+                    slowest = min(slowest, speed)
+        return (slowest * self.spread(job) if self.spread_penalty else slowest), sharing
+
+    def pair(self, job: Job, other: Job, gpu_type: str) -> float:
+        """``job``'s speed beside ``other`` on a GPU of ``gpu_type`` ÷ its speed alone there."""
+        keys = table_keys(self.throughputs, job, other) if self.throughputs is not None else None
+        if keys is not None:
+            return self.throughputs.pair_factor(*keys, gpu_type)  # type: ignore[union-attr]
+        assert self.colocation is not None, "jobs without a throughput table share GPUs under sharing policies only"
+        return self.colocation.pair_speeds(job.workload or UNKNOWN, job.gpu_num, other.workload or UNKNOWN,
+                                           other.gpu_num)[0]
+
+    def pair_speeds(self, a: Job, b: Job, gpu_types: tuple[str, ...]) -> tuple[float, float]:
+        """The speeds (shared ÷ alone) ``a`` and ``b`` are predicted to have sharing GPUs of ``gpu_types``: the
+        throughput table's, averaged over those types, for jobs that have it; else the colocation model's."""
+        keys = table_keys(self.throughputs, a, b)
+        if keys is not None:
+            return self.throughputs.mean_pair_factors(*keys, gpu_types)  # type: ignore[union-attr]
+        assert self.colocation is not None, "only sharing policies ask for pair speeds"
+        return self.colocation.pair_speeds(a.workload or UNKNOWN, a.gpu_num, b.workload or UNKNOWN, b.gpu_num)
