@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from simcluster.job import JobState
+from simcluster.placement.base import Placement
 from simcluster.registry import implements
 
 POLICY_HOOKS = ("schedule", "pending_key", "on_submit", "on_finish", "on_run_start", "on_run_stop", "attach",
@@ -223,7 +224,7 @@ class CheckedContext:
         return self._inner.pair_speeds(a, b)  # type: ignore[no-any-return]
 
 
-class CheckedPlacement:
+class CheckedPlacement(Placement):
     """A plug-in placement whose plans are checked before the engine applies them."""
 
     def __init__(self, inner: Any, label: str, clock: Callable[[], float], violation: Violation = raise_violation,

@@ -33,7 +33,11 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
+
+if TYPE_CHECKING:
+    from simcluster.placement.base import Placement
+    from simcluster.policies.base import Policy
 
 Kind = Literal["policy", "placement"]
 GROUPS = {"policy": "simcluster.policies", "placement": "simcluster.placements"}
@@ -60,14 +64,14 @@ _CLASSES: dict[tuple[Kind, str], tuple[type, Origin]] = {}  # resolved specs, an
 _MODULES: dict[tuple[str, str], ModuleType] = {}  # (file path, content digest) → the module loaded from it
 
 
-def resolve_policy(spec: str | type) -> type:
+def resolve_policy(spec: str | type) -> type[Policy]:
     """The policy class a spec (or a class) names; :class:`PluginError` if none."""
-    return resolve(spec, "policy")[0]
+    return cast("type[Policy]", resolve(spec, "policy")[0])
 
 
-def resolve_placement(spec: str | type) -> type:
+def resolve_placement(spec: str | type) -> type[Placement]:
     """The placement class a spec (or a class) names; :class:`PluginError` if none."""
-    return resolve(spec, "placement")[0]
+    return cast("type[Placement]", resolve(spec, "placement")[0])
 
 
 def make_placement(spec: str, rng: random.Random) -> Any:

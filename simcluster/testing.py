@@ -35,6 +35,7 @@ from simcluster.config import SimConfig
 from simcluster.guard import POLICY_HOOKS, CheckedContext, CheckedPlacement, PluginFailed, at, where_in
 from simcluster.job import Job, JobState
 from simcluster.metrics.observer import Observer
+from simcluster.placement.base import Placement
 from simcluster.plugins import absolute_spec, display_name, resolve, resolved_config
 from simcluster.policies.base import Policy
 from simcluster.queue import JobQueue
@@ -152,7 +153,7 @@ def adversarial_traces() -> list[tuple[str, Any, SimConfig | None]]:
     that evict running jobs.  Each is (name, trace, settings or None for the checked run's own)."""
     from simcluster.api import load_trace
 
-    def trace(rows: list[tuple[str, int, float, float]], vcs: dict[str, int]) -> Any:
+    def trace(rows: Sequence[tuple[str, int, float, float]], vcs: dict[str, int]) -> Any:
         frame = pd.DataFrame(rows, columns=["vc", "gpu_num", "submit_time", "duration"])
         frame.insert(0, "job_id", [f"j{i}" for i in range(len(frame))])
         frame["user"] = [f"u{i % 3}" for i in range(len(frame))]
@@ -212,10 +213,12 @@ _CACHES = {"_gpus", "_by_size"}  # built on first read: a read, not a change
 def _guarded(cls: type, methods: Sequence[str] = ()) -> type:
     """A subclass of ``cls`` (layout-compatible: the instance's class can be swapped) whose attribute writes and
     ``methods`` report to the active guard."""
+    write: Callable[[Any, str, Any], None] = cls.__setattr__  # type: ignore[assignment]
+
     def __setattr__(self: Any, name: str, value: Any) -> None:
         if _GUARD is not None and name not in _CACHES:
-            _GUARD.wrote(f"{type(self).__bases__[0].__name__.lower()}.{name}")
-        super(guarded, self).__setattr__(name, value)  # type: ignore[misc]
+            _GUARD.wrote(f"{cls.__name__.lower()}.{name}")
+        write(self, name, value)
 
     namespace: dict[str, Any] = {"__setattr__": __setattr__}
     if "__slots__" in cls.__dict__:
@@ -223,12 +226,11 @@ def _guarded(cls: type, methods: Sequence[str] = ()) -> type:
     for method in methods:
         def call(self: Any, *args: Any, _method: str = method, **kwargs: Any) -> Any:
             if _GUARD is not None:
-                _GUARD.wrote(f"{type(self).__bases__[0].__name__}.{_method}()")
-            return getattr(super(guarded, self), _method)(*args, **kwargs)  # type: ignore[misc]
+                _GUARD.wrote(f"{cls.__name__}.{_method}()")
+            return getattr(cls, _method)(self, *args, **kwargs)
 
         namespace[method] = call
-    guarded = type(f"Guarded{cls.__name__}", (cls,), namespace)
-    return guarded
+    return type(f"Guarded{cls.__name__}", (cls,), namespace)
 
 
 _GUARDED_CLASSES = {
@@ -454,7 +456,7 @@ def _nothing() -> Iterator[None]:
     yield
 
 
-class _PlacementInGuard:
+class _PlacementInGuard(Placement):
     """A placement whose ``place`` runs as plug-in code (it must not change the cluster: the engine applies plans)."""
 
     def __init__(self, inner: Any, guard: _Guard) -> None:

@@ -35,12 +35,12 @@ def check_policy(
     `from simcluster.testing import check_policy`.
     """
     from simcluster.cli.run import parse_policy_set
-    from simcluster.config import SimConfig
+    from simcluster.config import SimConfig, settings_pairs
     from simcluster.testing import adversarial_traces, policy_problems
     from simcluster.traces import TraceError, load_trace
 
     try:
-        config = SimConfig(placement=placement, seed=seed, policy_settings=parse_policy_set(policy_set))
+        config = SimConfig(placement=placement, seed=seed, policy_settings=settings_pairs(parse_policy_set(policy_set)))
         traces = adversarial_traces()
         for path in trace or []:
             traces.append((str(path), load_trace(path), None))

@@ -99,7 +99,8 @@ def _describe_plugin(spec: str, kind: Any, as_json: bool) -> None:
     from simcluster.plugins import absolute_spec, display_name, resolve
     from simcluster.policies.base import describe_settings
 
-    cls, origin = resolve(absolute_spec(spec, kind), kind)
+    found, origin = resolve(absolute_spec(spec, kind), kind)
+    cls: Any = found  # a policy or a placement class
     doc = inspect.cleandoc(cls.__doc__ or "(no description)")
     info: dict[str, Any] = {"name": display_name(origin.spec, kind), "kind": kind, **origin.as_dict(),
                             "description": doc}
@@ -138,8 +139,8 @@ def _describe_plugin(spec: str, kind: Any, as_json: bool) -> None:
             out.print(table)
         else:
             out.print("[bold]own settings:[/] none", highlight=False)
-        read = ", ".join("--" + n.replace("_", "-") for n in info["run_settings_read"])
-        out.print(f"[bold]run settings it reads[/] (besides those every policy reads): {read or 'none'}",
+        options = ", ".join("--" + n.replace("_", "-") for n in info["run_settings_read"])
+        out.print(f"[bold]run settings it reads[/] (besides those every policy reads): {options or 'none'}",
                   highlight=False)
 
 

@@ -148,7 +148,7 @@ class Simulation(JobLife):
             vc.to_arrive = arriving[vc.name]
             if fractions:
                 vc.track_fractions()
-        self.policy.clock = self.clock
+        self.policy.bind_clock(self.clock)
         self.policy.attach(self.cluster)
         self._pools: dict[tuple[int, str], list[Pool]] = {}  # (id of a job's speeds, VC) → the pools it may use
         self.speed = SpeedModel(config.spread_penalty, throughputs, colocation if self.policy.shares_gpus else None)

@@ -42,7 +42,7 @@ import pandas as pd
 
 from simcluster.api import simulate
 from simcluster.atomic import atomic_write
-from simcluster.config import ConfigError, SimConfig, coerce, knobs
+from simcluster.config import ConfigError, SimConfig, coerce, knobs, settings_pairs
 from simcluster.estimators import ESTIMATORS
 from simcluster.experiments.backends import make_backend
 from simcluster.experiments.notes import annotate, ignored_setting_notes, seed_notes
@@ -183,7 +183,8 @@ def build_grid(traces: Sequence[str], policies: Sequence[str], seeds: Sequence[i
                             "--set", base=base)
                         given = {k: v for k, _, v in combo if k not in knobs()}
                         if given:
-                            config = replace(config, policy_settings={**dict(config.policy_settings), **given})
+                            config = replace(config,
+                                             policy_settings=settings_pairs({**dict(config.policy_settings), **given}))
                         config = resolved_config(absolute_paths(config))
                         if config.estimator != "auto":  # auto: the policy picks its own
                             ESTIMATORS.get(config.estimator)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import random
+from typing import cast
 
-from simcluster.cluster import VirtualCluster
+from simcluster.cluster import Pool, VirtualCluster
 from simcluster.job import Job
 from simcluster.placement.base import PLACEMENTS, Placement, Plan, fill_in_order
 from simcluster.placement.consolidate_first import ConsolidateFirst
@@ -27,7 +28,8 @@ class FastestFree(Placement):
     def __init__(self, rng: random.Random | None = None) -> None:
         self._within = ConsolidateFirst()
 
-    def place(self, job: Job, vc: VirtualCluster) -> Plan | None:
+    def place(self, job: Job, pool: Pool) -> Plan | None:
+        vc = cast(VirtualCluster, pool)  # chooses_types: always the whole VC
         if len(vc.pools) == 1:
             return self._within.place(job, vc) if job.speed_on(vc.gpu_types[0]) > 0 else None
         rank = {t: i for i, t in enumerate(vc.fastest_first)}

@@ -133,12 +133,16 @@ class Policy:
     def __init__(self, config: SimConfig | None = None) -> None:
         self.config = config or SimConfig()
         self.settings: Any = policy_settings(type(self), self.config)
-        self.clock: Callable[[], float] = lambda: 0.0  # the run's clock: the engine sets it before attach()
+        self._time: Callable[[], float] = lambda: 0.0  # the run's clock (bind_clock)
+
+    def bind_clock(self, clock: Callable[[], float]) -> None:
+        """Called by the engine before :meth:`attach`: where :attr:`now` reads the simulated time."""
+        self._time = clock
 
     @property
     def now(self) -> float:
         """The simulated time (in hooks that are not given it; ``schedule`` has ``ctx.now``)."""
-        return self.clock()
+        return self._time()
 
     @classmethod
     def uses_seed(cls, config: SimConfig) -> bool:
@@ -209,7 +213,7 @@ def settings_fields(cls: type) -> dict[str, dataclasses.Field]:
     settings = getattr(cls, "Settings", None)
     if settings is None:
         return {}
-    if not dataclasses.is_dataclass(settings):
+    if not (isinstance(settings, type) and dataclasses.is_dataclass(settings)):
         raise ConfigError(f"policy {cls.__name__}: Settings must be a dataclass (with fields made by sdk.setting)")
     hints = typing.get_type_hints(settings)
     found = {}
@@ -244,7 +248,7 @@ def policy_settings(cls: type, config: SimConfig) -> Any:
             f.name, f.type = name, fields[name].type
         values[name] = coerce(f, value, where)
         _check_range(f, values[name], where)
-    return cls.Settings(**values)  # type: ignore[misc]
+    return getattr(cls, "Settings")(**values)  # noqa: B009  (cls is any class a spec named)
 
 
 def describe_settings(cls: type) -> list[dict[str, Any]]:
@@ -262,4 +266,6 @@ def settings_as_dict(settings: Any) -> dict[str, Any]:
     """A Settings instance as a plain mapping (for summary.json)."""
     if settings is None:
         return {}
-    return dataclasses.asdict(settings) if dataclasses.is_dataclass(settings) else dict(settings)
+    if dataclasses.is_dataclass(settings) and not isinstance(settings, type):
+        return dataclasses.asdict(settings)
+    return dict(settings)

@@ -27,7 +27,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from simcluster.config import ConfigError, SimConfig
+from simcluster.config import ConfigError, SimConfig, settings_pairs
 
 FOLDER = Path(__file__).resolve().parent
 ABOUT = ("description", "reproduces", "source")  # the keys of a preset's [preset] table
@@ -128,5 +128,5 @@ def resolve_config(preset: str | None = None, config_file: str | Path | None = N
     if overrides:
         config = SimConfig.from_settings(overrides, where, base=config)
     if policy_settings:
-        config = replace(config, policy_settings={**dict(config.policy_settings), **policy_settings})
+        config = replace(config, policy_settings=settings_pairs({**dict(config.policy_settings), **policy_settings}))
     return replace(config, preset=preset, config_file=str(config_file) if config_file is not None else None)

@@ -46,10 +46,10 @@ def inspect_trace(trace: Trace) -> dict[str, Any]:
                    "submit_times": trace.time_rule, "epoch": trace.epoch, "cluster": trace.sizing}
         durations = frame["duration"].astype(float)
     else:
-        record |= {"format": trace.kind, "format_description": f"{trace.kind} trace (fixed columns)",
-                   "delimiter": describe_delimiter("\t" if trace.kind == "gavel" else ","),
+        record |= {"format": trace.format, "format_description": f"{trace.format} trace (fixed columns)",
+                   "delimiter": describe_delimiter("\t" if trace.format == "gavel" else ","),
                    "columns": {name: {"column": column, "unit": unit}
-                               for name, (column, unit) in HETERO_COLUMNS[trace.kind].items()},
+                               for name, (column, unit) in HETERO_COLUMNS[trace.format].items()},
                    "submit_times": "seconds, as given", "epoch": None,
                    "cluster": trace.cluster.describe() if trace.cluster is not None else "given by --cluster"}
         durations = frame["total_steps"].astype(float)  # (openb: seconds; Gavel: iterations)
