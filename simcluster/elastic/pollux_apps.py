@@ -196,6 +196,15 @@ class PolluxApp:
         batch = replicas * atomic_bsz * (accum_steps + 1)
         return self.gain(batch, epoch) / self.iteration_time(layout, atomic_bsz, accum_steps)
 
+    def run_time(self, layout: Sequence[int], atomic_bsz: int, accum_steps: int, from_progress: float = 0.0) -> float:
+        """Seconds to finish from ``from_progress`` on ``layout`` at a fixed (atomic_bsz, accum_steps): each
+        epoch's progress over that epoch's goodput (the gain changes at every epoch boundary)."""
+        seconds = 0.0
+        for epoch in range(self.epoch_at(from_progress), self.max_epochs):
+            start = max(self.epoch_progress(epoch), from_progress)
+            seconds += (self.epoch_progress(epoch + 1) - start) / self.goodput(layout, atomic_bsz, accum_steps, epoch)
+        return seconds
+
     def fixed_batch(self, batch_size: int, num_replicas: int) -> tuple[int, int]:
         """(atomic_bsz, accum_steps) of a job that keeps total batch ``batch_size`` on ``num_replicas``
         GPUs, as the authors' simulator splits it: the per-GPU share, cut into accumulation steps where
