@@ -229,7 +229,7 @@ def statistical_gain(grad_sqr: float, grad_var: float, scale: float) -> float:
     """Progress of a step at ``scale`` × the starting batch, in steps at the starting batch (AdaScale's gain):
     ``(var + sqr) / (var / scale + sqr)``; 1 at scale 1, at most ``scale``.
 
-    >>> statistical_gain(1.0, 3.0, 1.0), statistical_gain(1.0, 3.0, 4.0), statistical_gain(0.0, 2.0, 8.0)
+    >>> statistical_gain(1.0, 3.0, 1.0), statistical_gain(1.0, 3.0, 3.0), statistical_gain(0.0, 2.0, 8.0)
     (1.0, 2.0, 8.0)
     """
     denominator = grad_var / scale + grad_sqr

@@ -42,7 +42,7 @@ def draw_deadlines(submit: np.ndarray, duration: np.ndarray, low: float, high: f
     (whole seconds, as the ITP traces' deadlines are).
 
     >>> draw_deadlines(np.array([0.0, 10.0]), np.array([100.0, 100.0]), 0.5, 1.5, seed=1).tolist()
-    [101.0, 105.0]
+    [101.0, 155.0]
     """
     u = np.random.default_rng(seed).uniform(low, high, size=len(submit))
     return np.asarray(submit, dtype=float) + np.floor(u * np.asarray(duration, dtype=float))
