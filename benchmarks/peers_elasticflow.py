@@ -22,7 +22,6 @@ import csv
 import resource
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -95,4 +94,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -20,7 +20,6 @@ import argparse
 import json
 import resource
 import subprocess
-import sys
 from pathlib import Path
 
 DEFAULT_WORKLOADS = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "pollux" / "workloads"
@@ -118,4 +117,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

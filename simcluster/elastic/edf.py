@@ -19,6 +19,7 @@ of its plan, so :func:`edf_allocate` gives them without planning the future.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 
@@ -52,7 +53,7 @@ def plan_edf(job: DeadlineJob, timeline: Timeline, now: float, total_gpus: int, 
     left = job.work
     steps: list[tuple[float, int]] = []
     times = line.times()
-    for t, t_next in zip(times, times[1:], strict=False):
+    for t, t_next in itertools.pairwise(times):
         free = line[t]
         give = top if free >= top else _largest_fitting(job.levels, free)
         steps.append((t, give))

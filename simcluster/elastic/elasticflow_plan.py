@@ -108,19 +108,18 @@ def plan_min_share(job: DeadlineJob, timeline: Timeline, now: float, slot: float
     aligned = align(now, deadline, slot)
     if aligned >= now:
         line.split(aligned)
-    left = job.work
+    left = float(job.work)
     steps: list[tuple[float, int]] = []
-    start = now
+    start: float = now
     if first is not None:
         later = [t for t in original.times() if t > now]
         until = later[0] if later else aligned
-        real_end = math.ceil(now + left / job.rate(first))
-        end = align(now, real_end, slot)
+        real_end: float = math.ceil(now + left / job.rate(first))
+        end: float = align(now, real_end, slot)
         if until >= end and deadline >= real_end:
             line.reserve(now, end, first, merge=False)
             return _done([(now, first)], end, real_end, deadline, line)
-        span = (deadline if until == aligned else until) - now
-        left -= span * job.rate(first)
+        left -= ((deadline if until == aligned else until) - now) * job.rate(first)
         line.reserve(now, until, first, merge=False)
         steps.append((now, first))
         start = until
@@ -132,7 +131,7 @@ def plan_min_share(job: DeadlineJob, timeline: Timeline, now: float, slot: float
     top = max(job.levels) if job.levels else 0
     below, share, point = 0, None, None
     for level in job.levels:
-        done, period_end = 0.0, aligned
+        done, period_end = 0.0, float(aligned)
         for t in reversed(points):
             give = _fit(job.levels, line[t], level)
             if give:
@@ -155,14 +154,14 @@ def plan_min_share(job: DeadlineJob, timeline: Timeline, now: float, slot: float
             made = span(t, t_next) * job.rate(give)
             if t >= point and made >= left:
                 real_left = math.ceil(left / job.rate(give))
-                end, real_end = t + align(0, real_left, slot), t + real_left
+                end, real_end = t + align(0, real_left, slot), float(t + real_left)
                 line.reserve(t, end, give, merge=False)
                 return _done(steps, end, real_end, deadline, line)
             left -= made
             line.reserve(t, t_next, give, merge=False)
         give = _fit(job.levels, line.free_at(aligned), share) or share  # (rounding left a sliver past the grid)
         real_left = math.ceil(left / job.rate(give))
-        end, real_end = aligned + align(0, real_left, slot), aligned + real_left
+        end, real_end = aligned + align(0, real_left, slot), float(aligned + real_left)
         steps.append((aligned, give))
         line.reserve(aligned, end, give, merge=False)
         return _done(steps, end, real_end, deadline, line)

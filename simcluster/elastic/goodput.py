@@ -33,6 +33,7 @@ from typing import NamedTuple
 
 import numpy as np
 import scipy.optimize
+from numpy.typing import ArrayLike
 
 EPS = 1e-8  # tolerance of floor/ceil, and the lower bound of every fitted parameter (as upstream)
 
@@ -175,8 +176,8 @@ def _loss_and_gradient(params: np.ndarray, nodes: np.ndarray, replicas: np.ndarr
     return err1 + err2 + reg1 + reg2, grad
 
 
-def fit_perf_params(num_nodes: Sequence[int], num_replicas: Sequence[int], atomic_bsz: Sequence[float],
-                    accum_step_time: Sequence[float], optim_step_time: Sequence[float]) -> PerfParams:
+def fit_perf_params(num_nodes: ArrayLike, num_replicas: ArrayLike, atomic_bsz: ArrayLike,
+                    accum_step_time: ArrayLike, optim_step_time: ArrayLike) -> PerfParams:
     """Fit :class:`PerfParams` to observations (one entry per configuration seen): ``accum_step_time`` is
     the time of a step that only accumulates (compute), ``optim_step_time`` of one that synchronises.
 

@@ -36,8 +36,8 @@ from typing import Any
 import numpy as np
 from scipy.interpolate import LinearNDInterpolator
 
-from simcluster.errors import TraceError
 from simcluster.elastic.tables import read_numbers
+from simcluster.errors import TraceError
 
 MAX_NODES_MEASURED = 16  # scalability.csv's largest allocation; more nodes are looked up as 16 (as upstream)
 # what the authors' simulator sets beyond the files (applications.py): yolov3's per-GPU batch capped at 8

@@ -99,9 +99,9 @@ def gpu_time(steps: list[tuple[float, int]], end: float) -> float:
     """GPU-seconds of a plan: GPUs from each step's time to the next (the last until ``end``).
 
     >>> gpu_time([(0, 2), (10, 4)], 30)
-    100
+    100.0
     """
-    total = 0
+    total = 0.0
     for (t, g), (t_next, _) in zip(steps, [*steps[1:], (end, 0)], strict=True):
         total += g * (t_next - t)
     return total

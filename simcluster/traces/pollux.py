@@ -18,6 +18,7 @@ paper's, 16 nodes of 4 GPUs, unless ``nodes``/``gpus_per_node`` say otherwise.
 
 from __future__ import annotations
 
+import functools
 import time
 from pathlib import Path
 
@@ -44,14 +45,21 @@ def apps_beside(path: Path) -> Path:
     return shared_data_dir() / "pollux" / "apps"
 
 
+@functools.lru_cache(maxsize=4)
+def _apps(folder: str) -> dict[str, PolluxApp]:
+    """The applications of a folder, read once per process (their tables never change)."""
+    return load_pollux_apps(folder)
+
+
 def load_pollux_trace(path: str | Path, apps: str | Path | dict[str, PolluxApp] | None = None, *,
                       nodes: int = NODES, gpus_per_node: int = GPUS_PER_NODE) -> Trace:
     """Read and check a Pollux workload CSV (see the module's docstring)."""
     t0 = time.process_time()
     path = Path(path)
     raw = read_side_csv(path, "Pollux workload", COLUMNS)
-    known = apps if isinstance(apps, dict) else load_pollux_apps(Path(apps) if apps else apps_beside(path))
+    known = apps if isinstance(apps, dict) else _apps(str((Path(apps) if apps else apps_beside(path)).resolve()))
     rows = []
+    durations: dict[tuple[str, int, int], float] = {}  # (application, GPUs, batch) → modelled time
     for i, (name, submit, app_name, replicas, batch) in enumerate(zip(*(raw[c] for c in COLUMNS), strict=True)):
         line = i + 2
         if not name.strip():
@@ -75,12 +83,17 @@ def load_pollux_trace(path: str | Path, apps: str | Path | dict[str, PolluxApp] 
         if gpus > nodes * gpus_per_node:
             raise TraceError(path, f"{gpus} GPUs is more than the cluster's {nodes * gpus_per_node}", line=line,
                              field="num_replicas")
-        try:
-            atomic, accum = app.fixed_batch(total, gpus)
-            duration = app.run_time(packed_layout(gpus, gpus_per_node), atomic, accum)
-        except OutOfMeasuredRange as exc:
-            raise TraceError(path, f"the requested configuration is outside the measurements: {exc}", line=line,
-                             field="batch_size") from None
+        if total > app.max_batch_size:
+            raise TraceError(path, f"batch size {total} is above {app.name}'s largest validated batch "
+                             f"{app.max_batch_size}", line=line, field="batch_size")
+        if (app.name, gpus, total) not in durations:
+            try:
+                atomic, accum = app.fixed_batch(total, gpus)
+                durations[app.name, gpus, total] = app.run_time(packed_layout(gpus, gpus_per_node), atomic, accum)
+            except OutOfMeasuredRange as exc:
+                raise TraceError(path, f"the requested configuration is outside the measurements: {exc}", line=line,
+                                 field="batch_size") from None
+        duration = durations[app.name, gpus, total]
         rows.append((name.strip(), numbers["time"], app.name, gpus, total, duration))
     if not rows:
         raise TraceError(path, "no jobs in the workload")
