@@ -110,14 +110,27 @@ class PolluxJobModel:
         return float(fn.optimize(num_nodes, num_replicas, app.max_batch_size, (app.min_local_bsz, app.max_local_bsz),
                                  accumulation=True)[0])
 
-    def speedup_fn(self, base: tuple[int, int] = (1, 1)) -> Callable[[int, int], float]:
+    def speedup_fn(self, base: tuple[int, int] = (1, 1), gpus_per_node: int | None = None
+                   ) -> Callable[[int, int], float]:
         """Speedup on (nodes, GPUs) over the best goodput on ``base`` (Pollux's fair share), memoised.
-        Before the job has run under the learned model: GPUs ÷ the base's GPUs."""
+        Before the job has run under the learned model: GPUs ÷ the base's GPUs.  ``gpus_per_node``: the
+        packed shapes (fewest nodes for each GPU count up to :meth:`max_replicas`), which the allocation
+        asks for most, are evaluated at once, in one vectorised search of the learned model."""
         if not self.true_model and self.goodput_fn() is None:
             replicas = base[1]
             return lambda n, r: r / replicas
-        reference = self.best_goodput(*base)
         memo: dict[tuple[int, int], float] = {(0, 0): 0.0}
+        fn = self.goodput_fn()
+        if gpus_per_node and fn is not None:
+            app = self.app
+            replicas = np.arange(1, self.max_replicas() + 1)
+            nodes = -(-replicas // gpus_per_node)
+            values = fn.optimize(np.append(nodes, base[0]), np.append(replicas, base[1]), app.max_batch_size,
+                                 (app.min_local_bsz, app.max_local_bsz), accumulation=True)[0]
+            reference = float(values[-1])
+            memo.update({(int(n), int(r)): float(v) / reference for n, r, v in zip(nodes, replicas, values, strict=False)})
+        else:
+            reference = self.best_goodput(*base)
 
         def speedup(num_nodes: int, num_replicas: int) -> float:
             key = (num_nodes, num_replicas)
