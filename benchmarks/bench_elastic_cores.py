@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -63,11 +64,15 @@ def elasticflow_pass(active: int, repeats: int) -> None:
     frame = load_trace(data / "traces" / "cluster04.csv").frame
     now = float(frame["submit_time"].iloc[len(frame) // 2])
     window = frame[frame["submit_time"] <= now].tail(active)
-    jobs = [DeadlineJob(str(r.job_id), float(r.num_iteration), max(float(r.deadline), now + 60),
-                        curves.levels(r.model_name, int(r.batch_size), curves.max_gpus(r.model_name, int(r.batch_size),
-                                                                                         "elasticflow")),
-                        (lambda g, m=r.model_name, b=int(r.batch_size): curves.rate(m, b, g)))
-            for r in window.itertuples()]
+    def rate_of(model: str, batch: int) -> Callable[[int], float]:
+        return lambda gpus: curves.rate(model, batch, gpus)
+
+    jobs = []
+    for r in window.itertuples():
+        model, batch = str(r.model_name), int(r.batch_size)
+        levels = curves.levels(model, batch, curves.max_gpus(model, batch, "elasticflow"))
+        jobs.append(DeadlineJob(str(r.job_id), float(r.num_iteration), max(float(r.deadline), now + 60), levels,
+                                rate_of(model, batch)))
     times, spare = [], []
     for _ in range(repeats):
         t0 = time.process_time()

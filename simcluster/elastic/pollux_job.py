@@ -123,12 +123,13 @@ class PolluxJobModel:
         fn = self.goodput_fn()
         if gpus_per_node and fn is not None:
             app = self.app
-            replicas = np.arange(1, self.max_replicas() + 1)
-            nodes = -(-replicas // gpus_per_node)
-            values = fn.optimize(np.append(nodes, base[0]), np.append(replicas, base[1]), app.max_batch_size,
+            counts = np.arange(1, self.max_replicas() + 1)
+            spans = -(-counts // gpus_per_node)
+            values = fn.optimize(np.append(spans, base[0]), np.append(counts, base[1]), app.max_batch_size,
                                  (app.min_local_bsz, app.max_local_bsz), accumulation=True)[0]
             reference = float(values[-1])
-            memo.update({(int(n), int(r)): float(v) / reference for n, r, v in zip(nodes, replicas, values, strict=False)})
+            memo.update({(int(n), int(r)): float(v) / reference
+                         for n, r, v in zip(spans.tolist(), counts.tolist(), values.tolist(), strict=False)})
         else:
             reference = self.best_goodput(*base)
 
