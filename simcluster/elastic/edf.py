@@ -23,7 +23,7 @@ import itertools
 import math
 from collections.abc import Sequence
 
-from simcluster.elastic.elasticflow_plan import DeadlineJob, Plan, align
+from simcluster.elastic.elasticflow_plan import DeadlineJob, Plan, align, merged_steps
 from simcluster.elastic.timeline import Timeline
 
 
@@ -63,7 +63,7 @@ def plan_edf(job: DeadlineJob, timeline: Timeline, now: float, total_gpus: int, 
         if t_next >= real_end:
             line.reserve(t, align(now, real_end, slot), give, merge=False)
             line.merge()
-            return Plan(_merged(steps), align(now, real_end, slot), real_end, real_end <= job.deadline, line)
+            return Plan(merged_steps(steps), align(now, real_end, slot), real_end, real_end <= job.deadline, line)
         left -= (t_next - t) * job.rate(give)
         line.reserve(t, t_next, give, merge=False)
     t = times[-1]
@@ -73,15 +73,7 @@ def plan_edf(job: DeadlineJob, timeline: Timeline, now: float, total_gpus: int, 
     line.set(t, total_gpus - top)
     line.set(end, total_gpus)
     line.merge()
-    return Plan(_merged(steps), end, real_end, real_end <= job.deadline, line)
-
-
-def _merged(steps: list[tuple[float, int]]) -> list[tuple[float, int]]:
-    out: list[tuple[float, int]] = []
-    for t, g in steps:
-        if not out or out[-1][1] != g:
-            out.append((t, g))
-    return out
+    return Plan(merged_steps(steps), end, real_end, real_end <= job.deadline, line)
 
 
 def edf_admit(admitted: Sequence[DeadlineJob], arriving: Sequence[DeadlineJob], total_gpus: int, now: float,

@@ -87,7 +87,7 @@ def _fit(levels: Sequence[int], free: int, cap: int) -> int:
     return max((g for g in levels if g <= cap and g <= free), default=0)
 
 
-def _steps(steps: list[tuple[float, int]]) -> list[tuple[float, int]]:
+def merged_steps(steps: list[tuple[float, int]]) -> list[tuple[float, int]]:
     """Consecutive equal counts merged (the first kept)."""
     out: list[tuple[float, int]] = []
     for t, g in steps:
@@ -196,7 +196,7 @@ def plan_min_share(job: DeadlineJob, timeline: Timeline, now: float, slot: float
 
 def _done(steps: list[tuple[float, int]], end: float, real_end: float, deadline: float, line: Timeline) -> Plan:
     line.merge()
-    return Plan(_steps(steps), end, real_end, real_end <= deadline, line)
+    return Plan(merged_steps(steps), end, real_end, real_end <= deadline, line)
 
 
 def plan_in_order(jobs: Sequence[DeadlineJob], total_gpus: int, now: float, slot: float | None = 60.0
