@@ -113,6 +113,9 @@ def main() -> None:
                 same = [n for n in summary["avgs"] if n in theirs["avgs"]]
                 mean = sum(theirs["avgs"][n] for n in same) / len(same)
                 line += f"; published {mean:9.1f} s on the same traces ({mean and summary['mean'] / mean - 1:+.2%})"
+                pairs = [(jct, theirs["jcts"][n].get(job)) for n in same for job, jct in summary["jcts"][n].items()]
+                equal = sum(1 for ours, published_jct in pairs if published_jct is not None and abs(ours - published_jct) < 0.5)
+                line += f"; {equal}/{len(pairs)} jobs with the published JCT"
             print(line, flush=True)
 
 
