@@ -4,10 +4,11 @@
 application (a folder of ``pollux/apps/``), and the GPUs and total batch its user asked for (what
 fixed-size schedulers such as Tiresias run it at; Pollux chooses its own).  The trace has no
 durations: a job trains until it has made its application's statistical progress, so its time
-depends on its allocation and batch.  Its ``duration`` here is the modelled time at the requested
-configuration (GPUs packed four to a node, the batch split as the authors' simulator splits it:
-:meth:`~simcluster.elastic.pollux_apps.PolluxApp.run_time`), so that every fixed-size policy can run
-the trace; elastic policies read ``application`` and ``batch_size`` instead.  The cluster is the
+depends on its allocation and batch.  Its ``duration`` here is the modelled time (whole seconds,
+rounded up) at the requested configuration (GPUs packed four to a node, the batch split as the authors'
+simulator splits it: :meth:`~simcluster.elastic.pollux_apps.PolluxApp.run_time`), so that every
+fixed-size policy can run the trace; elastic policies read ``application`` and ``batch_size`` instead.
+(``lucid-sim trace convert`` keeps the GPUs per node it is given: ``--gpus-per-node 4`` for this one.)  The cluster is the
 paper's, 16 nodes of 4 GPUs, unless ``nodes``/``gpus_per_node`` say otherwise.
 
 >>> from simcluster.paths import shared_data_dir
@@ -19,6 +20,7 @@ paper's, 16 nodes of 4 GPUs, unless ``nodes``/``gpus_per_node`` say otherwise.
 from __future__ import annotations
 
 import functools
+import math
 import time
 from pathlib import Path
 
@@ -89,7 +91,8 @@ def load_pollux_trace(path: str | Path, apps: str | Path | dict[str, PolluxApp] 
         if (app.name, gpus, total) not in durations:
             try:
                 atomic, accum = app.fixed_batch(total, gpus)
-                durations[app.name, gpus, total] = app.run_time(packed_layout(gpus, gpus_per_node), atomic, accum)
+                seconds = app.run_time(packed_layout(gpus, gpus_per_node), atomic, accum)
+                durations[app.name, gpus, total] = float(math.ceil(seconds))  # whole seconds, as job logs
             except OutOfMeasuredRange as exc:
                 raise TraceError(path, f"the requested configuration is outside the measurements: {exc}", line=line,
                                  field="batch_size") from None
