@@ -4,7 +4,9 @@ The floors, bottom up: :mod:`~simcluster.traces.columns`, :mod:`~simcluster.trac
 :mod:`~simcluster.traces.csvfile` (what a log's columns, numbers and text are);
 :mod:`~simcluster.traces.times`, :mod:`~simcluster.traces.doubts`, :mod:`~simcluster.traces.sizing`
 and :mod:`~simcluster.traces.files`; the formats (:mod:`~simcluster.traces.venus`,
-:mod:`~simcluster.traces.gavel`, :mod:`~simcluster.traces.openb`); the generic reader
+:mod:`~simcluster.traces.gavel`, :mod:`~simcluster.traces.openb`, and for elastic jobs
+:mod:`~simcluster.traces.pollux`, :mod:`~simcluster.traces.elasticflow` and
+:mod:`~simcluster.traces.deadlines`); the generic reader
 (:mod:`~simcluster.traces.joblog`); :mod:`~simcluster.traces.formats`, which picks the reader.  Every
 reader returns a :class:`~simcluster.traces.base.Trace`.
 """

@@ -1,7 +1,9 @@
 """Which file of a trace path is the job log, and which format it is.
 
 The format is told by the file: a ``.trace`` suffix is Gavel's; a CSV is recognised by its header
-(:mod:`simcluster.traces.columns`; ``gpu_milli`` and ``creation_time`` make an openb pod list).  A
+(:mod:`simcluster.traces.columns`; ``gpu_milli`` and ``creation_time`` make an openb pod list; Pollux's
+workload columns a Pollux trace; ``num_iteration``, ``model_name`` and ``deadline`` beside an ITP log's
+columns an ElasticFlow trace).  A
 folder is read through the one job log it holds: ``cluster_full_log.csv`` (or ``cluster_log.csv``)
 when present, else the only file of a known format besides the side files (``vc_config.csv``, the
 throughput log, node lists).
@@ -15,14 +17,15 @@ from pathlib import Path
 from simcluster.errors import TraceError
 from simcluster.traces.columns import detect, parse_columns
 from simcluster.traces.csvfile import read_header
+from simcluster.traces.elastic_formats import looks_like_elasticflow, looks_like_pollux
 
 LOG_NAMES = ("cluster_full_log.csv", "cluster_log.csv", "openb_pod_list_default.csv")  # a folder's own job log, if named so
 SIDE_FILES = ("vc_config.csv", "cluster_throughput.csv", "openb_node_list_gpu_node.csv")
 
 
 def file_format(path: Path, columns: Mapping[str, str] | None = None, delimiter: str | None = None) -> str | None:
-    """The format of one file ('gavel', 'openb', 'venus', 'philly', 'itp', or 'csv' for a log whose
-    columns ``columns`` names), or None when it is not a job log of a supported format."""
+    """The format of one file ('gavel', 'openb', 'pollux', 'elasticflow', 'venus', 'philly', 'itp', or 'csv'
+    for a log whose columns ``columns`` names), or None when it is not a job log of a supported format."""
     if path.suffix == ".trace":
         return "gavel"
     header = read_header(path, delimiter)
@@ -30,6 +33,10 @@ def file_format(path: Path, columns: Mapping[str, str] | None = None, delimiter:
         return None
     if "gpu_milli" in header and "creation_time" in header:
         return "openb"
+    if looks_like_pollux(header):
+        return "pollux"
+    if looks_like_elasticflow(header):
+        return "elasticflow"
     known = detect(header)
     if known is not None:
         return known.name

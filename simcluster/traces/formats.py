@@ -1,5 +1,6 @@
 """``load_trace`` for every format: CSV job logs (Helios/Venus, Philly, ITP, any log via ``--columns``),
-Gavel ``.trace`` files and openb pod lists.
+Gavel ``.trace`` files, openb pod lists, and the elastic-job traces (Pollux's workloads, ElasticFlow's ITP
+traces with deadlines: :mod:`simcluster.traces.pollux`, :mod:`simcluster.traces.elasticflow`).
 
 The format is told by the file (:mod:`simcluster.traces.files`).  Gavel traces and openb pod lists
 become a :class:`~simcluster.traces.hetero.HeteroTrace`, whose jobs carry per-GPU-type speeds into
@@ -25,6 +26,7 @@ from simcluster.traces.joblog import load_job_log
 from simcluster.traces.openb import load_openb_trace
 
 HETERO_FORMATS = ("gavel", "openb")
+ELASTIC_FORMATS = ("pollux", "elasticflow")  # their cluster is the paper's (or --nodes / --cluster)
 # what only CSV job logs take (the heterogeneous formats fix their own columns, units and delimiter)
 JOB_LOG_OPTIONS = ("columns", "nodes", "load", "epoch", "duration_unit", "time_format", "delimiter")
 
@@ -55,6 +57,28 @@ def load_trace(path: str | Path, vc_config: str | Path | None = None, **options:
         if kind == "gavel":
             return load_gavel_trace(log, skip_invalid=skip)
         return load_openb_trace(log, options.get("node_list"), skip_invalid=skip)
+    if kind in ELASTIC_FORMATS:
+        return _load_elastic(path, kind, vc_config, options)
     options.pop("node_list", None)
     options["columns"] = parse_columns(options.get("columns"))
     return load_job_log(path, vc_config, **options)
+
+
+def _load_elastic(path: Path, kind: str, vc_config: str | Path | None, options: dict[str, Any]) -> Any:
+    """A Pollux workload or an ElasticFlow trace: columns, units and cluster are the format's own."""
+    given = [f"--{name.replace('_', '-')}" for name in JOB_LOG_OPTIONS
+             if name != "nodes" and options.get(name) is not None]
+    if vc_config is not None:
+        given.insert(0, "--vc-config")
+    if options.get("skip_invalid"):
+        given.append("--skip-invalid")
+    if given:
+        raise TraceError(path, f"{' and '.join(given)} do not apply to a {kind} trace (its columns and units are "
+                         "the format's; its cluster is the paper's, or --nodes / --cluster)")
+    log = find_job_log(path)
+    nodes = options.get("nodes")
+    if kind == "pollux":  # (imported here: the scaling models need scipy, which other traces do not)
+        from simcluster.traces.pollux import NODES, load_pollux_trace
+        return load_pollux_trace(log, nodes=nodes or NODES)
+    from simcluster.traces.elasticflow import load_elasticflow_trace
+    return load_elasticflow_trace(log, nodes=nodes)

@@ -1,0 +1,107 @@
+"""The cluster's free GPUs over the future, as deadline planners see it: a step function of time.
+
+ElasticFlow and its EDF baseline plan every job's GPUs from now until it ends, one job after another on
+a shared picture of the future: each plan takes its GPUs out of the free count over its time, so the next
+job sees what is left.  :class:`Timeline` is that picture — breakpoints, each with the free GPUs from it
+until the next one (the last holds on forever).
+
+>>> line = Timeline({0: 8})
+>>> line.reserve(0, 100, 4); line.reserve(50, 150, 2)
+>>> line.points()
+[(0, 4), (50, 2), (100, 6), (150, 8)]
+>>> line.free_at(120), line.free_at(10_000)
+(6, 8)
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable, Mapping
+
+
+class Timeline:
+    """Free GPUs from each breakpoint on (see the module's docstring)."""
+
+    def __init__(self, points: Mapping[float, int]) -> None:
+        if not points:
+            raise ValueError("a timeline needs at least one breakpoint")
+        self._times = sorted(points)
+        self._free = {t: int(points[t]) for t in self._times}
+
+    def copy(self) -> Timeline:
+        return Timeline(self._free)
+
+    def points(self) -> list[tuple[float, int]]:
+        return [(t, self._free[t]) for t in self._times]
+
+    def times(self) -> list[float]:
+        return list(self._times)
+
+    def free_at(self, time: float) -> int:
+        """Free GPUs at ``time`` (before the first breakpoint: the first breakpoint's)."""
+        i = bisect.bisect_right(self._times, time) - 1
+        return self._free[self._times[max(i, 0)]]
+
+    def __getitem__(self, time: float) -> int:
+        return self._free[time]
+
+    def __contains__(self, time: float) -> bool:
+        return time in self._free
+
+    def set(self, time: float, free: int) -> None:
+        if time not in self._free:
+            bisect.insort(self._times, time)
+        self._free[time] = int(free)
+
+    def split(self, time: float) -> None:
+        """A breakpoint at ``time`` (with the free count there), so that a change can start there."""
+        if time not in self._free:
+            self.set(time, self.free_at(time))
+
+    def reserve(self, start: float, end: float, gpus: int, merge: bool = True) -> None:
+        """Take ``gpus`` out of the free count over [start, end); merge equal neighbours unless ``merge`` is
+        False (a planner walking the breakpoints keeps them until its plan is done)."""
+        if end <= start or gpus == 0:
+            return
+        self.split(start)
+        self.split(end)
+        for t in self._times[bisect.bisect_left(self._times, start):bisect.bisect_left(self._times, end)]:
+            self._free[t] -= gpus
+            if self._free[t] < 0:
+                raise ValueError(f"over-reserved at {t}: {self._free[t] + gpus} free, {gpus} asked")
+        if merge:
+            self.merge()
+
+    def drop_before(self, time: float) -> None:
+        """Forget the past: the breakpoint at ``time`` takes the value in force there."""
+        self.split(time)
+        for t in [t for t in self._times if t < time]:
+            del self._free[t]
+        self._times = [t for t in self._times if t >= time]
+
+    def merge(self) -> None:
+        """Drop breakpoints that do not change the count (as the artifact's ``merge_dict``)."""
+        kept, last = [], None
+        for t in self._times:
+            if self._free[t] == last:
+                del self._free[t]
+                continue
+            kept.append(t)
+            last = self._free[t]
+        self._times = kept
+
+    def between(self, start: float, end: float) -> Iterable[float]:
+        """Breakpoints in [start, end)."""
+        return self._times[bisect.bisect_left(self._times, start):bisect.bisect_left(self._times, end)]
+
+
+def gpu_time(steps: list[tuple[float, int]], end: float) -> float:
+    """GPU-seconds of a plan: GPUs from each step's time to the next (the last until ``end``).
+
+    >>> gpu_time([(0, 2), (10, 4)], 30)
+    100.0
+    """
+    total = 0.0
+    for (t, g), (t_next, _) in zip(steps, [*steps[1:], (end, 0)], strict=True):
+        total += g * (t_next - t)
+    return total
