@@ -112,3 +112,18 @@ def test_a_named_trace_resolves_through_the_shared_data_in_python_and_in_every_c
         assert done.exit_code == 0, (args, done.output)
     missing = runner.invoke(app, ["trace", "check", "no_such_trace"])
     assert missing.exit_code == 2 and "nor in the shared data" in missing.output
+
+
+def test_named_data_resolves_in_validate_check_policy_and_fragmentation(tmp_path, monkeypatch):
+    from simcluster.fragmentation import fragmentation_study
+    from simcluster.paths import shared_data_dir
+
+    data = shared_data_dir()
+    if not (data / "alibaba_openb").is_dir() or not (data / "venus_sept").is_dir():
+        pytest.skip(f"reference data not found at {data} (set SIMCLUSTER_DATA to the shared data folder)")
+    monkeypatch.chdir(tmp_path)
+    assert len(fragmentation_study("alibaba_openb", ["bestfit"], [42], inflate=0.2).table)
+    run = runner.invoke(app, ["run", "--trace", "venus_sept", "--out", "run", "--quiet", "--until", "86400"])
+    assert run.exit_code == 0, run.output
+    checked = runner.invoke(app, ["validate", "run", "--recorded", "venus_sept/cluster_throughput.csv", "--json"])
+    assert checked.exit_code == 0, checked.output

@@ -44,12 +44,13 @@ def fragmentation(
     from rich.table import Table
 
     from simcluster.fragmentation import fragmentation_study, parse_placements, parse_seeds, write_study
+    from simcluster.paths import resolve_data
     from simcluster.results import OutputError, check_output
     from simcluster.traces.errors import TraceError
 
     try:
         placements, seed_list = parse_placements(placement), parse_seeds(seeds)
-        check_output(out_dir, "fragmentation", [trace], overwrite)
+        check_output(out_dir, "fragmentation", [resolve_data(trace)], overwrite)
     except (ValueError, OutputError) as exc:
         fail(str(exc))
     quiet = quiet or as_json

@@ -65,6 +65,7 @@ def validate(
     jobs waiting (backlog + submitted − started, bin by bin) divided by the arrival rate. The run is read the
     same way from its jobs.csv.
     """
+    from simcluster.paths import resolve_data
     from simcluster.results import OutputError, check_output, to_json
     from simcluster.traces.errors import TraceError
     from simcluster.validate import ValidateError
@@ -76,7 +77,7 @@ def validate(
         if any("=" not in item for item in items):
             raise ValidateError(f"--columns: expected FIELD=COLUMN items separated by commas, got {columns!r}")
         given = dict(item.split("=", 1) for item in items)
-        check_output(target, "validate", [run, recorded], overwrite)
+        check_output(target, "validate", [run, resolve_data(recorded)], overwrite)
         with err.status("reading the run and the record…", spinner="dots"):
             result = compare(run, recorded, epoch=epoch, start=start, end=end, bin_seconds=bin_seconds,
                              backlog=_count_or_min(backlog), running_at_start=_count_or_min(running_at_start),

@@ -24,6 +24,7 @@ import pandas as pd
 from simcluster.fragmentation.rules import ALIASES, RULE_NAMES
 from simcluster.fragmentation.study import COLUMNS, levels, run
 from simcluster.fragmentation.workload import arrival_sequence, load_openb
+from simcluster.paths import resolve_data
 
 __all__ = ["RULE_NAMES", "StudyResult", "fragmentation_study", "parse_placements", "parse_seeds", "plot_unallocated",
            "write_study"]
@@ -108,7 +109,7 @@ def fragmentation_study(trace: str | Path, placements: Sequence[str] = RULE_NAME
     """
     if inflate <= 0:
         raise ValueError(f"--inflate must be positive, got {inflate}")
-    cluster, pods = load_openb(trace, node_list)
+    cluster, pods = load_openb(resolve_data(trace), node_list and resolve_data(node_list))
     workload = pods.typical()
     cpu0 = time.process_time()
     parts, failed = [], {}

@@ -45,6 +45,7 @@ import numpy as np
 import pandas as pd
 
 from simcluster.experiments.plots import binned_mean
+from simcluster.paths import resolve_data
 from simcluster.traces.errors import TraceError
 
 # field → the column it is read from by default (Helios' names); ``columns`` renames any of them
@@ -187,7 +188,7 @@ def read_record(path: str | os.PathLike[str], epoch: str | None = None, columns:
     it; numbers below 10⁹ are taken as seconds on the run's own clock).  ``columns``: field → column, for
     files whose columns are named otherwise (fields: :data:`BIN_FIELDS`, :data:`JOB_FIELDS`).
     """
-    path = Path(path)
+    path = resolve_data(path)  # a name in the shared data (venus_sept/cluster_throughput.csv) as every command
     given = dict(columns or {})
     unknown = sorted(set(given) - set(BIN_FIELDS) - set(JOB_FIELDS))
     if unknown:
