@@ -44,7 +44,7 @@ def throughputs_beside(path: Path) -> Path:
 
 
 def load_elasticflow_trace(path: str | Path, throughputs: str | Path | ElasticFlowThroughputs | None = None, *,
-                           nodes: int | None = None, gpus_per_node: int = GPUS_PER_NODE) -> Trace:
+                           nodes: int | None = None, gpus_per_node: int = GPUS_PER_NODE) -> JobLog:
     """Read and check an ElasticFlow trace (see the module's docstring)."""
     t0 = time.process_time()
     path = Path(path)

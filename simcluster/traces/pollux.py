@@ -54,7 +54,7 @@ def _apps(folder: str) -> dict[str, PolluxApp]:
 
 
 def load_pollux_trace(path: str | Path, apps: str | Path | dict[str, PolluxApp] | None = None, *,
-                      nodes: int = NODES, gpus_per_node: int = GPUS_PER_NODE) -> Trace:
+                      nodes: int = NODES, gpus_per_node: int = GPUS_PER_NODE) -> JobLog:
     """Read and check a Pollux workload CSV (see the module's docstring)."""
     t0 = time.process_time()
     path = Path(path)
