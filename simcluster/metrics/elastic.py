@@ -39,8 +39,12 @@ class AllocationTimeline(Observer):
         self.job = array("q")  # trace index
         self.gpus = array("q")
         self._ids: dict[int, str] = {}
+        self._last: dict[int, int] = {}  # each job's count as last recorded
 
     def _record(self, job: Job, now: float, gpus: int) -> None:
+        if self._last.get(job.index, 0) == gpus:  # (a change of batch alone)
+            return
+        self._last[job.index] = gpus
         self.time.append(now)
         self.job.append(job.index)
         self.gpus.append(gpus)
