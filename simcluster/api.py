@@ -7,6 +7,7 @@ from a pandas DataFrame; :func:`simulate` replays it under a :class:`~simcluster
 from __future__ import annotations
 
 import gc
+import math
 import os
 import time
 from array import array
@@ -26,6 +27,13 @@ from simcluster.doubts import fallbacks_warning, table_warnings
 from simcluster.engine import Simulation
 from simcluster.job import Job, JobState
 from simcluster.metrics import ClusterTimeline, NodeFailures, Observer
+from simcluster.metrics.elastic import (
+    AllocationTimeline,
+    cluster_efficiency,
+    deadline_column,
+    deadline_figures,
+    elastic_columns,
+)
 from simcluster.metrics.fairness import finish_time_fairness, users_table
 from simcluster.metrics.fragmentation import FragmentationTimeline
 from simcluster.metrics.gpu_types import TypeSeconds
@@ -38,6 +46,7 @@ from simcluster.tables import load_tables
 from simcluster.throughputs import ThroughputTable
 from simcluster.traces import Trace, TraceError
 from simcluster.traces import load_trace as load_file
+from simcluster.traces.deadlines import job_deadlines
 from simcluster.traces.joblog import trace_from_frame
 
 
@@ -54,10 +63,15 @@ class RunResult:
     jobs: pd.DataFrame  # one row per job (jobs.csv)
     timeline: pd.DataFrame  # the cluster after every scheduling instant (timeline.csv)
     summary: dict[str, Any]  # the figures, the settings and the warnings (summary.json)
+    allocations: pd.DataFrame | None = None  # elastic runs: each job's GPU count over time (allocations.csv)
 
     def tables(self) -> dict[str, pd.DataFrame]:
-        """The run folder's tables: jobs, timeline, and users (per-user figures, :func:`users_table`)."""
-        return {"jobs": self.jobs, "timeline": self.timeline, "users": users_table(self.jobs)}
+        """The run folder's tables: jobs, timeline, users (per-user figures, :func:`users_table`) and, for a run
+        of elastic jobs, allocations (:class:`~simcluster.metrics.elastic.AllocationTimeline`)."""
+        tables = {"jobs": self.jobs, "timeline": self.timeline, "users": users_table(self.jobs)}
+        if self.allocations is not None:
+            tables["allocations"] = self.allocations
+        return tables
 
 
 def load_trace(trace: str | os.PathLike[str] | pd.DataFrame,
@@ -151,21 +165,37 @@ def simulate(trace: Trace, config: SimConfig | None = None, observers: Iterable[
                 job.vc = job.queue_vc = ONE_VC
         if spec.typed or merged or not trace.vcs_checked:
             check_fits(trace, jobs, spec, policy_class.one_type_per_job)
+        deadlines = job_deadlines(trace.frame, config.deadlines, config.seed)
+        if deadlines is not None:
+            for job in jobs:
+                value = deadlines[job.index]
+                job.deadline = None if math.isnan(value) else float(value)
+        allocations = None
+        if policy_class.elastic:
+            from simcluster.elastic.work import (
+                attach_models,  # (scipy: only runs of elastic policies load it)
+            )
+
+            attach_models(trace, jobs, config.policy)
+            allocations = AllocationTimeline()
         frag = FragmentationTimeline(jobs, spec) if any(j.gpu_milli < 1000 for j in jobs) else None
-        watchers = [failures, timeline, *([per_type] if per_type else []), *([frag] if frag else []), *observers]
+        watchers = [failures, timeline, *([per_type] if per_type else []), *([frag] if frag else []),
+                    *([allocations] if allocations else []), *observers]
         outcome = Simulation(jobs, spec, config, watchers, tables.colocation, tables.throughputs, kernel=kernel).run()
     sim_cpu = time.process_time() - cpu0
 
     # finished jobs in trace order, listed now rather than collected by a hook as each finished: no call per job
     # during the run, and the jobs table's sort by trace index finds them in order
+    declined = outcome.declined
     if outcome.finished_every_job:  # the usual run: no pass over the jobs to tell
         left, done = [], jobs
-    else:  # the run stopped at --until or gave up on jobs
-        left = outcome.unfinished
+    else:  # the run stopped at --until, gave up on jobs or declined them
+        left = [job for job in outcome.unfinished if job not in declined]
         done = [job for job in jobs if job.state is JobState.FINISHED]
     given = trace.given_table if not merged else None  # merged: the VCs are not the trace's
     end = outcome.end
-    frame = jobs_frame(done + left, now=end, left_at=outcome.abandoned, trace=given)
+    reported = done + left + list(declined)
+    frame = jobs_frame(reported, now=end, left_at={**outcome.abandoned, **declined}, trace=given)
     series = pd.DataFrame(
         {"time": _numbers(timeline.time), "busy_gpus": _numbers(timeline.used_gpus),
          "shared_gpus": _numbers(timeline.shared_gpus), "running_jobs": _numbers(timeline.running),
@@ -175,8 +205,13 @@ def simulate(trace: Trace, config: SimConfig | None = None, observers: Iterable[
         series["frag_gpus"] = _numbers(frag.frag_gpus)
         series["frag_pct_of_idle"] = _numbers(frag.frag_pct_of_idle)
     vc_gpus, partition_gpus = outcome.vc_gpus, sum(outcome.partition_gpus.values())
-    frame["rho"] = finish_time_fairness(frame, vc_gpus)
     extra: dict[str, Any] = {}
+    if deadlines is not None or declined:
+        frame["deadline"], frame["declined"] = deadline_column(reported, declined)
+        extra |= deadline_figures(frame)
+    if policy_class.elastic:
+        frame = elastic_columns(frame, reported, end)
+    frame["rho"] = finish_time_fairness(frame, vc_gpus)
     if outcome.colocation is not None:
         extra = {"colocation": outcome.colocation["source"],
                  "colocation_provenance": outcome.colocation["provenance"],
@@ -211,7 +246,10 @@ def simulate(trace: Trace, config: SimConfig | None = None, observers: Iterable[
         skipped_rows=dict(trace.skipped), config=config.as_dict(), **outcome.policy_report(), **extra, **stopped,
         warnings=warnings,
     )
-    return RunResult(frame, series, summary)
+    if policy_class.elastic:
+        summary["cluster_efficiency"] = cluster_efficiency(reported, sum(vc_gpus.values()) + partition_gpus,
+                                                           float(summary["makespan"]))
+    return RunResult(frame, series, summary, allocations.frame() if allocations is not None else None)
 
 
 def plugin_figures(policy: type[Policy], settings: Any, origin: Origin, config: SimConfig) -> dict[str, Any]:

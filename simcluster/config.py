@@ -18,9 +18,9 @@ from functools import cache
 from typing import Any
 
 # Help panels of `lucid-sim run --help`, in the order they are shown
-POLICY, CLUSTER, FAILURES, TIRESIAS, ESTIMATES, SHARING, LUCID, HETERO = (
+POLICY, CLUSTER, FAILURES, TIRESIAS, ESTIMATES, SHARING, LUCID, HETERO, ELASTIC = (
     "Policy", "Cluster", "Failures and preemption", "Policy: tiresias", "Policy: qssf and lucid estimates",
-    "Sharing", "Policy: lucid", "Heterogeneous (Gavel)",
+    "Sharing", "Policy: lucid", "Heterogeneous (Gavel)", "Elastic jobs and deadlines",
 )
 PROVENANCE = "provenance"  # fields that record where settings came from; no option or --set key sets them
 # the policy's own settings (its Settings dataclass): set by --set NAME=VALUE or a config file's [policy] table,
@@ -264,6 +264,31 @@ class SimConfig:
         "badly), below the second 1, else 0.", LUCID,
     )
 
+    # elastic jobs (simcluster/elastic, docs/elastic.md) and deadlines
+    deadlines: str | None = setting(
+        None, "Give every job without a deadline one drawn as submit + U(A, B) × duration, seeded by --seed (the "
+        "ElasticFlow authors' rule), e.g. 0.5,1.5; a trace's own deadline column is always read. summary.json then "
+        "has deadline_satisfaction.", ELASTIC,
+    )
+    restart_delay: float = setting(
+        30.0, "Seconds an elastic job makes no progress after it starts and after each change of its GPUs (Pollux: "
+        "30); a policy may charge its own instead (ElasticFlow's overhead model).", ELASTIC, min=0,
+    )
+    schedule_interval: float = setting(
+        60.0, "Seconds between the re-allocations of the interval-driven elastic policies (pollux, optimus, "
+        "tiresias-pollux; Pollux: 60).", ELASTIC, above=0,
+    )
+    arrivals_wait: bool = setting(
+        False, "Interval-driven elastic policies decide only at the ends of intervals (multiples of "
+        "--schedule-interval): an arrival waits for the next one and GPUs a job frees stay idle until then, as in "
+        "Pollux's simulator. By default they also decide at once when a job arrives or finishes.", ELASTIC,
+    )
+    progress_rounding: str = setting(
+        "exact", "When an elastic job's epoch ends (its speed changes; the last one's end is its finish): at the "
+        "exact time, or rounded to a whole second (seconds: Pollux's simulator).", ELASTIC,
+        choices=("exact", "seconds"),
+    )
+
     # the policy's own settings, as (name, value) pairs sorted by name; the policy's Settings dataclass says
     # which exist and checks them (simcluster.policies.base.policy_settings)
     policy_settings: tuple[tuple[str, Any], ...] = setting(
@@ -325,6 +350,8 @@ class SimConfig:
             if only is not None and name not in only:
                 continue
             _check_range(f, getattr(self, name), where)
+        if self.deadlines is not None and (only is None or "deadlines" in only):
+            deadline_range(self.deadlines, where)
 
 
 def knobs() -> dict[str, Field]:
@@ -452,6 +479,23 @@ def _check_range(f: Field, value: Any, where: str) -> None:
             raise ConfigError(f"{where}: setting {f.name!r} must be at most {meta['max']:g}, got {value!r}")
         if meta.get("above") is not None and number <= meta["above"]:
             raise ConfigError(f"{where}: setting {f.name!r} must be greater than {meta['above']:g}, got {value!r}")
+
+
+def deadline_range(text: str, where: str = "settings") -> tuple[float, float]:
+    """``A,B`` (or ``A/B``, as a sweep's ``--set`` writes it): the range of U(A, B) that draws deadlines, 0 < A ≤ B.
+
+    >>> deadline_range("0.5,1.5"), deadline_range("1/2")
+    ((0.5, 1.5), (1.0, 2.0))
+    """
+    parts = [p.strip() for p in text.replace("/", ",").split(",")]
+    try:
+        low, high = (float(p) for p in parts)
+    except ValueError:
+        raise ConfigError(f"{where}: setting 'deadlines' must be two numbers A,B (deadline = submit + U(A, B) × "
+                          f"duration), got {text!r}") from None
+    if not (math.isfinite(low) and math.isfinite(high) and 0 < low <= high):
+        raise ConfigError(f"{where}: setting 'deadlines' needs 0 < A ≤ B, got {text!r}")
+    return low, high
 
 
 def _did_you_mean(key: str, names: Mapping[str, Any]) -> str:

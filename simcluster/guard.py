@@ -17,15 +17,15 @@ from __future__ import annotations
 
 import math
 import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
 from simcluster.job import JobState
 from simcluster.placement.base import Placement
 from simcluster.registry import implements
 
-POLICY_HOOKS = ("schedule", "pending_key", "on_submit", "on_finish", "on_run_start", "on_run_stop", "attach",
-                "report")
+POLICY_HOOKS = ("schedule", "pending_key", "on_submit", "on_finish", "on_run_start", "on_run_stop", "on_epoch",
+                "attach", "report")
 
 
 class PluginFailed(RuntimeError):
@@ -92,9 +92,12 @@ def guard_hooks(plugin: Any, base: type, hooks: Iterable[str], label: str, clock
         setattr(plugin, hook, guarded)
 
 
-def check_plan(job: Any, plan: Any, vc: Any, shares: bool, max_jobs: int) -> str | None:
+def check_plan(job: Any, plan: Any, vc: Any, shares: bool, max_jobs: int, resizing: bool = False,
+               releasing: Collection[Any] = ()) -> str | None:
     """What is wrong with ``plan`` for ``job`` on ``vc`` (None: nothing): nodes of another VC or down, GPUs that
-    are not there or not free (or, for a policy that shares GPUs, full), or not the job's GPU count."""
+    are not there or not free (or, for a policy that shares GPUs, full), or not the job's GPU count (an elastic
+    job takes any count).  ``resizing``: the job runs and its own GPUs count as free, and those of the jobs
+    ``releasing`` (resized at the same instant)."""
     if not isinstance(plan, (list, tuple)) or not plan:
         return f"a plan must be a non-empty list of (node, count) or (node, [GPU indices]), got {plan!r}"
     nodes = {id(n) for n in vc.nodes}
@@ -113,9 +116,11 @@ def check_plan(job: Any, plan: Any, vc: Any, shares: bool, max_jobs: int) -> str
             return f"node {node.name} is down"
         if isinstance(where, bool) or not isinstance(where, (int, list, tuple)):
             return f"node {node.name}: expected a GPU count or a list of GPU indices, got {where!r}"
+        own = [i for other in {job, *releasing} for i in node.jobs.get(other, ())] if resizing else []
         if isinstance(where, int):
-            if where <= 0 or where > node.free_gpus:
-                return f"asks for {where} idle GPUs of node {node.name}, which has {node.free_gpus}"
+            if where <= 0 or where > node.free_gpus + len(own):
+                held = f" (and {len(own)} held by the job(s) resized)" if own else ""
+                return f"asks for {where} idle GPUs of node {node.name}, which has {node.free_gpus}{held}"
             total += where
             continue
         ids = list(where)
@@ -128,12 +133,12 @@ def check_plan(job: Any, plan: Any, vc: Any, shares: bool, max_jobs: int) -> str
                     return f"GPU {i} of node {node.name} has {1000 - node.milli[i]} thousandths free; the job takes " \
                            f"{job.gpu_milli}"
                 continue
-            if holders and not shares:
+            if holders and not all(h is job or h in releasing for h in holders) and not shares:
                 return f"GPU {i} of node {node.name} is not free (it runs {holders[0].job_id})"
             if shares and len(holders) >= max_jobs:
                 return f"GPU {i} of node {node.name} already holds {len(holders)} jobs (--max-jobs-per-gpu {max_jobs})"
         total += len(ids)
-    if total != job.gpu_num:
+    if total != job.gpu_num and getattr(job, "elastic", None) is None:
         return f"the plan gives job {job.job_id} {total} GPUs; it asks for {job.gpu_num}"
     return None
 
@@ -171,14 +176,67 @@ class CheckedContext:
             return False
         return self._inner.try_start(job)  # type: ignore[no-any-return]
 
-    def start_on(self, job: Any, plan: Any) -> None:
+    def start_on(self, job: Any, plan: Any, batch: Any = None, delay: float | None = None) -> None:
         if not self._waiting_here(job, "started"):
             return
         wrong = check_plan(job, plan, self._vc, self._shares, self.config.max_jobs_per_gpu)
         if wrong is not None:
             self._broken("more-gpus-than-free", f"started job {job.job_id} on GPUs it cannot have: {wrong}")
             return
-        self._inner.start_on(job, plan)
+        if (batch is not None or delay is not None) and not self._elastic(job, "started", batch, delay):
+            return
+        self._inner.start_on(job, plan, batch, delay)
+
+    def resize(self, job: Any, plan: Any, batch: Any = None, delay: float | None = None) -> None:
+        if self._resizable(job, batch, delay):
+            wrong = check_plan(job, plan, self._vc, False, 1, resizing=True)
+            if wrong is not None:
+                self._broken("more-gpus-than-free", f"resized job {job.job_id} to GPUs it cannot have: {wrong}")
+                return
+            self._inner.resize(job, plan, batch, delay)
+
+    def resize_many(self, changes: Any, batches: Any = None, delay: float | None = None) -> None:
+        batches = batches or {}
+        if not all(self._resizable(job, batches.get(job), delay) for job in changes):
+            return
+        for job, plan in changes.items():  # each plan alone, as if the others' GPUs were free ...
+            wrong = check_plan(job, plan, self._vc, False, 1, resizing=True, releasing=set(changes))
+            if wrong is not None:
+                self._broken("more-gpus-than-free", f"resized job {job.job_id} to GPUs it cannot have: {wrong}")
+                return
+        asked: dict[Any, int] = {}  # ... then all of them together
+        for plan in changes.values():
+            for node, where in plan:
+                asked[node] = asked.get(node, 0) + (where if isinstance(where, int) else len(where))
+        for node, count in asked.items():
+            room = node.free_gpus + sum(len(ids) for job, ids in node.jobs.items() if job in changes)
+            if count > room:
+                self._broken("more-gpus-than-free", f"resized jobs to {count} GPUs of node {node.name}, which has "
+                                                    f"{room} free or held by the jobs resized")
+                return
+        self._inner.resize_many(changes, batches, delay)
+
+    def _resizable(self, job: Any, batch: Any, delay: Any) -> bool:
+        if job.state is not JobState.RUNNING or job not in self._vc.running:
+            self._broken("resize-not-running", f"resized job {job.job_id}, which does not run in this VC "
+                                               f"(it is {job.state.value})")
+            return False
+        return self._elastic(job, "resized", batch, delay)
+
+    def _elastic(self, job: Any, action: str, batch: Any, delay: Any) -> bool:
+        """Whether ``job`` is elastic and ``delay`` a time; a broken rule said otherwise."""
+        if getattr(job, "elastic", None) is None:
+            self._broken("not-elastic", f"{action} job {job.job_id} with a batch, delay or new size, but the job is "
+                                        "not elastic (declare elastic = True on the policy)")
+            return False
+        if delay is not None and not (isinstance(delay, (int, float)) and math.isfinite(delay) and delay >= 0):
+            self._broken("bad-value", f"{action} job {job.job_id} with delay {delay!r}: give a number >= 0")
+            return False
+        return True
+
+    def decline(self, job: Any) -> None:
+        if self._waiting_here(job, "declined"):
+            self._inner.decline(job)
 
     def preempt(self, job: Any, overhead: float | None = None, moving: bool = False) -> None:
         if job.state is not JobState.RUNNING or job not in self._vc.running:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
     from simcluster.cluster import Node
+    from simcluster.elastic.state import ElasticState
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +90,7 @@ class Job:
     job_type: str = ""  # Gavel's job type, e.g. "ResNet-50 (batch size 64)"
     total_steps: float = 0.0  # iterations, for traces that count them (Gavel)
     priority_weight: float = 1.0  # Gavel's priority weight
+    deadline: float | None = None  # when it should be done (same clock as submit_time); None: best-effort
 
     # its life in the simulation (not arguments of Job(...): __init__ starts each at its default)
     state: JobState = field(default=JobState.PENDING, init=False)
@@ -112,17 +114,20 @@ class Job:
     allocation: tuple[tuple[Node, list[int]], ...] = field(default=(), init=False)  # (node, GPU indices) while running
     # the SimPy event due at the end of its current run (engine/life.py); None while it waits
     run_end: Any = field(default=None, init=False)
+    # an elastic job's scaling model, batch and epoch (simcluster.elastic.state); None: a fixed-size job
+    elastic: ElasticState | None = field(default=None, init=False)
 
     def __init__(self, index: int, job_id: str, vc: str, gpu_num: int, submit_time: float, duration: float,
                  user: str = "", workload: Workload | None = None, memory: float = 0.0, queue_vc: str = "",
                  speeds: TypeSpeeds | None = None, gpu_milli: int = 1000, job_type: str = "", total_steps: float = 0.0,
-                 priority_weight: float = 1.0) -> None:
+                 priority_weight: float = 1.0, deadline: float | None = None) -> None:
         # (written out rather than generated: the generated one takes every field as an argument and calls
         # __post_init__, ~15 % more per job on a million; test_job checks the life fields' defaults here)
         self.index, self.job_id, self.vc, self.gpu_num = index, job_id, vc, gpu_num
         self.submit_time, self.duration, self.user, self.workload = submit_time, duration, user, workload
         self.memory, self.queue_vc, self.speeds, self.gpu_milli = memory, queue_vc or vc, speeds, gpu_milli
         self.job_type, self.total_steps, self.priority_weight = job_type, total_steps, priority_weight
+        self.deadline = deadline
         self.state = JobState.PENDING
         self.work_left = float(duration)
         self.overhead_left = 0.0
@@ -143,6 +148,7 @@ class Job:
         self.run_started_at = 0.0
         self.allocation = ()
         self.run_end = None
+        self.elastic = None
 
     # --- derived ---------------------------------------------------------
     @property

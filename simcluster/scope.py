@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from simcluster.config import (
     CLUSTER,
+    ELASTIC,
     ESTIMATES,
     FAILURES,
     HETERO,
@@ -93,14 +94,16 @@ PANEL_READERS: dict[str, Reader] = {
     ESTIMATES: Reader(lambda run: _estimator(run) is not None),
     SHARING: Reader(_policy(lambda cls: cls.shares_gpus)),
 }
-POLICY_PANELS = (TIRESIAS, LUCID, HETERO)  # read only where declared
+POLICY_PANELS = (TIRESIAS, LUCID, HETERO, ELASTIC)  # read only where declared
 
 
 def _draws_random(run: Run) -> bool:
-    """Whether a random choice of the run depends on the seed: random placement, node failures, learned
-    estimators (ebm), or a policy that draws random numbers itself (``Policy.uses_seed``: lucid's models,
+    """Whether a random choice of the run depends on the seed: drawn deadlines, random placement, node failures,
+    learned estimators (ebm), or a policy that draws random numbers itself (``Policy.uses_seed``: lucid's models,
     Gavel's agnostic policies)."""
     config = run.config
+    if config.deadlines is not None:  # drawn deadlines
+        return True
     if run.policy is not None and run.policy.own_placement is not None:  # (its placement draws nothing)
         return run.policy.uses_seed(config) or config.node_mtbf > 0
     return (config.placement == "random" or config.node_mtbf > 0 or _estimator(run) == "ebm"
@@ -112,6 +115,7 @@ _LEARNS = Reader(lambda run: _estimator(run) == "ebm" or (run.policy is not None
 
 READERS: dict[str, Reader] = {
     "policy": Reader(_always),
+    "deadlines": Reader(_always),  # every run reports deadline satisfaction
     "seed": Reader(_draws_random),
     "cluster": Reader(_always),  # every policy runs on --cluster (a trace's VCs merged into it, with a warning)
     "placement": Reader(lambda run: run.policy is None or run.policy.own_placement is None),

@@ -45,6 +45,8 @@ RULES: dict[str, str] = {
     "start-not-pending": "starts only waiting jobs of the VC it decides for, each once",
     "more-gpus-than-free": "asks only for GPUs that exist and are free",
     "preempt-not-running": "preempts only jobs that run in the VC it decides for",
+    "resize-not-running": "resizes only jobs that run in the VC it decides for",
+    "not-elastic": "gives a batch, a restart delay or a new size only to elastic jobs",
     "mutates-view": "changes jobs, nodes, VCs and queues only through the context",
     "unstable-order": "keeps a waiting job's queue key unless it tells the context (requeue, reorder)",
     "no-progress": "makes progress while jobs wait and GPUs are free (never an endless run)",
@@ -115,12 +117,16 @@ def check_policy(policy: str | type, traces: Sequence[tuple[str, Any, SimConfig 
 
 def policy_problems(policy: str | type, traces: Sequence[tuple[str, Any, SimConfig | None]] | None = None,
                     config: SimConfig | None = None) -> CheckReport:
-    """Run ``policy`` (a spec or a class) twice on each trace (default :func:`adversarial_traces`: (name,
-    trace, settings or None) each) and collect the rules it breaks.  ``config``: the settings every run starts
+    """Run ``policy`` (a spec or a class) twice on each trace (default :func:`adversarial_traces`, or
+    :func:`elastic_traces` for an elastic policy: (name, trace, settings or None) each) and collect the rules it
+    breaks.  ``config``: the settings every run starts
     from (its policy field is replaced)."""
     base = resolved_config(replace(config or SimConfig(), policy=absolute_spec(policy)))
     report = CheckReport(display_name(base.policy))
-    for name, trace, settings in traces if traces is not None else adversarial_traces():
+    if traces is None:
+        elastic = getattr(resolve(base.policy, "policy")[0], "elastic", False)
+        traces = elastic_traces() if elastic else adversarial_traces()
+    for name, trace, settings in traces:
         run_config = base if settings is None else replace(settings, policy=base.policy,
                                                            policy_settings=base.policy_settings)
         report.traces.append(name)
@@ -176,6 +182,38 @@ def adversarial_traces() -> list[tuple[str, Any, SimConfig | None]]:
     return [("burst", trace(burst, two), None), ("blocking-head", trace(blocking, {"a": 2}), None),
             ("exact-fit", trace(exact, {"a": 3}), None), ("idle-gaps", trace(gaps, {"a": 2}), None),
             ("churn", trace(churn, two), None), ("node-failures", trace(failures, {"a": 2}), with_failures)]
+
+
+def elastic_traces() -> list[tuple[str, Any, SimConfig | None]]:
+    """The adversarial traces for an elastic policy (``Policy.elastic``): small Pollux workloads (jobs of Pollux's
+    measured applications, from the shared data) on clusters of 4-GPU nodes — a burst in one second, a big job
+    at the head, idle gaps, churn, node failures — run both at exact times and with Pollux's simulator's
+    timing (decisions at interval ends, epochs ending on whole seconds)."""
+    import tempfile
+    from pathlib import Path
+
+    from simcluster.traces.pollux import load_pollux_trace
+
+    def trace(rows: Sequence[tuple[float, str, int, int]], nodes: int) -> Any:
+        lines = ["name,time,application,num_replicas,batch_size"]
+        lines += [f"{app}-{i},{t:g},{app},{gpus},{batch}" for i, (t, app, gpus, batch) in enumerate(rows)]
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "workload.csv"
+            path.write_text("\n".join(lines) + "\n")
+            return load_pollux_trace(path, nodes=nodes)
+
+    small = [("ncf", 1, 32768), ("cifar10", 2, 2048), ("cifar10", 8, 2048), ("ncf", 1, 32768), ("cifar10", 4, 4096)]
+    burst = [(0.0, *small[i % len(small)]) for i in range(10)]
+    blocking = [(0.0, "cifar10", 16, 4096)] + [(10.0 + i, *small[i % len(small)]) for i in range(5)]
+    gaps = [(0.0, "ncf", 1, 32768), (5000.0, "cifar10", 8, 2048), (20000.0, "cifar10", 2, 2048), (20000.0, "ncf", 1, 32768)]
+    rng = random.Random(7)
+    churn = sorted(((float(rng.randrange(0, 3000, 7)), *rng.choice(small)) for _ in range(16)), key=lambda r: r[0])
+    failures = [(i * 30.0, *small[i % len(small)]) for i in range(6)]
+    with_failures = SimConfig(node_mtbf=4000.0, node_repair=300.0, checkpoint_interval=100.0, on_no_progress="abandon")
+    artifact = SimConfig(arrivals_wait=True, progress_rounding="seconds")
+    return [("burst", trace(burst, 2), None), ("blocking-head", trace(blocking, 4), None),
+            ("idle-gaps", trace(gaps, 2), None), ("churn", trace(churn, 3), None),
+            ("churn at interval ends", trace(churn, 3), artifact), ("node-failures", trace(failures, 3), with_failures)]
 
 
 # --- one instrumented run --------------------------------------------------------------------------
@@ -276,9 +314,21 @@ class _KitContext(CheckedContext):
         with self._guard.inside("engine"):
             return super().try_start(job)
 
-    def start_on(self, job: Any, plan: Any) -> None:
+    def start_on(self, job: Any, plan: Any, batch: Any = None, delay: float | None = None) -> None:
         with self._guard.inside("engine"):
-            super().start_on(job, plan)
+            super().start_on(job, plan, batch, delay)
+
+    def resize(self, job: Any, plan: Any, batch: Any = None, delay: float | None = None) -> None:
+        with self._guard.inside("engine"):
+            super().resize(job, plan, batch, delay)
+
+    def resize_many(self, changes: Any, batches: Any = None, delay: float | None = None) -> None:
+        with self._guard.inside("engine"):
+            super().resize_many(changes, batches, delay)
+
+    def decline(self, job: Any) -> None:
+        with self._guard.inside("engine"):
+            super().decline(job)
 
     def preempt(self, job: Any, overhead: float | None = None, moving: bool = False) -> None:
         with self._guard.inside("engine"):
@@ -334,6 +384,14 @@ class _Run:
         config = self.config
         spec, _ = cluster_of(self.trace, config)
         jobs = self.trace.make_jobs()
+        if self.policy.elastic:
+            from simcluster.elastic.work import attach_models
+
+            try:
+                attach_models(self.trace, jobs, self.label)
+            except ValueError as exc:
+                self.record("exception", f"{exc} (give it an elastic trace: check_policy(..., traces=...))")
+                return self
         check_fits(self.trace, jobs, spec, type(self.policy).one_type_per_job)
         self._wrap_policy(guard, progress)
         placement_class, placement_origin = resolve(config.placement, "placement")

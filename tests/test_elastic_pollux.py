@@ -17,7 +17,7 @@ from simcluster.elastic.goodput import (
     GradParams,
     PerfParams,
     SpeedupFunction,
-    _loss_and_gradient,
+    _Loss,
     accum_time,
     fit_perf_params,
     log_optim_time,
@@ -75,13 +75,13 @@ def test_unidentifiable_parameters_are_pinned_as_pollux_pins_them() -> None:
 def test_the_loss_gradient_is_exact() -> None:
     nodes, replicas, atomic, accum, optim = observations(TRUE, [(1, 1, 64), (1, 4, 128), (2, 8, 128), (3, 12, 32)])
     optim = optim * np.array([1.1, 0.9, 1.05, 1.0])  # away from the optimum, where every term moves
+    loss = _Loss(nodes, replicas, atomic, accum, optim)
     for point in (np.array([0.05, 0.001, 0.2, 0.02, 0.1, 0.01, 1.7]), np.array(TRUE) * 1.3):
-        _, gradient = _loss_and_gradient(point, nodes, replicas, atomic, accum, optim)
+        _, gradient = loss(point)
         for i in range(7):
             step = np.zeros(7)
             step[i] = 1e-7 * max(abs(point[i]), 1e-3)
-            numeric = (_loss_and_gradient(point + step, nodes, replicas, atomic, accum, optim)[0]
-                       - _loss_and_gradient(point - step, nodes, replicas, atomic, accum, optim)[0]) / (2 * step[i])
+            numeric = (loss(point + step)[0] - loss(point - step)[0]) / (2 * step[i])
             assert gradient[i] == pytest.approx(numeric, rel=1e-4, abs=1e-6)
 
 

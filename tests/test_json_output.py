@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from simcluster.paths import REPO_ROOT
+from simcluster.paths import REPO_ROOT, shared_data_dir
 from simcluster.policies import POLICIES
 
 ENV = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
@@ -31,7 +31,13 @@ def one_document(text: str):
 
 @pytest.mark.parametrize("policy", POLICIES.names())
 def test_every_policy_prints_one_json_document(tmp_path, policy):
-    done = lucid_sim("run", "--policy", policy, "--json", "--out", str(tmp_path / "out"))
+    trace = []
+    if POLICIES.get(policy).elastic:  # a trace of jobs with scaling models: Pollux's smallest workload
+        workload = shared_data_dir() / "pollux" / "workloads" / "0.5" / "workload-3.csv"
+        if not workload.is_file():
+            pytest.skip(f"{policy} needs a Pollux workload: {workload} is absent")
+        trace = ["--trace", str(workload)]
+    done = lucid_sim("run", "--policy", policy, *trace, "--json", "--out", str(tmp_path / "out"))
     assert done.returncode == 0, done.stderr
     assert one_document(done.stdout)["policy"] == policy
 

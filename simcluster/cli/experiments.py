@@ -48,6 +48,9 @@ def sweep(
                                          "resamples users, bootstrap:block=SECONDS sets the block), jitter "
                                          "(jitter:arrival=SECONDS,sigma=S) or seeds. See docs/uncertainty.md.")
                        ] = "bootstrap",
+    deadlines: Annotated[str | None, typer.Option(help="A,B: every job without a deadline gets submit + U(A, B) × "
+                                                  "duration (seeded by each run's seed); summary.json then has "
+                                                  "deadline_satisfaction.", show_default=False)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the outcome (every run's row, the notes) as JSON "
                                           "(implies --quiet).")] = False,
 ) -> None:
@@ -56,7 +59,7 @@ def sweep(
 
     Notes say when a --set key is not read by a policy, and when seeds give identical results.
     """
-    from simcluster.config import ConfigError
+    from simcluster.config import ConfigError, SimConfig
     from simcluster.experiments.notes import ignored_setting_notes
     from simcluster.experiments.sweep import (
         SweepError,
@@ -72,6 +75,8 @@ def sweep(
     quiet = quiet or as_json
     try:
         base = resolve_config(preset, config_file)
+        if deadlines is not None:
+            base = SimConfig.from_settings({"deadlines": deadlines}, "--deadlines", base=base)
     except ConfigError as exc:
         fail(str(exc))
     try:

@@ -46,6 +46,13 @@ def print_summary(summary: dict[str, Any], target: Path, shown: Collection[str] 
                      if "mae" in load else "") + ")"
                   + (f"; packing model accuracy {packing['accuracy']:.0%} on held-out configurations"
                      if "accuracy" in packing else ""), highlight=False)
+    if "jobs_with_deadline" in summary:
+        met = summary["deadline_satisfaction"]
+        out.print(f"deadlines: {summary['deadlines_met']:,} of {summary['jobs_with_deadline']:,} jobs with one met "
+                  f"them ({met:.1%}); {summary['declined']:,} declined", highlight=False)
+    if "cluster_efficiency" in summary:
+        out.print(f"elastic jobs: cluster efficiency {summary['cluster_efficiency']:.1%} (speedup delivered per GPU "
+                  "of the cluster)", highlight=False)
     out.print(f"makespan {summary['makespan']:,.0f} s · preemptions {summary['preemptions']:,} · "
               f"restarts {summary['restarts']:,} · simulation {summary['sim_cpu_seconds']:.2f} CPU-s · "
               f"loading {summary['load_cpu_seconds']:.2f} CPU-s\nresults in [bold]{target}[/]", highlight=False)

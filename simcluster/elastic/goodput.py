@@ -28,12 +28,15 @@ maximise goodput, as Pollux's agent does.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
 import scipy.optimize
 from numpy.typing import ArrayLike
+
+from simcluster.elastic.threads import one_blas_thread
 
 EPS = 1e-8  # tolerance of floor/ceil, and the lower bound of every fitted parameter (as upstream)
 
@@ -134,46 +137,60 @@ class GoodputFunction:
 
 
 # ----------------------------------------------------------------------------- fitting
-def _loss_and_gradient(params: np.ndarray, nodes: np.ndarray, replicas: np.ndarray, atomic: np.ndarray,
-                       accum_observed: np.ndarray, optim_observed: np.ndarray) -> tuple[float, np.ndarray]:
-    ac, bc, an, bn, ar, br, gamma = params
-    accum = ac + bc * atomic
-    across, within = nodes > 1, (nodes <= 1) & (replicas > 1)
-    extra = np.maximum(replicas - 2, EPS)
-    network = np.where(across, an + bn * extra, np.where(within, ar + br * extra, EPS + EPS * extra))
-    powered = accum ** gamma + network ** gamma
-    log_optim = np.log(powered) / gamma
-    n = len(atomic)
-    grad = np.zeros(7)
-    e1 = np.log(accum) - np.log(accum_observed)
-    err1 = float(np.sqrt(np.mean(e1 ** 2)))
-    if err1 > 0:
-        d_accum = e1 / accum / (n * err1)  # d err1 / d accum_i
-        grad[0] += d_accum.sum()
-        grad[1] += (d_accum * atomic).sum()
-    e2 = log_optim - np.log(optim_observed)
-    err2 = float(np.sqrt(np.mean(e2 ** 2)))
-    if err2 > 0:
-        d_log = e2 / (n * err2)  # d err2 / d log_optim_i
-        d_accum2 = d_log * accum ** (gamma - 1) / powered
-        d_network = d_log * network ** (gamma - 1) / powered
-        grad[0] += d_accum2.sum()
-        grad[1] += (d_accum2 * atomic).sum()
-        grad[2] += d_network[across].sum()
-        grad[3] += (d_network * extra)[across].sum()
-        grad[4] += d_network[within].sum()
-        grad[5] += (d_network * extra)[within].sum()
-        d_gamma = -np.log(powered) / gamma ** 2 + (accum ** gamma * np.log(accum) + network ** gamma * np.log(network)) \
-            / (gamma * powered)
-        grad[6] += (d_log * d_gamma).sum()
-    reg1 = 1e-3 * (gamma - 1) ** 2
-    grad[6] += 2e-3 * (gamma - 1)
-    reg2 = 1e-2 * ((bn / an) ** 2 + (br / ar) ** 2)
-    grad[2] += -2e-2 * bn ** 2 / an ** 3
-    grad[3] += 2e-2 * bn / an ** 2
-    grad[4] += -2e-2 * br ** 2 / ar ** 3
-    grad[5] += 2e-2 * br / ar ** 2
-    return err1 + err2 + reg1 + reg2, grad
+class _Loss:
+    """Pollux's fitting loss and its exact gradient for one set of observations (the parts that do not depend
+    on the parameters computed once: a fit evaluates it a hundred times or so)."""
+
+    def __init__(self, nodes: np.ndarray, replicas: np.ndarray, atomic: np.ndarray, accum_observed: np.ndarray,
+                 optim_observed: np.ndarray) -> None:
+        across = nodes > 1
+        within = (nodes <= 1) & (replicas > 1)
+        self.atomic = atomic
+        self.extra = np.maximum(replicas - 2, EPS)
+        self.across, self.within = across.astype(float), within.astype(float)
+        self.across_extra, self.within_extra = self.across * self.extra, self.within * self.extra
+        self.alone = np.where(across | within, 0.0, EPS + EPS * self.extra)  # one GPU: no network to speak of
+        self.log_accum_observed = np.log(accum_observed)
+        self.log_optim_observed = np.log(optim_observed)
+        self.n = len(atomic)
+
+    def __call__(self, params: np.ndarray) -> tuple[float, np.ndarray]:
+        ac, bc, an, bn, ar, br, gamma = params.tolist()
+        atomic, extra, n = self.atomic, self.extra, self.n
+        accum = ac + bc * atomic
+        network = self.across * (an + bn * extra) + self.within * (ar + br * extra) + self.alone
+        accum_g, network_g = accum ** gamma, network ** gamma
+        powered = accum_g + network_g
+        log_powered, log_accum = np.log(powered), np.log(accum)
+        grad = np.zeros(7)
+        e1 = log_accum - self.log_accum_observed
+        err1 = math.sqrt(float(e1 @ e1) / n)
+        if err1 > 0:
+            d_accum = e1 / accum / (n * err1)  # d err1 / d accum_i
+            grad[0] += d_accum.sum()
+            grad[1] += d_accum @ atomic
+        e2 = log_powered / gamma - self.log_optim_observed
+        err2 = math.sqrt(float(e2 @ e2) / n)
+        if err2 > 0:
+            d_log = e2 / (n * err2)  # d err2 / d log_optim_i
+            d_accum2 = d_log * accum_g / accum / powered
+            d_network = d_log * network_g / network / powered
+            grad[0] += d_accum2.sum()
+            grad[1] += d_accum2 @ atomic
+            grad[2] += d_network @ self.across
+            grad[3] += d_network @ self.across_extra
+            grad[4] += d_network @ self.within
+            grad[5] += d_network @ self.within_extra
+            d_gamma = -log_powered / gamma ** 2 + (accum_g * log_accum + network_g * np.log(network)) / (gamma * powered)
+            grad[6] += d_log @ d_gamma
+        reg1 = 1e-3 * (gamma - 1) ** 2
+        grad[6] += 2e-3 * (gamma - 1)
+        reg2 = 1e-2 * ((bn / an) ** 2 + (br / ar) ** 2)
+        grad[2] += -2e-2 * bn ** 2 / an ** 3
+        grad[3] += 2e-2 * bn / an ** 2
+        grad[4] += -2e-2 * br ** 2 / ar ** 3
+        grad[5] += 2e-2 * br / ar ** 2
+        return err1 + err2 + reg1 + reg2, grad
 
 
 def fit_perf_params(num_nodes: ArrayLike, num_replicas: ArrayLike, atomic_bsz: ArrayLike,
@@ -203,8 +220,9 @@ def fit_perf_params(num_nodes: ArrayLike, num_replicas: ArrayLike, atomic_bsz: A
         params[4:6] = upper[4:6] = lower[4:6]
     if not np.any(replicas > 2):
         params[[3, 5]] = upper[[3, 5]] = lower[[3, 5]]
-    result = scipy.optimize.minimize(_loss_and_gradient, params, args=(nodes, replicas, atomic, accum, optim),
-                                     jac=True, method="L-BFGS-B", bounds=list(zip(lower, upper, strict=True)))
+    with one_blas_thread():
+        result = scipy.optimize.minimize(_Loss(nodes, replicas, atomic, accum, optim), params, jac=True,
+                                         method="L-BFGS-B", bounds=list(zip(lower, upper, strict=True)))
     fitted = np.clip(result.x, lower, upper)
     if not np.any(nodes > 1):
         fitted[2] = max(fitted[2], fitted[4] * 1.1)

@@ -210,8 +210,9 @@ def _fit(job: AllocJob, gpus: int, free: np.ndarray, spread: np.ndarray, p: floa
     chosen when there is room for it, else whichever smaller count or wider shape is worth most."""
     best_row: Row = (0,) * len(free)
     best_term = _term(0.0, p)
+    shape = _shapes(free, spread, max_nodes)
     for r in range(gpus, max(1, job.min_replicas) - 1, -1):
-        row = _shape(r, free, spread, max_nodes)
+        row = shape(r)
         if row is None:
             continue
         term = _term(job.speedup(sum(1 for g in row if g), r) * scale * job.restart_factor, p)
@@ -293,22 +294,29 @@ def _improve(jobs: Sequence[AllocJob], rows: list[Row], counts: list[tuple[int, 
     return rows
 
 
-def _shape(r: int, free: np.ndarray, spread: np.ndarray, max_nodes: int) -> Row | None:
-    """``r`` GPUs on as few nodes as possible: one node if one has room (the tightest fit); else whole
-    nodes without a multi-node job, most free first; None when they do not add up."""
-    fits = np.flatnonzero(free >= r)
-    if len(fits):
-        node = int(fits[np.argmin(free[fits])])
-        row = [0] * len(free)
-        row[node] = r
-        return tuple(row)
-    open_nodes = [int(n) for n in np.argsort(-free, kind="stable") if free[n] > 0 and not spread[n]]
-    row = [0] * len(free)
-    left = r
-    for node in open_nodes[:max_nodes]:
-        take = min(int(free[node]), left)
-        row[node] = take
-        left -= take
-        if left == 0:
-            return tuple(row)
-    return None
+def _shapes(free: np.ndarray, spread: np.ndarray, max_nodes: int) -> Callable[[int], Row | None]:
+    """``r`` → ``r`` GPUs on as few nodes as possible: one node if one has room (the tightest fit, the first
+    such node on ties); else whole nodes without a multi-node job, most free first (the first on ties); None
+    when they do not add up.  (The nodes sorted once for every ``r`` of a search.)"""
+    counts = free.tolist()
+    size = len(counts)
+    tightest = sorted((count, node) for node, count in enumerate(counts) if count > 0)
+    open_nodes = sorted((node for node, count in enumerate(counts) if count > 0 and not spread[node]),
+                        key=lambda node: -counts[node])[:max_nodes]
+
+    def shape(r: int) -> Row | None:
+        row = [0] * size
+        for count, node in tightest:
+            if count >= r:
+                row[node] = r
+                return tuple(row)
+        left = r
+        for node in open_nodes:
+            take = min(counts[node], left)
+            row[node] = take
+            left -= take
+            if left == 0:
+                return tuple(row)
+        return None
+
+    return shape

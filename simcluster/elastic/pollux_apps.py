@@ -27,6 +27,7 @@ for callers that say so.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -98,8 +99,21 @@ class PolluxApp:
     _steps: dict[tuple[Layout, float], tuple[float, float]] = field(default_factory=dict, init=False, repr=False)
 
     # --- throughput ------------------------------------------------------
+    @functools.cached_property
+    def max_gpus_per_node(self) -> int:
+        """The most GPUs of one node any measured placement used (4: the authors' nodes)."""
+        return max((max(layout) for layout in self.placements), default=1)
+
     def step_times(self, layout: Sequence[int], local_bsz: float, *, clamp: bool = False) -> tuple[float, float]:
-        """(step_time, sync_time) in seconds of a synchronising step with ``local_bsz`` samples per GPU."""
+        """(step_time, sync_time) in seconds of a synchronising step with ``local_bsz`` samples per GPU.
+
+        A node holding more of the job's GPUs than any measured placement (more than 4) counts as several
+        nodes of at most that many: its GPUs synchronise as if across nodes, a pessimistic choice where the
+        measurements say nothing."""
+        per_node = self.max_gpus_per_node
+        if max(layout) > per_node:
+            layout = tuple(part for g in layout for part in ((per_node,) * (g // per_node) + ((g % per_node,)
+                                                                                            if g % per_node else ())))
         key = canonical_layout(layout)
         cached = None if clamp else self._steps.get((key, float(local_bsz)))
         if cached is not None:

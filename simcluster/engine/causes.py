@@ -12,6 +12,7 @@ Preempted(policy='srtf', overhead=30.0, moving=False)
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,8 +48,29 @@ class NodeFailed:
 
 
 @dataclass(frozen=True, slots=True)
+class Resized:
+    """The policy changed an elastic job's allocation (``plan``, ``from_gpus`` → ``to_gpus`` GPUs) or its batch
+    while it runs: it goes on from the progress it made, after ``delay`` seconds without progress (None: the
+    run's restart delay if its GPUs changed, none if only its batch did)."""
+
+    from_gpus: int
+    to_gpus: int
+    plan: Any = ()
+    batch: Any = None
+    delay: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Declined:
+    """The policy turned the (waiting) job away for good, e.g. an admission control that cannot meet its
+    deadline: it is reported unfinished and declined."""
+
+    policy: str
+
+
+@dataclass(frozen=True, slots=True)
 class Abandoned:
     """The no-progress guard gave up on the (queued) job (``--on-no-progress abandon``)."""
 
 
-Cause = Preempted | RateChanged | Moved | NodeFailed | Abandoned
+Cause = Preempted | RateChanged | Moved | NodeFailed | Resized | Declined | Abandoned

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from simcluster.cluster import VirtualCluster
 from simcluster.colocation.loader import ColocationModel
@@ -32,8 +32,19 @@ class VcContext:
     def now(self) -> float:
         return self.clock()
 
-    def start_on(self, job: Job, plan: Plan) -> None:
-        self.sim.start(job, self.vc, plan)
+    def start_on(self, job: Job, plan: Plan, batch: Any = None, delay: float | None = None) -> None:
+        self.sim.start(job, self.vc, plan, batch, delay)
+
+    def resize(self, job: Job, plan: Plan, batch: Any = None, delay: float | None = None) -> None:
+        self.sim.resize(job, self.vc, plan, batch, delay)
+
+    def resize_many(self, changes: Mapping[Job, Plan], batches: Mapping[Job, Any] | None = None,
+                    delay: float | None = None) -> None:
+        batches = batches or {}
+        self.sim.resize_many(self.vc, [(job, plan, batches.get(job), delay) for job, plan in changes.items()])
+
+    def decline(self, job: Job) -> None:
+        self.sim.decline(job, self.vc)
 
     @property
     def throughputs(self) -> ThroughputTable | None:

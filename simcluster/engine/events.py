@@ -3,15 +3,17 @@
 SimPy orders events by (time, priority, sequence number).  Its own priorities come first: URGENT (a
 process's start), NORMAL (a timeout, a run's end, an arrival); then the engine's: LATE (the scheduler's
 pass and the policies' timers, after everything else of the instant, so that at time t every job ending
-at t has freed its GPUs and every job submitted at t has joined its queue before the policy runs) and
-HORIZON (the ``--until`` stop, after that instant's pass).
+at t has freed its GPUs and every job submitted at t has joined its queue before the policy runs),
+AFTER_PASS (an elastic job's epoch end that whole-second rounding moved back to t from just after it:
+Pollux's simulator handles it in the interval that begins at t, after its policy ran) and HORIZON (the
+``--until`` stop, after that instant's pass).
 """
 
 from __future__ import annotations
 
 import simpy
 
-URGENT, NORMAL, LATE, HORIZON = 0, 1, 2, 3
+URGENT, NORMAL, LATE, AFTER_PASS, HORIZON = 0, 1, 2, 3, 4
 
 
 class NoEventsLeft(RuntimeError):

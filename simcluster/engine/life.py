@@ -18,8 +18,11 @@ while the policy that preempted a job needs its GPUs free now: the state change 
 make, and the process cost an event per interrupt and a generator per job.  Order is unchanged by this:
 those interrupt events changed nothing, and SimPy's sequence numbers keep the other events' order.
 
-Where an allocation may change while a job runs (elastic jobs): add a cause, handle it in :meth:`interrupt`
-(change ``job.allocation``, then re-time the job and its partners with :meth:`JobLife._retime`).
+An elastic job (``job.elastic``: :mod:`simcluster.elastic.state`) lives the same life with two more turns:
+its run's end is the end of its current *stage* (an epoch, the last one's end its finish), where the engine
+re-times it at its new speed (:meth:`JobLife._stage_end`), and its policy may change its GPUs or batch while
+it runs, an interrupt like the others (:class:`~simcluster.engine.causes.Resized`): its run segment closes,
+its GPUs change, it owes its restart delay (no progress), and it is re-timed.
 """
 
 from __future__ import annotations
@@ -27,15 +30,25 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from functools import partial
 from operator import attrgetter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import simpy
 
 from simcluster.cluster import VirtualCluster
-from simcluster.engine.causes import Abandoned, Cause, Moved, NodeFailed, Preempted, RateChanged
-from simcluster.engine.events import NORMAL, succeed_at
+from simcluster.engine.causes import (
+    Abandoned,
+    Cause,
+    Declined,
+    Moved,
+    NodeFailed,
+    Preempted,
+    RateChanged,
+    Resized,
+)
+from simcluster.engine.events import AFTER_PASS, NORMAL, succeed_at
 from simcluster.job import Job, JobState
 from simcluster.placement import Plan
+from simcluster.placement.base import holds_exactly
 
 if TYPE_CHECKING:  # pragma: no cover
     from simcluster.cluster import Cluster
@@ -61,23 +74,29 @@ class JobLife:
     running: int
     pending: int
     abandoned: dict[Job, float]
+    declined: dict[Job, float]
+    _whole_seconds: bool  # elastic jobs' stage ends fall on whole seconds (Pollux's simulator)
     _unfinished: int
     _all_done: simpy.Event
     _solo_speed: Callable[[Job], float]
     _policy_on_finish: bool
     _policy_on_run_start: bool
     _policy_on_run_stop: bool
+    _policy_on_epoch: bool
     _on_start: list[Hook]
     _on_preempt: list[Hook]
     _on_restart: list[Hook]
     _on_finish: list[Hook]
     _on_move: list[Hook]
     _on_speed: list[Hook]
+    _on_resize: list[Hook]
 
     def _request_pass(self, vc: VirtualCluster) -> None: ...
 
-    def start(self, job: Job, vc: VirtualCluster, plan: Plan) -> None:
-        """Start ``job`` on ``plan``: (node, count) takes idle GPUs, (node, [ids]) exactly those (sharing)."""
+    def start(self, job: Job, vc: VirtualCluster, plan: Plan, batch: Any = None, delay: float | None = None) -> None:
+        """Start ``job`` on ``plan``: (node, count) takes idle GPUs, (node, [ids]) exactly those (sharing).
+        An elastic job takes as many GPUs as the plan gives, runs at ``batch`` (None: its user's) and first owes
+        ``delay`` seconds without progress (None: the run's restart delay)."""
         now = self.clock()
         if len(plan) == 1:  # most jobs fit on one node
             node, where = plan[0]
@@ -88,7 +107,10 @@ class JobLife:
         vc.pending.remove(job)
         vc.running[job] = None
         job.start(now)
-        job.speed = self._solo_speed(job) if job.speeds is not None or self.speed.spread_penalty else 1.0
+        if job.elastic is None:
+            job.speed = self._solo_speed(job) if job.speeds is not None or self.speed.spread_penalty else 1.0
+        else:
+            self._begin_elastic(job, now, batch, self.config.restart_delay if delay is None else delay)
         self.running += 1
         self.pending -= 1
         if self._policy_on_run_start:  # before the re-timing below, which tells the policy of a new speed
@@ -103,9 +125,17 @@ class JobLife:
     def preempt(self, job: Job, vc: VirtualCluster, overhead: float | None = None, moving: bool = False) -> None:
         """The policy takes ``job``'s GPUs back (``overhead``: restore seconds it owes; default the configured
         overhead); ``moving``: it restarts elsewhere at once, which counts as a migration."""
-        if overhead is None:
-            overhead = self.config.preemption_overhead(job.gpu_num)
+        if overhead is None:  # (an elastic job's restore is the delay of its next start)
+            overhead = self.config.preemption_overhead(job.gpu_num) if job.elastic is None else 0.0
         self.interrupt(job, Preempted(self.policy.name, overhead, moving), vc)
+
+    def resize(self, job: Job, vc: VirtualCluster, plan: Plan, batch: Any = None, delay: float | None = None) -> None:
+        """Give running elastic ``job`` the GPUs of ``plan`` (those it holds count as free) and ``batch``."""
+        self.interrupt(job, Resized(job.gpu_num, _plan_gpus(plan), tuple(plan), batch, delay), vc)
+
+    def decline(self, job: Job, vc: VirtualCluster) -> None:
+        """Turn waiting ``job`` away for good (it is reported unfinished and declined)."""
+        self.interrupt(job, Declined(self.policy.name), vc)
 
     def move(self, job: Job, partition: str) -> None:
         """Send ``job`` to the queue of another partition; a running job keeps its progress."""
@@ -161,6 +191,13 @@ class JobLife:
                 self._enqueue(job, self.cluster.vcs[partition])
                 for hook in self._on_move:
                     hook(job, now)
+            case Resized(plan=plan, batch=batch, delay=delay):
+                self._resize(vc, now, [(job, plan, batch, delay)])
+            case Declined():  # a queued job turned away: it is reported unfinished and declined
+                vc.pending.remove(job)
+                self.pending -= 1
+                self.declined[job] = now
+                self._one_less()
             case Abandoned():  # a queued job taken out for good: it is reported unfinished
                 vc.pending.remove(job)
                 self.pending -= 1
@@ -192,6 +229,8 @@ class JobLife:
     def _stop(self, job: Job, vc: VirtualCluster, overhead: float = 0.0,
               lose_since_checkpoint: float | None = None) -> None:
         job.stop(self.clock(), overhead, lose_since_checkpoint)
+        if job.elastic is not None:
+            _after_elastic_stop(job, overhead)
         self._release(job, vc)
         self._enqueue(job, vc)
 
@@ -201,12 +240,25 @@ class JobLife:
         self.pending += 1
 
     def _time_run(self, job: Job) -> None:
-        """Give ``job`` its run's end: an event due when the run ends at its current speed."""
+        """Give ``job`` its run's end: an event due when the run ends at its current speed (an elastic job's:
+        when its current stage ends)."""
         run_end = job.run_end = simpy.Event(self.env)
-        run_end.callbacks.append(partial(self._finish, job))
-        succeed_at(self.env, run_end, job.time_left(), NORMAL)
+        if job.elastic is None:
+            run_end.callbacks.append(partial(self._finish, job))
+            succeed_at(self.env, run_end, job.time_left(), NORMAL)
+            return
+        run_end.callbacks.append(partial(self._stage_end, job))
+        left = job.work_left - job.elastic.work_after_stage(job.duration)
+        seconds = left / job.speed if left > 0 else 0.0
+        if not self._whole_seconds:
+            succeed_at(self.env, run_end, job.overhead_left + seconds, NORMAL)
+            return
+        whole = round(seconds)  # (Pollux's simulator: an epoch rounded back to t ends after t's decisions)
+        succeed_at(self.env, run_end, job.overhead_left + whole, AFTER_PASS if whole < seconds else NORMAL)
 
     def _release(self, job: Job, vc: VirtualCluster) -> None:
+        if job.elastic is not None:
+            job.elastic.stop(self.clock())
         partners = self.speed.partners(job) if vc.shared_gpus else ()
         for node, _ in job.allocation:
             node.release(job)
@@ -228,3 +280,119 @@ class JobLife:
             speed, sharing = speed_of(job)
             if speed != job.speed or sharing != job.sharing:
                 self.interrupt(job, RateChanged(speed, sharing), vcs[job.queue_vc])
+
+    # --- elastic jobs ---------------------------------------------------------------------------------------
+    def _begin_elastic(self, job: Job, now: float, batch: Any, delay: float) -> None:
+        """A started elastic job: its GPU count is its allocation's, its batch ``batch`` (None: its user's), and
+        it owes ``delay`` seconds of restart before progress."""
+        elastic = job.elastic
+        assert elastic is not None
+        layout = tuple([len(ids) for _, ids in job.allocation])
+        job.gpu_num = sum(layout)
+        elastic.batch = elastic.model.default_batch(layout) if batch is None else batch
+        job.overhead_left += delay
+        job.overhead_total += delay
+        job.speed = elastic.speed(layout)
+        elastic.begin(now, layout, job.overhead_left)
+
+    def resize_many(self, vc: VirtualCluster, changes: list[tuple[Job, Plan, Any, float | None]]) -> None:
+        """:class:`Resized` for several running elastic jobs at one instant, each (job, plan, batch, delay): every
+        job leaves the GPUs it gives up before any takes new ones, so jobs may move onto each other's GPUs."""
+        for job, _plan, _batch, _delay in changes:
+            if job.run_end is not None:  # (disarmed, as interrupt() does)
+                job.run_end.callbacks.clear()
+                job.run_end = None
+        self._resize(vc, self.clock(), changes)
+
+    def _resize(self, vc: VirtualCluster, now: float, changes: list[tuple[Job, Plan, Any, float | None]]) -> None:
+        """Carry out :class:`Resized` for each of ``changes``: close the run segments, release the GPUs of the
+        jobs whose GPUs change, then give each its plan (keeping the GPUs it holds where the plan keeps them) and
+        batch, charge the restart delay, re-time."""
+        moved = []
+        for job, plan, _batch, _delay in changes:
+            elastic = job.elastic
+            assert elastic is not None, f"job {job.job_id} is not elastic"
+            if self._policy_on_run_stop:
+                self.policy.on_run_stop(job, vc)
+            job.change_speed(now, job.speed, job.sharing)
+            elastic.close(now)
+            same = holds_exactly(job, plan)
+            if not same:
+                for node, _ in job.allocation:
+                    node.release(job)
+            moved.append(same)
+        for (job, plan, batch, delay), same in zip(changes, moved, strict=True):
+            elastic = job.elastic
+            assert elastic is not None
+            if not same:
+                job.allocation = tuple([(node, node.allocate(job, where) if isinstance(where, int) else
+                                         node.attach(job, where)) for node, where in plan])
+                job.gpu_num = _plan_gpus(plan)
+                elastic.resizes += 1
+                if delay is None:
+                    delay = self.config.restart_delay
+            if delay is not None:  # a new restart: what was left of the one before is not owed any more
+                job.overhead_total += delay - job.overhead_left
+                job.overhead_left = delay
+            layout = tuple([len(ids) for _, ids in job.allocation])
+            if batch is not None:
+                elastic.batch = batch
+            elif not same:
+                elastic.batch = elastic.model.default_batch(layout)
+            job.speed = elastic.speed(layout)
+            elastic.begin(now, layout, job.overhead_left)
+            if self._policy_on_run_start:
+                self.policy.on_run_start(job, vc)
+            self._time_run(job)
+            for hook in self._on_resize:
+                hook(job, now)
+
+    def _stage_end(self, job: Job, _run_end: simpy.Event | None = None) -> None:
+        """An elastic job's stage ended: it finishes after its last; else its policy may give it a new batch
+        (``on_epoch``) and it goes on at the next stage's speed."""
+        elastic = job.elastic
+        assert elastic is not None
+        now = self.clock()
+        if elastic.stage >= elastic.model.last_stage():
+            job.work_left = 0.0  # (its progress: the last stage's end, whatever the rounding of times)
+            self._finish(job)
+            return
+        vc = self.cluster.vcs[job.queue_vc]
+        job.run_end = None
+        if self._policy_on_run_stop:
+            self.policy.on_run_stop(job, vc)
+        job.change_speed(now, job.speed, job.sharing)
+        job.work_left = elastic.work_after_stage(job.duration)  # (its progress: the stage's end, exactly)
+        elastic.close(now)
+        elastic.stage += 1
+        if self._policy_on_epoch:
+            batch = self.policy.on_epoch(job, now)
+            if batch is not None:
+                elastic.batch = batch
+        job.speed = elastic.speed(elastic.layout)
+        elastic.begin(now, elastic.layout, job.overhead_left)
+        if self._policy_on_run_start:
+            self.policy.on_run_start(job, vc)
+        self._time_run(job)
+        for hook in self._on_speed:
+            hook(job, now)
+
+
+def _plan_gpus(plan: Plan) -> int:
+    return sum(where if isinstance(where, int) else len(where) for _, where in plan)
+
+
+def _after_elastic_stop(job: Job, overhead: float) -> None:
+    """A stopped elastic job owes only the stop's ``overhead`` (the rest of a restart it did not finish is
+    not owed: its next start restarts it), and is back in the stage its progress is in (a failure may have
+    lost work across a stage's end)."""
+    elastic = job.elastic
+    assert elastic is not None
+    unpaid = job.overhead_left - overhead
+    if unpaid > 0:
+        job.overhead_left -= unpaid
+        job.overhead_total -= unpaid
+    progress = (job.duration - job.work_left) * elastic.per_work
+    model = elastic.model
+    while elastic.stage > 0 and model.stage_end(elastic.stage - 1) > progress + 1e-9:
+        elastic.stage -= 1

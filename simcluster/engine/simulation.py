@@ -28,6 +28,7 @@ from simcluster.cluster import Cluster, Node, Pool, VirtualCluster
 from simcluster.cluster_spec import ClusterSpec, NodeGroup
 from simcluster.colocation.loader import ColocationModel, answer_shares
 from simcluster.config import SimConfig
+from simcluster.elastic.threads import one_blas_thread
 from simcluster.engine.causes import NodeFailed
 from simcluster.engine.context import VcContext
 from simcluster.engine.events import HORIZON, LATE, URGENT, NoEventsLeft, succeed_at
@@ -63,6 +64,7 @@ class RunOutcome:
     finished_every_job: bool  # no horizon cut the run short, no job was given up on
     unfinished: list[Job]  # submitted but not finished (a horizon, or abandoned), in the jobs' order
     abandoned: dict[Job, float]  # jobs the no-progress guard gave up on, and when
+    declined: dict[Job, float]  # jobs the policy turned away (admission control), and when
     vc_gpus: dict[str, int]  # the trace's VCs (a policy's own partitions left out)
     partition_gpus: dict[str, int]  # the policy's own partitions (lucid's profiler)
     vc_sharing: dict[str, tuple[float, float]]  # per VC and partition: shared GPU-seconds, extra job-seconds
@@ -168,6 +170,11 @@ class Simulation(JobLife):
         self._policy_on_finish = implements(self.policy, Policy, "on_finish")
         self._policy_on_run_start = implements(self.policy, Policy, "on_run_start")
         self._policy_on_run_stop = implements(self.policy, Policy, "on_run_stop")
+        self._policy_on_epoch = implements(self.policy, Policy, "on_epoch")
+        self._whole_seconds = config.progress_rounding == "seconds"
+        if self.policy.elastic and (bare := next((j for j in jobs if j.elastic is None), None)) is not None:
+            raise ValueError(f"policy {config.policy} resizes jobs while they run: job {bare.job_id} has no scaling "
+                             "model (simcluster.elastic.work.attach_models gives a trace's jobs theirs)")
         self._dirty: dict[str, None] = {}  # VCs where something changed since the last pass
         self._timers: set[tuple[str, float]] = set()  # (VC, time) of policy wake-ups already set
         self._pass_due = False  # a scheduler pass is due at this instant
@@ -176,6 +183,7 @@ class Simulation(JobLife):
         self.running = self.pending = 0
         self.guard = NoProgressGuard(config)
         self.abandoned: dict[Job, float] = {}
+        self.declined: dict[Job, float] = {}
         self._arrivals: list[Job] = []
         self._submitted = 0  # how many of the arrivals (by submit time) have been submitted
 
@@ -200,6 +208,7 @@ class Simulation(JobLife):
         self._on_finish = overridden_hooks(observers, "on_finish")
         self._on_move = overridden_hooks(observers, "on_move")
         self._on_speed = overridden_hooks(observers, "on_speed")
+        self._on_resize = overridden_hooks(observers, "on_resize")
         self._on_node_down = overridden_hooks(observers, "on_node_down")
         self._on_node_up = overridden_hooks(observers, "on_node_up")
         self._on_sample = overridden_hooks(observers, "on_sample")
@@ -224,7 +233,11 @@ class Simulation(JobLife):
                 succeed_at(env, horizon, self.config.until, HORIZON)
                 stop = env.any_of([self._all_done, horizon])
             try:
-                self.kernel.run(stop)
+                if self.policy.elastic:  # (small NumPy calls by the thousand: BLAS threads only cost)
+                    with one_blas_thread():
+                        self.kernel.run(stop)
+                else:
+                    self.kernel.run(stop)
             except NoEventsLeft as exc:
                 stuck = [j.job_id for j in self.jobs if j.state is not JobState.FINISHED][:5]
                 raise SimulationStalled(f"simulation stalled at t={env.now}: jobs {stuck} can never run") from exc
@@ -237,6 +250,7 @@ class Simulation(JobLife):
         colocation = self.speed.colocation
         return RunOutcome(
             end=end, finished_every_job=self.finished_every_job(), unfinished=self.unfinished(), abandoned=dict(self.abandoned),
+            declined=dict(self.declined),
             vc_gpus={name: vc.total_gpus for name, vc in vcs.items() if name not in partitions},
             partition_gpus={name: vc.total_gpus for name, vc in vcs.items() if name in partitions},
             vc_sharing={name: vc.sharing_seconds(end) for name, vc in vcs.items()},
@@ -249,8 +263,9 @@ class Simulation(JobLife):
             kernel=self.kernel.name, notes=list(self.notes))
 
     def finished_every_job(self) -> bool:
-        """Whether the run ended with every job finished (no horizon cut it short, no job was given up on)."""
-        return not self._unfinished and not self.abandoned
+        """Whether the run ended with every job finished (no horizon cut it short, no job was given up on or
+        declined)."""
+        return not self._unfinished and not self.abandoned and not self.declined
 
     def unfinished(self) -> list[Job]:
         """Jobs submitted but not finished when the run ended (a horizon, or abandoned), in the jobs' order."""

@@ -20,7 +20,7 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative
 from plotly.offline import get_plotlyjs
 
-from simcluster.experiments.pictures import Band, Gantt, Pictures, cdf_points
+from simcluster.experiments.pictures import Band, Gantt, GpuCounts, Pictures, cdf_points
 
 HEIGHT = 460
 Chart = tuple[str, str]  # (title, the chart's HTML)
@@ -33,7 +33,7 @@ def plotly_script() -> str:
 
 def charts(pictures: Pictures) -> list[Chart]:
     """Every interactive chart of the report, in reading order."""
-    found = [gantt_chart(g) for g in pictures.gantts]
+    found = [gantt_chart(g) for g in pictures.gantts] + [gpu_counts_chart(g) for g in pictures.gpu_counts]
     found += [line_chart(pictures.pending, "Queue length over time", "pending jobs", pictures.more),
               line_chart(pictures.busy, "GPUs in use over time", "GPUs in use", pictures.more)]
     return found + cdf_charts(pictures.jct, pictures.queue, pictures.more)
@@ -97,3 +97,25 @@ def gantt_chart(gantt: Gantt) -> Chart:
     figure.update_layout(bargap=0, showlegend=False)
     note = f" — {gantt.note}" if gantt.note else ""
     return _html(figure, f"Jobs on GPUs: {gantt.label}{note}")
+
+
+def gpu_counts_chart(chart: GpuCounts) -> Chart:
+    """Each elastic job's GPU count over time: a row per job, a bar per stretch at one count, coloured by it;
+    hover names the job and the count."""
+    bars = chart.bars
+    total = len(chart.rows)
+    hover = [f"job {job}<br>{int(gpus)} GPU(s)<br>{start:,.2f} h → {end:,.2f} h"
+             for job, gpus, start, end in bars[["job_id", "gpus", "start", "end"]].itertuples(index=False)]
+    figure = go.Figure(go.Bar(base=bars["start"], x=bars["end"] - bars["start"],
+                              y=total - 1 - bars["row"].to_numpy() + 0.5, width=0.8, orientation="h",
+                              marker={"color": np.log2(np.maximum(bars["gpus"].to_numpy(float), 1)),
+                                      "colorscale": "Viridis", "line": {"width": 0},
+                                      "colorbar": {"title": "GPUs", "tickvals": list(range(7)),
+                                                   "ticktext": [str(2 ** i) for i in range(7)]}},
+                              hovertext=hover, hoverinfo="text", name="jobs"))
+    figure.update_yaxes(showticklabels=False, range=[0, max(total, 1)],
+                        title=f"job ({total}, in submission order, first at the top)")
+    figure.update_xaxes(title="simulated time (hours since the first submission)")
+    figure.update_layout(bargap=0, showlegend=False)
+    note = f" — {chart.note}" if chart.note else ""
+    return _html(figure, f"GPUs per job: {chart.label}{note}")

@@ -1,4 +1,5 @@
-"""What the report draws, gathered once from the run folders: CDFs, time series and Gantt charts.
+"""What the report draws, gathered once from the run folders: CDFs, time series, Gantt charts and, for runs of
+elastic jobs, each job's GPU count over time.
 
 Both renderings read these records — static PNGs (:mod:`simcluster.experiments.plots`, matplotlib)
 and the interactive page (:mod:`simcluster.experiments.interactive`, plotly) — so the two show the
@@ -10,6 +11,10 @@ a bar per stretch of time a job held GPUs there (from ``placements.csv``, which 
 stays readable and light: at most :data:`MAX_NODES` nodes (evenly spaced in the cluster's order) and,
 unless a time window is given, the stretch from the first start holding at most :data:`MAX_BARS` bars.
 The chart's note says what was left out.
+
+A **GPU-count chart** shows one run of elastic jobs (``allocations.csv``, which every run of an elastic policy
+writes): a row per job (in submission order, at most :data:`MAX_JOBS` evenly spaced), a bar per stretch of time
+the job held the same number of GPUs, coloured by that number.
 
 >>> parse_window("36h:2d")
 (129600.0, 172800.0)
@@ -32,6 +37,7 @@ MAX_LINES = 12  # configurations drawn in the line plots (the first ones; the ta
 MAX_GANTTS = 6  # runs with a Gantt chart (the first ones with placements)
 MAX_NODES = 40
 MAX_BARS = 3000
+MAX_JOBS = 160  # rows of a GPU-count chart
 TIME_BINS = 400
 CDF_POINTS = 400
 _UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -69,6 +75,17 @@ class Gantt:
 
 
 @dataclass
+class GpuCounts:
+    """One run's jobs' GPU counts: ``bars`` has row (the job's position), start, end (hours from the first
+    submission), gpus, job_id; ``rows`` the jobs drawn, top first."""
+
+    label: str
+    rows: list[str]
+    bars: pd.DataFrame
+    note: str
+
+
+@dataclass
 class Pictures:
     jct: dict[str, np.ndarray]  # configuration → every finished job's JCT (seeds pooled)
     queue: dict[str, np.ndarray]  # … and queueing delay
@@ -76,6 +93,7 @@ class Pictures:
     pending: dict[str, Band]
     busy: dict[str, Band]  # GPUs in use
     gantts: list[Gantt] = field(default_factory=list)
+    gpu_counts: list[GpuCounts] = field(default_factory=list)
     more: str = ""  # "(first 12 of 30)" when configurations were left out of the line plots
 
 
@@ -112,7 +130,46 @@ def gather(groups: Sequence[Configuration], window: tuple[float, float] | None =
                 label = g.label if len(g.runs) == 1 else f"{g.label} ({r.label})"
                 first = float(r.jobs()["submit_time"].min())
                 pictures.gantts.append(gantt_of(label, placements, first, r.summary, window))
+    for g in groups:
+        for r in g.runs:
+            if len(pictures.gpu_counts) >= MAX_GANTTS:
+                break
+            allocations = r.allocations()
+            if allocations is not None and len(allocations):
+                label = g.label if len(g.runs) == 1 else f"{g.label} ({r.label})"
+                jobs = r.all_jobs()
+                pictures.gpu_counts.append(gpu_counts_of(label, allocations, jobs, r.summary))
     return pictures
+
+
+def gpu_counts_of(label: str, allocations: pd.DataFrame, jobs: pd.DataFrame, summary: dict[str, Any]) -> GpuCounts:
+    """One run's GPU-count chart (see the module's docstring): ``allocations`` (time, job_id, gpus: a row per
+    change), ``jobs`` (job_id, submit_time) for the order and the time origin.
+
+    >>> allocations = pd.DataFrame({"time": [0.0, 3600.0, 7200.0], "job_id": ["a", "a", "a"], "gpus": [2, 4, 0]})
+    >>> chart = gpu_counts_of("x", allocations, pd.DataFrame({"job_id": ["a"], "submit_time": [0.0]}), {})
+    >>> chart.bars[["start", "end", "gpus"]].values.tolist()
+    [[0.0, 1.0, 2.0], [1.0, 2.0, 4.0]]
+    """
+    first = float(jobs["submit_time"].min()) if len(jobs) else 0.0
+    end_of_run = float(summary.get("makespan") or 0.0) + first
+    order = jobs.sort_values("submit_time", kind="stable")["job_id"].astype(str).tolist()
+    order = [job for job in order if job in set(allocations["job_id"].astype(str))]
+    note = ""
+    if len(order) > MAX_JOBS:
+        note = f"{MAX_JOBS} of {len(order)} jobs (evenly spaced in submission order)"
+        order = list(dict.fromkeys(order[int(i)] for i in np.linspace(0, len(order) - 1, MAX_JOBS).round()))
+    position = {job: i for i, job in enumerate(order)}
+    frame = allocations.assign(job_id=allocations["job_id"].astype(str))
+    frame = frame[frame["job_id"].isin(position)].sort_values(["job_id", "time"], kind="stable")
+    following = frame.groupby("job_id")["time"].shift(-1).fillna(max(end_of_run, float(frame["time"].max())))
+    held = frame.assign(end=following)
+    held = held[held["gpus"] > 0]
+    bars = pd.DataFrame({"row": held["job_id"].map(position).to_numpy(),
+                         "start": (held["time"].to_numpy(float) - first) / 3600,
+                         "end": (held["end"].to_numpy(float) - first) / 3600,
+                         "gpus": held["gpus"].to_numpy(float), "job_id": held["job_id"].to_numpy()})
+    return GpuCounts(label, order, bars.sort_values(["row", "start"]).reset_index(drop=True), note)
 
 
 def _band(days: np.ndarray, values: np.ndarray) -> Band:

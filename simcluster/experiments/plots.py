@@ -148,6 +148,31 @@ def gantt(rows: Sequence[str], gpus: Sequence[int], bars: pd.DataFrame, title: s
     return _png(fig)
 
 
+def gpu_counts(rows: Sequence[str], bars: pd.DataFrame, title: str) -> bytes:
+    """Each elastic job's GPU count over time: a row per job (``rows``, top first), a bar per stretch at one count
+    (``bars``: row, start, end in hours, gpus), coloured by the count."""
+    fig, ax = _figure()
+    top = max(float(bars["gpus"].max()) if len(bars) else 1.0, 1.0)
+    norm = matplotlib.colors.LogNorm(vmin=1, vmax=max(top, 2.0))
+    cmap = matplotlib.colormaps["viridis"]
+    total = len(rows)
+    for row, start, end, gpus in bars[["row", "start", "end", "gpus"]].itertuples(index=False):
+        ax.broken_barh([(start, max(end - start, 1e-6))], (total - 1 - row + 0.1, 0.8), facecolors=cmap(norm(gpus)),
+                       edgecolors="none")
+    scale = matplotlib.cm.ScalarMappable(norm=norm, cmap=cmap)
+    ticks = [2 ** i for i in range(int(np.log2(max(top, 2.0))) + 1)]
+    bar = fig.colorbar(scale, ax=ax, label="GPUs held")
+    bar.set_ticks(ticks, labels=[str(t) for t in ticks])
+    bar.minorticks_off()
+    ax.set_ylim(0, max(total, 1))
+    ax.set_yticks([])
+    ax.set_xlabel("simulated time (hours since the first submission)")
+    ax.set_ylabel(f"job ({total}, in submission order, first at the top)")
+    ax.set_title(title, fontsize="medium")
+    ax.grid(True, axis="x", alpha=0.3)
+    return _png(fig)
+
+
 def binned_mean(time: np.ndarray, value: np.ndarray, edges: np.ndarray) -> np.ndarray:
     """Time-weighted mean of a step function (``value[i]`` from ``time[i]`` to ``time[i+1]``) in each bin.
 

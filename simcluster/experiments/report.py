@@ -79,6 +79,16 @@ class RunRecord:
     def timeline(self) -> pd.DataFrame:
         return self._table("timeline", ["time", "busy_gpus", "pending_jobs"])
 
+    def all_jobs(self) -> pd.DataFrame:
+        """job_id and submit_time of every job, finished or not."""
+        return self._table("jobs", ["job_id", "submit_time"])
+
+    def allocations(self) -> pd.DataFrame | None:
+        """Each elastic job's GPU count over time (written by runs of elastic policies), else None."""
+        if not any((self.folder / f"allocations.{suffix}").is_file() for suffix in ("csv", "parquet")):
+            return None
+        return self._table("allocations", ["time", "job_id", "gpus"])
+
     def placements(self) -> pd.DataFrame | None:
         """Where each job ran (``run --placements``), None when the run did not record it."""
         if not any((self.folder / f"placements.{suffix}").is_file() for suffix in ("csv", "parquet")):
@@ -287,6 +297,9 @@ def render_plots(groups: Sequence[Configuration], pictures: Pictures) -> dict[st
     gantts = {f"gantt-{i}.png": plots.gantt(g.rows, g.gpus, g.bars, f"Jobs on GPUs: {g.label}"
                                             + (f"\n{g.note}" if g.note else ""), g.hours)
               for i, g in enumerate(pictures.gantts, start=1)}
+    counts = {f"gpus-{i}.png": plots.gpu_counts(g.rows, g.bars, f"GPUs per job: {g.label}"
+                                                + (f"\n{g.note}" if g.note else ""))
+              for i, g in enumerate(pictures.gpu_counts, start=1)}
     return {
         "avg_jct.png": plots.figure_bars(jct, "average JCT (s): mean over seeds, min–max bars",
                                          "Average JCT per configuration"),
@@ -299,6 +312,7 @@ def render_plots(groups: Sequence[Configuration], pictures: Pictures) -> dict[st
                                            f"GPU utilization over time{more}", percent=True),
         "pending.png": plots.over_time(pictures.pending, "pending jobs", f"Pending jobs over time{more}"),
         **gantts,
+        **counts,
     }
 
 

@@ -141,7 +141,10 @@ def figures(frame: pd.DataFrame, gpus: int, sharing: tuple[float, float] = (0.0,
         last = max(last, run_end)
     makespan = last - float(frame["submit_time"].min())
     shared, extra = sharing
-    busy = float((frame["busy_time"] * frame["gpu_num"]).sum()) - extra
+    if "gpu_seconds" in frame:  # elastic jobs: their GPU counts changed as they ran
+        busy = float(frame["gpu_seconds"].sum()) - extra
+    else:
+        busy = float((frame["busy_time"] * frame["gpu_num"]).sum()) - extra
     return {
         "jobs": len(done),
         "avg_jct": float(jct.mean()),

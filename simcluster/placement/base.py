@@ -60,3 +60,24 @@ def fill_in_order(job: Job, nodes: list[Node]) -> Plan | None:
             plan.append((node, take))
             left -= take
     return plan if left == 0 else None
+
+
+def holds_exactly(job: Job, plan: Plan) -> bool:
+    """Whether running ``job`` holds exactly the GPUs of ``plan`` (nodes in any order; a count matches the
+    job's count on that node).
+
+    >>> from simcluster.cluster import Cluster
+    >>> node = Cluster({"a": 1}, 8).vcs["a"].nodes[0]
+    >>> job = Job(index=0, job_id="j", vc="a", gpu_num=2, submit_time=0, duration=1)
+    >>> job.allocation = ((node, node.allocate(job, 2)),)
+    >>> holds_exactly(job, [(node, 2)]), holds_exactly(job, [(node, [0, 1])]), holds_exactly(job, [(node, 3)])
+    (True, True, False)
+    """
+    held = {id(node): ids for node, ids in job.allocation}
+    if len(held) != len(plan):
+        return False
+    for node, where in plan:
+        ids = held.get(id(node))
+        if ids is None or (len(ids) != where if isinstance(where, int) else sorted(ids) != sorted(where)):
+            return False
+    return True

@@ -22,6 +22,9 @@ BUILT_IN = (  # module → the names it registers
     ("fifo_backfill", ("fifo-backfill",)),
     ("easy_backfill", ("easy-backfill",)),
     ("slurm", ("slurm",)),
+    ("pollux", ("pollux",)),
+    ("optimus", ("optimus",)),
+    ("tiresias_pollux", ("tiresias-pollux",)),
 )
 GAVEL_POLICIES = (
     "gavel_fifo", "fifo_perf", "fifo_packed", "finish_time_fairness", "finish_time_fairness_perf",

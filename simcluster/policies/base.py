@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Protocol
 
 from simcluster.config import ConfigError, SimConfig, _check_range, _did_you_mean, coerce
@@ -42,9 +42,32 @@ class SchedulingContext(Protocol):
         placement finds none now."""
         ...
 
-    def start_on(self, job: JobView, plan: Any) -> None:
+    def start_on(self, job: JobView, plan: Any, batch: Any = None, delay: float | None = None) -> None:
         """Start a waiting job on exactly these GPUs: a list of (node, count of its idle GPUs) or (node, [GPU
-        indices]) — a policy that places jobs itself, or shares GPUs (``shares_gpus``)."""
+        indices]) — a policy that places jobs itself, or shares GPUs (``shares_gpus``).  An elastic job
+        (``job.elastic``) takes as many GPUs as the plan gives, at ``batch`` (its scaling model's batch
+        configuration; None: its user's), and owes ``delay`` seconds without progress first (None: the run's
+        ``--restart-delay``)."""
+        ...
+
+    def resize(self, job: JobView, plan: Any, batch: Any = None, delay: float | None = None) -> None:
+        """Change a running elastic job's GPUs to ``plan`` (as for :meth:`start_on`; the GPUs it holds count as
+        free, and where the plan keeps them on a node it keeps them) and/or its ``batch`` (None: its user's on
+        new GPUs, unchanged on the same).  It goes on from the progress it made after ``delay`` seconds without
+        progress (None: the run's ``--restart-delay`` when its GPUs change, none when only its batch does; a
+        given delay is charged even on the same GPUs, and replaces what is left of an unfinished restart).
+        To move jobs across each other's GPUs, shrink or preempt first, then grow
+        (:func:`~simcluster.sdk.apply_allocations` does it); a job resized twice at one instant pays one delay."""
+        ...
+
+    def resize_many(self, changes: Mapping[JobView, Any], batches: Mapping[JobView, Any] | None = None,
+                    delay: float | None = None) -> None:
+        """:meth:`resize` for several running jobs at once (job → plan; ``batches``: job → batch): every job
+        leaves the GPUs it gives up before any takes new ones, so jobs may move onto each other's GPUs."""
+        ...
+
+    def decline(self, job: JobView) -> None:
+        """Turn a waiting job away for good (admission control): it never runs and is reported declined."""
         ...
 
     def preempt(self, job: JobView, overhead: float | None = None, moving: bool = False) -> None:
@@ -115,8 +138,10 @@ class Policy:
     policy places jobs itself: ``--placement`` is not read), ``one_type_per_job`` (a job runs on GPUs of one
     type only), ``vc_independent`` (decisions in a VC depend only on that VC: a sweep may simulate the VCs
     apart), ``default_estimator`` (the duration estimator ``--estimator auto`` means), ``reads`` (the
-    policy-specific run settings it reads, e.g. ``quantum``), and ``Settings`` (a frozen dataclass of the
-    policy's own settings, fields made with :func:`~simcluster.config.setting`; read as ``self.settings``).
+    policy-specific run settings it reads, e.g. ``quantum``), ``Settings`` (a frozen dataclass of the
+    policy's own settings, fields made with :func:`~simcluster.config.setting`; read as ``self.settings``), and
+    ``elastic`` (it resizes jobs while they run: each job gets its scaling model, ``job.elastic``, and runs in
+    its own unit of progress; :meth:`SchedulingContext.resize`, :meth:`on_epoch`).
     """
 
     name: str = "?"
@@ -129,6 +154,7 @@ class Policy:
     default_estimator: ClassVar[str | None] = None
     reads: ClassVar[frozenset[str]] = frozenset()
     Settings: ClassVar[type | None] = None
+    elastic: ClassVar[bool] = False
 
     def __init__(self, config: SimConfig | None = None) -> None:
         self.config = config or SimConfig()
@@ -186,6 +212,12 @@ class Policy:
     def on_run_start(self, job: JobView, vc: VCView) -> None:
         """Hook: ``job`` has just got GPUs of ``vc`` and runs (a policy may keep its running jobs in its own
         order instead of sorting them at every pass); called again when the job's speed changes."""
+
+    def on_epoch(self, job: JobView, now: float) -> Any:
+        """Hook (elastic policies): ``job`` finished an epoch (``job.elastic.stage`` is the next one, where its
+        speed changes); return its batch configuration from here on, or None to keep it (Pollux's agent picks
+        the batch with the most goodput at every epoch)."""
+        return None
 
     def on_run_stop(self, job: JobView, vc: VCView) -> None:
         """Hook: ``job`` has left its GPUs of ``vc`` (finished, preempted, evicted or moved) or its speed is about

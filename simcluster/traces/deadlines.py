@@ -17,24 +17,17 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from simcluster.config import deadline_range
 from simcluster.errors import TraceError
 
 
 def parse_deadline_range(text: str) -> tuple[float, float]:
-    """``--deadlines A,B``: the range of U(a, b), with 0 < a ≤ b.
+    """``--deadlines A,B``: the range of U(a, b), with 0 < a ≤ b (a ConfigError, a ValueError, otherwise).
 
     >>> parse_deadline_range("0.5,1.5")
     (0.5, 1.5)
     """
-    parts = [p.strip() for p in text.split(",")]
-    try:
-        low, high = (float(p) for p in parts)
-    except ValueError:
-        raise ValueError(f"--deadlines: expected two numbers A,B (deadline = submit + U(A, B) × duration), "
-                         f"got {text!r}") from None
-    if not (np.isfinite(low) and np.isfinite(high) and 0 < low <= high):
-        raise ValueError(f"--deadlines: need 0 < A ≤ B, got {text!r}")
-    return low, high
+    return deadline_range(text, "--deadlines")
 
 
 def draw_deadlines(submit: np.ndarray, duration: np.ndarray, low: float, high: float, seed: int = 0) -> np.ndarray:
@@ -84,3 +77,19 @@ def deadline_seconds(path: object, text: pd.Series, submit_raw: pd.Series, submi
         raise TraceError(str(path), f"deadline {text.iloc[row]} is before the job's submit time {submit_raw.iloc[row]}",
                          line=int(lines[row]), field="deadline")
     return np.where(given, values - submitted + submit_seconds, np.nan)
+
+
+def job_deadlines(frame: pd.DataFrame, drawn: str | None, seed: int = 0) -> np.ndarray | None:
+    """Each row's deadline for a run (NaN: none): the trace's ``deadline`` column, with deadlines drawn for
+    the rows without one when ``drawn`` (``--deadlines A,B``) is given; None when no row has one.
+
+    >>> frame = pd.DataFrame({"submit_time": [0.0, 10.0], "duration": [100.0, 100.0], "deadline": [50.0, np.nan]})
+    >>> job_deadlines(frame, None).tolist(), job_deadlines(frame, "1,1").tolist()
+    ([50.0, nan], [50.0, 110.0])
+    """
+    if drawn is None and "deadline" not in frame:
+        return None
+    values = with_deadlines(frame[[c for c in ("submit_time", "duration", "deadline") if c in frame]],
+                            parse_deadline_range(drawn) if drawn is not None else None, seed)["deadline"]
+    out = values.to_numpy(dtype=float)
+    return out if not np.isnan(out).all() else None

@@ -46,6 +46,7 @@ from simcluster.traces.columns import (
     parse_columns,
 )
 from simcluster.traces.csvfile import describe_delimiter, file_delimiter, numbers, parse_delimiter, read_csv
+from simcluster.traces.deadlines import deadline_seconds
 from simcluster.traces.doubts import unit_doubts
 from simcluster.traces.files import find_job_log
 from simcluster.traces.sizing import (
@@ -374,6 +375,9 @@ def _validate(raw: pd.DataFrame, mapping: dict[str, str | None], fmt: JobLogForm
     seconds, rule = submit_seconds(raw[mapping["submit_time"]], reading.epoch, fmt.default_epoch,
                                    _renamed(problems, "submit_time", mapping["submit_time"]), reading.time_format)
     out["submit_time"] = np.nan_to_num(seconds, nan=0.0)
+    if "deadline" in raw.columns:  # absolute, on the log's clock: kept at its distance from the submit time
+        out["deadline"] = deadline_seconds(problems.path, raw["deadline"].astype(str), raw[mapping["submit_time"]],
+                                           out["submit_time"].to_numpy(float), lines)
     for name, column in workload_columns(raw, problems.flag).items():
         out[name] = column
     return out, rule

@@ -33,6 +33,7 @@ from simcluster.elastic.pollux_baselines import packed_layout
 from simcluster.errors import TraceError
 from simcluster.paths import shared_data_dir
 from simcluster.side_files import read_side_csv
+from simcluster.traces.base import Trace
 from simcluster.traces.elastic_formats import POLLUX_COLUMNS as COLUMNS
 from simcluster.traces.joblog import JobLog
 
@@ -48,7 +49,7 @@ def apps_beside(path: Path) -> Path:
 
 
 @functools.lru_cache(maxsize=4)
-def _apps(folder: str) -> dict[str, PolluxApp]:
+def cached_apps(folder: str) -> dict[str, PolluxApp]:
     """The applications of a folder, read once per process (their tables never change)."""
     return load_pollux_apps(folder)
 
@@ -59,7 +60,7 @@ def load_pollux_trace(path: str | Path, apps: str | Path | dict[str, PolluxApp] 
     t0 = time.process_time()
     path = Path(path)
     raw = read_side_csv(path, "Pollux workload", COLUMNS)
-    known = apps if isinstance(apps, dict) else _apps(str((Path(apps) if apps else apps_beside(path)).resolve()))
+    known = apps if isinstance(apps, dict) else cached_apps(str((Path(apps) if apps else apps_beside(path)).resolve()))
     rows = []
     durations: dict[tuple[str, int, int], float] = {}  # (application, GPUs, batch) → modelled time
     for i, (name, submit, app_name, replicas, batch) in enumerate(zip(*(raw[c] for c in COLUMNS), strict=True)):
