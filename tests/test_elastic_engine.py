@@ -121,16 +121,16 @@ def test_a_change_of_batch_alone_costs_no_delay_and_is_no_resize():
 
 def test_resize_many_lets_jobs_swap_nodes_and_one_resize_alone_cannot():
     a, b = elastic_job(0, "a", 4, TWO_STAGES), elastic_job(1, "b", 4, TWO_STAGES)
-    begin = lambda ctx, vc, jobs: (ctx.start_on(jobs["a"], [(vc.nodes[0], 4)], delay=0.0),  # noqa: E731
+    begin = lambda ctx, vc, jobs: (ctx.start_on(jobs["a"], [(vc.nodes[0], 4)], delay=0.0),
                                    ctx.start_on(jobs["b"], [(vc.nodes[1], 4)], delay=0.0))
-    swap = lambda ctx, vc, jobs: ctx.resize_many({jobs["a"]: [(vc.nodes[1], 4)], jobs["b"]: [(vc.nodes[0], 4)]})  # noqa: E731
+    swap = lambda ctx, vc, jobs: ctx.resize_many({jobs["a"]: [(vc.nodes[1], 4)], jobs["b"]: [(vc.nodes[0], 4)]})
     run([a, b], {0.0: begin, 2.0: swap}, restart_delay=1.0)
     assert a.elastic.resizes == b.elastic.resizes == 1
     assert [node.index for node, _ in a.allocation] == [] and a.state is JobState.FINISHED
     assert a.end_time == pytest.approx(b.end_time) == pytest.approx(2.0 + 1.0 + (40 - 16) / 8 + 60 / 4)
     with pytest.raises(AssertionError):  # the engine's own check: node 1's GPUs are b's
         a2, b2 = elastic_job(0, "a", 4, TWO_STAGES), elastic_job(1, "b", 4, TWO_STAGES)
-        one = lambda ctx, vc, jobs: ctx.resize(jobs["a"], [(vc.nodes[1], 4)])  # noqa: E731
+        one = lambda ctx, vc, jobs: ctx.resize(jobs["a"], [(vc.nodes[1], 4)])
         run([a2, b2], {0.0: begin, 2.0: one})
 
 

@@ -29,7 +29,6 @@ from simcluster.elastic.pollux_apps import OutOfMeasuredRange
 from simcluster.errors import TraceError
 from simcluster.paths import shared_data_dir
 from simcluster.side_files import read_side_csv
-from simcluster.traces.base import Trace
 from simcluster.traces.elastic_formats import ELASTICFLOW_COLUMNS as COLUMNS
 from simcluster.traces.joblog import JobLog
 
