@@ -71,6 +71,24 @@ def test_the_fast_loop_and_the_reference_kernel_give_identical_runs(settings_):
         assert fast.jobs["shared_seconds"].sum() > 0
 
 
+@pytest.mark.parametrize(("policy", "preset"), [("pollux", None), ("optimus", "pollux-artifact"),
+                                                 ("tiresias-pollux", "pollux-artifact")])
+def test_the_kernels_agree_on_elastic_jobs_resized_and_re_timed_at_their_epochs(policy, preset):
+    from simcluster.api import load_trace
+    from simcluster.paths import shared_data_dir
+    from simcluster.presets import resolve_config
+
+    path = shared_data_dir() / "pollux" / "workloads" / "0.5" / "workload-3.csv"
+    if not path.is_file():
+        pytest.skip(f"no Pollux workload at {path}")
+    config = resolve_config(preset, overrides={"policy": policy}) if preset else SimConfig(policy=policy)
+    fast, reference = both(load_trace(path), config)
+    assert_same_run(fast, reference)
+    pd.testing.assert_frame_equal(fast.allocations, reference.allocations)
+    if policy != "tiresias-pollux":  # (which never resizes: it starts and preempts)
+        assert fast.allocations["job_id"].value_counts().max() > 2  # jobs were resized, not only started and ended
+
+
 @pytest.mark.parametrize("name", ["heterogeneous VC", "GPU fractions"])
 def test_the_kernels_agree_on_gpu_types_throughput_pairs_and_fractions(name):
     rows = [(k, (1, 2, 1, 4, 2)[k % 5], 15 * k, 80 + 41 * k % 700) for k in range(40)]
