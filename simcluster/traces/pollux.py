@@ -11,7 +11,8 @@ fixed-size policy can run the trace; elastic policies read ``application`` and `
 (``lucid-sim trace convert`` keeps the GPUs per node it is given: ``--gpus-per-node 4`` for this one.)  The cluster is the
 paper's, 16 nodes of 4 GPUs, unless ``nodes``/``gpus_per_node`` say otherwise.
 
->>> from simcluster.paths import shared_data_dir
+>>> from simcluster.elastic.threads import one_blas_thread
+from simcluster.paths import shared_data_dir
 >>> trace = load_pollux_trace(shared_data_dir() / "pollux/workloads/1.0/workload-6.csv")  # doctest: +SKIP
 >>> len(trace), trace.cluster.describe(), sorted(trace.frame["application"].unique())[:2]  # doctest: +SKIP
 (160, 'gpu:64', ['bert', 'cifar10'])
@@ -31,6 +32,7 @@ from simcluster.cluster_spec import ONE_VC, ClusterSpec
 from simcluster.elastic.pollux_apps import OutOfMeasuredRange, PolluxApp, load_pollux_apps
 from simcluster.elastic.pollux_baselines import packed_layout
 from simcluster.errors import TraceError
+from simcluster.elastic.threads import one_blas_thread
 from simcluster.paths import shared_data_dir
 from simcluster.side_files import read_side_csv
 from simcluster.traces.elastic_formats import POLLUX_COLUMNS as COLUMNS
@@ -91,7 +93,8 @@ def load_pollux_trace(path: str | Path, apps: str | Path | dict[str, PolluxApp] 
         if (app.name, gpus, total) not in durations:
             try:
                 atomic, accum = app.fixed_batch(total, gpus)
-                seconds = app.run_time(packed_layout(gpus, gpus_per_node), atomic, accum)
+                with one_blas_thread():  # (the interpolator's first call, on a busy machine)
+                    seconds = app.run_time(packed_layout(gpus, gpus_per_node), atomic, accum)
                 durations[app.name, gpus, total] = float(math.ceil(seconds))  # whole seconds, as job logs
             except OutOfMeasuredRange as exc:
                 raise TraceError(path, f"the requested configuration is outside the measurements: {exc}", line=line,
