@@ -20,19 +20,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from peers_pollux import trace_numbers  # (this folder: run as python benchmarks/pollux_differential.py)
+
 from simcluster.api import load_trace, simulate
 from simcluster.paths import shared_data_dir
 from simcluster.presets import resolve_config
 
 ARTIFACT_NAMES = {"tiresias-pollux": "tiresias", "optimus": "optimus", "pollux": "pollux"}
-
-
-def trace_numbers(text: str) -> list[int]:
-    numbers: list[int] = []
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        low, _, high = part.partition("-")
-        numbers.extend(range(int(low), int(high or low) + 1))
-    return numbers
 
 
 def published(results: Path, policy: str, load: str) -> dict[str, dict[str, float]] | None:

@@ -123,22 +123,14 @@ def gather(groups: Sequence[Configuration], window: tuple[float, float] | None =
         pictures.utilization[g.label] = _band(days, util)
     for g in groups:
         for r in g.runs:
-            if len(pictures.gantts) >= MAX_GANTTS:
-                break
-            placements = r.placements()
+            label = g.label if len(g.runs) == 1 else f"{g.label} ({r.label})"
+            placements = r.placements() if len(pictures.gantts) < MAX_GANTTS else None
             if placements is not None and len(placements):
-                label = g.label if len(g.runs) == 1 else f"{g.label} ({r.label})"
                 first = float(r.jobs()["submit_time"].min())
                 pictures.gantts.append(gantt_of(label, placements, first, r.summary, window))
-    for g in groups:
-        for r in g.runs:
-            if len(pictures.gpu_counts) >= MAX_GANTTS:
-                break
-            allocations = r.allocations()
+            allocations = r.allocations() if len(pictures.gpu_counts) < MAX_GANTTS else None
             if allocations is not None and len(allocations):
-                label = g.label if len(g.runs) == 1 else f"{g.label} ({r.label})"
-                jobs = r.all_jobs()
-                pictures.gpu_counts.append(gpu_counts_of(label, allocations, jobs, r.summary))
+                pictures.gpu_counts.append(gpu_counts_of(label, allocations, r.all_jobs(), r.summary))
     return pictures
 
 

@@ -31,8 +31,8 @@ import pandas as pd
 from simcluster.cluster_spec import ONE_VC, ClusterSpec
 from simcluster.elastic.pollux_apps import OutOfMeasuredRange, PolluxApp, load_pollux_apps
 from simcluster.elastic.pollux_baselines import packed_layout
-from simcluster.errors import TraceError
 from simcluster.elastic.threads import one_blas_thread
+from simcluster.errors import TraceError
 from simcluster.paths import shared_data_dir
 from simcluster.side_files import read_side_csv
 from simcluster.traces.elastic_formats import POLLUX_COLUMNS as COLUMNS
