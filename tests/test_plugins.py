@@ -228,6 +228,8 @@ def test_policies_name_describes_a_plugin_with_its_settings(tmp_path):
     assert "quantum" in described["run_settings_read"]
     text = runner.invoke(app, ["policies", "tiresias"]).stdout
     assert "--quantum" in text and "preemptive" in text
+    own = runner.invoke(app, ["policies", "pollux"]).stdout  # a built-in with settings of its own
+    assert "true_model" in own and "a [policy] table in --config" in own
 
 
 def test_the_version_is_printed():

@@ -129,7 +129,7 @@ def _describe_plugin(spec: str, kind: Any, as_json: bool) -> None:
     out.print(f"\n[bold]declares:[/] {', '.join(flags) or 'nothing beyond the base class'}", highlight=False)
     if kind == "policy":
         if info["settings"]:
-            table = Table(title="Its own settings (--set NAME=VALUE, or a [policy] table in --config)",
+            table = Table(title="Its own settings (--set NAME=VALUE, or a \\[policy] table in --config)",
                           title_justify="left")
             for column in ("name", "type", "default", "what it does"):
                 table.add_column(column, style="bold cyan" if column == "name" else None)
