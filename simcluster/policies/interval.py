@@ -33,6 +33,7 @@ class IntervalPolicy(Policy):
     def __init__(self, config: Any = None) -> None:
         super().__init__(config)
         self._decided: dict[str, float] = {}  # per VC, the interval's end it last decided at
+
     def schedule(self, vc: VCView, ctx: SchedulingContext) -> None:
         now, interval = ctx.now, self.config.schedule_interval
         if not len(vc.pending) and not vc.running:
