@@ -240,7 +240,9 @@ class Edf(DeadlinePolicy):
     largest measured count of their model and batch, at most 64) where that many are free, else the largest
     measured count that fits.  Without admission every job runs, late or not; with ``admission`` (the
     artifact's edf-accessctrl) an arrival batch is declined when planning it greedily with the admitted jobs
-    would make any of them late.  Jobs without a deadline are best-effort.  Needs an ElasticFlow trace.
+    would make any of them late.  Jobs without a deadline are best-effort.  Needs an ElasticFlow trace;
+    ``--preset elasticflow-artifact --policy edf`` runs it with the artifact's slot grid and batching (the
+    artifact's EDF pays no overheads).
     """
 
     Settings = EdfSettings
@@ -250,6 +252,9 @@ class Edf(DeadlinePolicy):
 
     def counts(self, admitted: list[DeadlineJob], total: int, now: float) -> tuple[dict[str, int], float | None]:
         return edf_allocate(admitted, total), None
+
+    def _charge_artifact_overheads(self, vc: VCView, ctx: SchedulingContext, total: int) -> None:
+        """The artifact's EDF pays no overhead."""
 
 
 __all__ = ["DeadlinePolicy", "Edf", "ElasticFlow", "place"]
