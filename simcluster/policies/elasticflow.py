@@ -17,7 +17,7 @@ before *t* + ``--schedule-interval`` waits until then and is decided on together
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from simcluster.elastic.edf import edf_admit, edf_allocate
@@ -57,6 +57,16 @@ class EdfSettings(DeadlineSettings):
                               "when planning it greedily with the admitted jobs makes any of them late.")
 
 
+@dataclass
+class VcState:
+    """What a deadline policy keeps of one VC between its decisions."""
+
+    jobs: dict[JobView, DeadlineJob] = field(default_factory=dict)  # jobs seen (admitted or best-effort), not done
+    held_until: float = -math.inf  # (slot batching) nothing is decided before this
+    rounds: int = 0  # decisions made (artifact overheads: every 60th is a restart round)
+    cache: set[tuple[str, tuple[tuple[int, int], ...]]] = field(default_factory=set)  # (artifact) GPUs held before
+
+
 class DeadlinePolicy(Policy):
     """What ElasticFlow and EDF share: when they decide, who is new, how counts become GPUs and costs."""
 
@@ -69,10 +79,7 @@ class DeadlinePolicy(Policy):
 
     def __init__(self, config: Any = None) -> None:
         super().__init__(config)
-        self._jobs: dict[JobView, DeadlineJob] = {}  # every job seen (admitted or best-effort), not yet finished
-        self._held_until = -math.inf  # (slot batching) nothing is decided before this
-        self._rounds = 0
-        self._cache: set[tuple[str, tuple[tuple[int, int], ...]]] = set()  # (artifact overheads) GPUs held before
+        self._vcs: dict[str, VcState] = {}
 
     # --- what each policy decides ----------------------------------------------------------------------
     def admits(self, admitted: list[DeadlineJob], arriving: list[DeadlineJob], total: int, now: float) -> bool:
@@ -88,47 +95,50 @@ class DeadlinePolicy(Policy):
         now = ctx.now
         if not len(vc.pending) and not vc.running:
             return
-        if self.config.arrivals_wait and now < self._held_until:
-            ctx.wake_at(self._held_until)
+        state = self._vcs.setdefault(vc.name, VcState())
+        if self.config.arrivals_wait and now < state.held_until:
+            ctx.wake_at(state.held_until)
             return
+        known = state.jobs
         total = sum(node.gpu_count for node in vc.nodes if node.up)
-        newcomers = [job for job in vc.pending if job not in self._jobs]
+        newcomers = [job for job in vc.pending if job not in known]
         for job in [*vc.pending, *vc.running]:
-            if job in self._jobs:
-                self._jobs[job].work = _iterations_left(job, now)
+            if job in known:
+                known[job].work = _iterations_left(job, now)
         arriving = {job: self._deadline_job(job, total, now) for job in newcomers if job.deadline is not None}
-        admitted = [d for job, d in self._jobs.items() if job.deadline is not None]
+        admitted = [d for job, d in known.items() if job.deadline is not None]
         if arriving and not self.admits(admitted, list(arriving.values()), total, now):
             for job in arriving:
                 ctx.decline(job)
         else:
-            self._jobs.update(arriving)
+            known.update(arriving)
             admitted += arriving.values()
         for job in newcomers:
             if job.deadline is None:
-                self._jobs[job] = self._deadline_job(job, total, now)
+                known[job] = self._deadline_job(job, total, now)
         counts, again = self.counts(admitted, total, now) if admitted else ({}, None)
         free = total - sum(counts.values())
-        for job, info in self._jobs.items():  # best-effort jobs, in submission order
+        for job, info in known.items():  # best-effort jobs, in submission order
             if job.deadline is None:
                 give = max((g for g in info.levels if g <= free), default=0)
                 counts[info.key] = give
                 free -= give
-        by_key = {info.key: job for job, info in self._jobs.items()}
+        by_key = {info.key: job for job, info in known.items()}
         plans = place(vc, {by_key[key]: gpus for key, gpus in counts.items() if gpus})
         overheads = self.settings.overheads
         apply_allocations(ctx, vc, plans, delay=None if overheads == "restart-delay" else 0.0)
         if overheads == "artifact":
-            self._charge_artifact_overheads(vc, ctx, total)
+            self._charge_artifact_overheads(vc, ctx, total, state)
         if self.config.arrivals_wait:
-            self._held_until = now + self.config.schedule_interval
+            state.held_until = now + self.config.schedule_interval
             if again is not None:
-                again = max(again, self._held_until)
+                again = max(again, state.held_until)
         if again is not None:
             ctx.wake_at(again)
 
     def on_finish(self, job: JobView, now: float) -> None:
-        self._jobs.pop(job, None)
+        for state in self._vcs.values():
+            state.jobs.pop(job, None)
 
     def _deadline_job(self, job: JobView, total: int, now: float) -> DeadlineJob:
         work = job.elastic.model if job.elastic is not None else None
@@ -141,20 +151,20 @@ class DeadlinePolicy(Policy):
         deadline = math.inf if job.deadline is None else job.deadline
         return DeadlineJob(job.job_id, _iterations_left(job, now), deadline, sorted(rates), rates.__getitem__)
 
-    def _charge_artifact_overheads(self, vc: VCView, ctx: SchedulingContext, total: int) -> None:
+    def _charge_artifact_overheads(self, vc: VCView, ctx: SchedulingContext, total: int, state: VcState) -> None:
         """ElasticFlow's simulated overheads (see the ``overheads`` setting), charged as each job's restart delay."""
-        restart = self._rounds > 0 and self._rounds % ROUNDS_PER_RESTART == 0
-        self._rounds += 1
+        restart = state.rounds > 0 and state.rounds % ROUNDS_PER_RESTART == 0
+        state.rounds += 1
         if restart:
-            self._cache.clear()
+            state.cache.clear()
         base = 7.0 if total >= 256 else 2.0
         for job in vc.running:
             held = (job.job_id, tuple(sorted((node.index, len(ids)) for node, ids in job.allocation)))
             delay = base
-            if held not in self._cache:
+            if held not in state.cache:
                 delay += (27.0 if total < 256 else 47.0) if restart else 0.0
                 delay += 2.0 * (math.log2(job.gpu_num) + 1)
-                self._cache.add(held)
+                state.cache.add(held)
             ctx.resize(job, [(node, len(ids)) for node, ids in job.allocation], delay=delay)
 
 
@@ -253,7 +263,7 @@ class Edf(DeadlinePolicy):
     def counts(self, admitted: list[DeadlineJob], total: int, now: float) -> tuple[dict[str, int], float | None]:
         return edf_allocate(admitted, total), None
 
-    def _charge_artifact_overheads(self, vc: VCView, ctx: SchedulingContext, total: int) -> None:
+    def _charge_artifact_overheads(self, vc: VCView, ctx: SchedulingContext, total: int, state: VcState) -> None:
         """The artifact's EDF pays no overhead."""
 
 
