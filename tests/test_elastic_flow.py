@@ -24,7 +24,7 @@ from simcluster.job import Job
 from simcluster.paths import shared_data_dir
 from simcluster.policies.elasticflow import Edf, ElasticFlow
 from simcluster.presets import resolve_config
-from simcluster.testing import policy_problems
+from simcluster.testing import ELASTICFLOW_ROWS, elasticflow_trace, policy_problems
 
 LEVELS = (1, 2, 4, 8)
 TABLE = ElasticFlowThroughputs({"linear": {8: {g: float(g) for g in LEVELS}},
@@ -140,17 +140,6 @@ THROUGHPUTS = shared_data_dir() / "elasticflow" / "throughputs_A100"
 TRACES = shared_data_dir() / "elasticflow" / "traces"
 needs_tables = pytest.mark.skipif(not THROUGHPUTS.is_dir(), reason=f"no ElasticFlow throughputs in {THROUGHPUTS}")
 needs_traces = pytest.mark.skipif(not (TRACES / "cluster01.csv").is_file(), reason=f"no ElasticFlow traces in {TRACES}")
-ROWS = [(0, 20000, "resnet50", 8000, 64, 8), (30, 5000, "vgg16", 3000, 64, 4), (30, 3000, "bert", 900, 64, 2),
-        (600, 9000, "resnet50", 3000, 128, 8), (620, 400, "vgg16", 700, 64, 1), (2000, 6000, "gpt2", 40000, 128, 4)]
-
-
-def flow_trace(tmp_path, rows=ROWS, **options: Any) -> Any:
-    """A small ElasticFlow trace (submit, iterations, model, deadline after submit, batch, GPUs)."""
-    path = tmp_path / "trace.csv"
-    lines = ["job_id,submission_time,num_iteration,model_name,deadline,batch_size,num_gpu,duration"]
-    lines += [f"j{i},{t},{n},{m},{t + d},{b},{g},{max(1, n // 10)}" for i, (t, n, m, d, b, g) in enumerate(rows)]
-    path.write_text("\n".join(lines) + "\n")
-    return load_trace(path, **options)
 
 
 POLICIES = [("elasticflow", {}), ("edf", {}), ("edf", {"admission": True})]
@@ -161,9 +150,9 @@ POLICIES = [("elasticflow", {}), ("edf", {}), ("edf", {"admission": True})]
 @pytest.mark.parametrize("shape", ["two VCs", "GPU types", "4-GPU nodes", "node failures", "artifact timing"])
 def test_elasticflows_policies_run_on_every_cluster_shape(policy, own, shape, tmp_path):
     settings: dict[str, Any] = {"policy": policy, "policy_settings": own, "gpus_per_node": 8}
-    trace = flow_trace(tmp_path, nodes=2)
+    trace = elasticflow_trace(nodes=2)
     if shape == "4-GPU nodes":
-        trace = flow_trace(tmp_path, nodes=4, gpus_per_node=4)
+        trace = elasticflow_trace(nodes=4, gpus_per_node=4)
         settings["gpus_per_node"] = 4
     elif shape == "two VCs":
         trace.frame["vc"] = ["a", "b"] * 3
@@ -183,7 +172,7 @@ def test_elasticflows_policies_run_on_every_cluster_shape(policy, own, shape, tm
     done = jobs["end_time"].notna()
     if shape != "node failures":
         assert (done | jobs["declined"]).all()
-    assert summary["jobs_with_deadline"] == len(ROWS) and 0 <= summary["deadline_satisfaction"] <= 1
+    assert summary["jobs_with_deadline"] == len(ELASTICFLOW_ROWS) and 0 <= summary["deadline_satisfaction"] <= 1
     if policy == "edf" and not own:
         assert summary["declined"] == 0
     assert result.allocations is not None and (jobs.loc[done, "progress_unit"] == "iterations").all()
@@ -193,15 +182,9 @@ def test_elasticflows_policies_run_on_every_cluster_shape(policy, own, shape, tm
 
 @needs_tables
 @pytest.mark.parametrize(("policy", "own"), POLICIES)
-def test_the_conformance_kit_passes_for_elasticflows_policies(policy, own, tmp_path):
-    burst = [(0, 2000 + 500 * i, ["resnet50", "vgg16", "bert"][i % 3], 2000 + 300 * i, 64, 2 ** (i % 4))
-             for i in range(10)]
-    traces = [("paper's jobs", flow_trace(tmp_path, nodes=2), None),
-              ("burst", flow_trace(tmp_path, burst, nodes=2), None),
-              ("slot batching", flow_trace(tmp_path, nodes=2), SimConfig(arrivals_wait=True)),
-              ("node failures", flow_trace(tmp_path, burst, nodes=3),
-               SimConfig(node_mtbf=4000.0, node_repair=300.0, checkpoint_interval=100.0, on_no_progress="abandon"))]
-    report = policy_problems(policy, traces, SimConfig(policy_settings=own))
+def test_the_conformance_kit_passes_for_elasticflows_policies(policy, own):
+    report = policy_problems(policy, config=SimConfig(policy_settings=own))
+    assert set(report.traces) == {"paper's jobs", "burst", "slot batching", "node-failures"}  # ElasticFlow's traces
     assert not report.broken(), str(report)
 
 
@@ -211,14 +194,17 @@ def test_a_run_on_the_command_line_prints_one_json_document(tmp_path):
 
     from simcluster.cli import app
 
-    flow_trace(tmp_path)
-    out = CliRunner().invoke(app, ["run", "--trace", str(tmp_path / "trace.csv"), "--nodes", "2", "--preset",
+    path = tmp_path / "trace.csv"
+    path.write_text("job_id,submission_time,num_iteration,model_name,deadline,batch_size,num_gpu,duration\n"
+                    + "".join(f"j{i},{t},{n},{m},{t + d},{b},{g},{n // 10}\n"
+                              for i, (t, n, m, d, b, g) in enumerate(ELASTICFLOW_ROWS)))
+    out = CliRunner().invoke(app, ["run", "--trace", str(path), "--nodes", "2", "--preset",
                                    "elasticflow-artifact", "--policy", "edf", "--set", "admission=true", "--json",
                                    "--out", str(tmp_path / "run")])
     assert out.exit_code == 0, out.output
     summary = json.loads(out.stdout)
     assert summary["policy"] == "edf" and summary["policy_settings"]["admission"] is True
-    assert 0 <= summary["deadline_satisfaction"] <= 1 and summary["jobs_with_deadline"] == len(ROWS)
+    assert 0 <= summary["deadline_satisfaction"] <= 1 and summary["jobs_with_deadline"] == len(ELASTICFLOW_ROWS)
 
 
 @needs_traces

@@ -75,6 +75,7 @@ class DeadlinePolicy(Policy):
     own_placement = "its own allocation"
     reads: ClassVar[frozenset[str]] = frozenset({"schedule_interval", "arrivals_wait", "restart_delay"})
     cap_rule: ClassVar[str] = "measured"  # the GPU cap of each job (ElasticFlowThroughputs.max_gpus)
+    trace_format: ClassVar[str] = "elasticflow"  # its jobs need ElasticFlow's models (the conformance kit's traces)
     Settings = DeadlineSettings
 
     def __init__(self, config: Any = None) -> None:
