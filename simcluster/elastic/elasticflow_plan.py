@@ -105,7 +105,7 @@ def plan_min_share(job: DeadlineJob, timeline: Timeline, now: float, slot: float
     probe), the rest planned as usual."""
     line = timeline.copy()
     line.drop_before(now)
-    original = line.copy()
+    later = [t for t in line.times() if t > now] if first is not None else []  # (before the deadline's split)
     deadline = job.deadline
     aligned = align(now, deadline, slot)
     if aligned >= now:
@@ -114,7 +114,6 @@ def plan_min_share(job: DeadlineJob, timeline: Timeline, now: float, slot: float
     steps: list[tuple[float, int]] = []
     start: float = now
     if first is not None:
-        later = [t for t in original.times() if t > now]
         until = later[0] if later else aligned
         real_end: float = math.ceil(now + left / job.rate(first))
         end: float = align(now, real_end, slot)
