@@ -124,8 +124,11 @@ def policy_problems(policy: str | type, traces: Sequence[tuple[str, Any, SimConf
     base = resolved_config(replace(config or SimConfig(), policy=absolute_spec(policy)))
     report = CheckReport(display_name(base.policy))
     if traces is None:
-        elastic = getattr(resolve(base.policy, "policy")[0], "elastic", False)
-        traces = elastic_traces() if elastic else adversarial_traces()
+        cls = resolve(base.policy, "policy")[0]
+        if getattr(cls, "trace_format", None) == "elasticflow":  # (jobs of ElasticFlow's models: elasticflow, edf)
+            traces = elasticflow_traces()
+        else:
+            traces = elastic_traces() if getattr(cls, "elastic", False) else adversarial_traces()
     for name, trace, settings in traces:
         run_config = base if settings is None else replace(settings, policy=base.policy,
                                                            policy_settings=base.policy_settings)
@@ -182,6 +185,40 @@ def adversarial_traces() -> list[tuple[str, Any, SimConfig | None]]:
     return [("burst", trace(burst, two), None), ("blocking-head", trace(blocking, {"a": 2}), None),
             ("exact-fit", trace(exact, {"a": 3}), None), ("idle-gaps", trace(gaps, {"a": 2}), None),
             ("churn", trace(churn, two), None), ("node-failures", trace(failures, {"a": 2}), with_failures)]
+
+
+ELASTICFLOW_ROWS = [(0, 20000, "resnet50", 8000, 64, 8), (30, 5000, "vgg16", 3000, 64, 4), (30, 3000, "bert", 900, 64, 2),
+                    (600, 9000, "resnet50", 3000, 128, 8), (620, 400, "vgg16", 700, 64, 1),
+                    (2000, 6000, "gpt2", 40000, 128, 4)]
+
+
+def elasticflow_trace(rows: Sequence[tuple[float, int, str, float, int, int]] = ELASTICFLOW_ROWS, **options: Any
+                      ) -> Any:
+    """A small ElasticFlow trace of the shared data's models, each row (submit, iterations, model, deadline after
+    submit, global batch, GPUs); ``options``: :func:`~simcluster.api.load_trace`'s (``nodes``, ...)."""
+    import tempfile
+    from pathlib import Path
+
+    from simcluster.api import load_trace
+
+    lines = ["job_id,submission_time,num_iteration,model_name,deadline,batch_size,num_gpu,duration"]
+    lines += [f"j{i},{t:g},{n},{m},{t + d:g},{b},{g},{max(1, n // 10)}" for i, (t, n, m, d, b, g) in enumerate(rows)]
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "trace.csv"
+        path.write_text("\n".join(lines) + "\n")
+        return load_trace(path, **options)
+
+
+def elasticflow_traces() -> list[tuple[str, Any, SimConfig | None]]:
+    """The adversarial traces for a policy of jobs of ElasticFlow's models (``trace_format = "elasticflow"``):
+    small ElasticFlow traces on clusters of 8-GPU nodes — the paper's jobs, a burst, a loose and a tight mix —
+    run at exact times, with the artifact's slot batching, and with node failures."""
+    burst = [(0, 2000 + 500 * i, ["resnet50", "vgg16", "bert"][i % 3], 2000 + 300 * i, 64, 2 ** (i % 4))
+             for i in range(10)]
+    failures = SimConfig(node_mtbf=4000.0, node_repair=300.0, checkpoint_interval=100.0, on_no_progress="abandon")
+    return [("paper's jobs", elasticflow_trace(nodes=2), None), ("burst", elasticflow_trace(burst, nodes=2), None),
+            ("slot batching", elasticflow_trace(nodes=2), SimConfig(arrivals_wait=True)),
+            ("node-failures", elasticflow_trace(burst, nodes=3), failures)]
 
 
 def elastic_traces() -> list[tuple[str, Any, SimConfig | None]]:

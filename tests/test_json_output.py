@@ -32,7 +32,14 @@ def one_document(text: str):
 @pytest.mark.parametrize("policy", POLICIES.names())
 def test_every_policy_prints_one_json_document(tmp_path, policy):
     trace = []
-    if POLICIES.get(policy).elastic:  # a trace of jobs with scaling models: Pollux's smallest workload
+    if getattr(POLICIES.get(policy), "trace_format", None) == "elasticflow":  # jobs of ElasticFlow's models
+        if not (shared_data_dir() / "elasticflow" / "throughputs_A100").is_dir():
+            pytest.skip(f"{policy} needs ElasticFlow's throughput tables, absent from {shared_data_dir()}")
+        path = tmp_path / "trace.csv"
+        path.write_text("job_id,submission_time,num_iteration,model_name,deadline,batch_size,num_gpu,duration\n"
+                        "a,0,20000,resnet50,8000,64,8,2000\nb,30,5000,vgg16,3030,64,4,500\n")
+        trace = ["--trace", str(path), "--nodes", "2"]
+    elif POLICIES.get(policy).elastic:  # a trace of jobs with scaling models: Pollux's smallest workload
         workload = shared_data_dir() / "pollux" / "workloads" / "0.5" / "workload-3.csv"
         if not workload.is_file():
             pytest.skip(f"{policy} needs a Pollux workload: {workload} is absent")

@@ -32,6 +32,7 @@ to it (``slot=None`` plans in exact time).  Every other rule follows the artifac
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -83,8 +84,9 @@ def align(start: float, time: float, slot: float | None) -> float:
 
 
 def _fit(levels: Sequence[int], free: int, cap: int) -> int:
-    """The largest level at most ``cap`` that fits in ``free`` GPUs (0 if none)."""
-    return max((g for g in levels if g <= cap and g <= free), default=0)
+    """The largest level at most ``cap`` that fits in ``free`` GPUs (0 if none; ``levels`` ascending)."""
+    i = bisect.bisect_right(levels, min(cap, free))
+    return levels[i - 1] if i else 0
 
 
 def merged_steps(steps: list[tuple[float, int]]) -> list[tuple[float, int]]:
@@ -103,7 +105,7 @@ def plan_min_share(job: DeadlineJob, timeline: Timeline, now: float, slot: float
     probe), the rest planned as usual."""
     line = timeline.copy()
     line.drop_before(now)
-    original = line.copy()
+    later = [t for t in line.times() if t > now] if first is not None else []  # (before the deadline's split)
     deadline = job.deadline
     aligned = align(now, deadline, slot)
     if aligned >= now:
@@ -112,7 +114,6 @@ def plan_min_share(job: DeadlineJob, timeline: Timeline, now: float, slot: float
     steps: list[tuple[float, int]] = []
     start: float = now
     if first is not None:
-        later = [t for t in original.times() if t > now]
         until = later[0] if later else aligned
         real_end: float = math.ceil(now + left / job.rate(first))
         end: float = align(now, real_end, slot)
@@ -227,41 +228,47 @@ def allocate_spare(jobs: Sequence[DeadlineJob], timeline: Timeline, now: float, 
     timeline left."""
     spare = timeline.free_at(now)
     line = timeline
-    probes: dict[str, tuple[float, Plan | None]] = {}
+    waiting = math.inf if largest_first else -math.inf  # the rank of a job with no GPUs yet: first
+    # per job: its rank, whether it may grow, and its probe's plan (None: not planned yet)
+    probes: dict[str, tuple[float, bool, Plan | None]] = {}
 
-    def probe(job: DeadlineJob) -> tuple[float, Plan | None]:
+    def rank(job: DeadlineJob) -> tuple[float, bool, Plan | None]:
         step = _next_level(job)
         if step == job.gpus or step - job.gpus > spare or job.plan is None:
-            return -math.inf, None
+            return -math.inf, False, None
+        if job.gpus == 0:  # (its rank needs no plan: planned only if it is chosen)
+            return waiting, True, None
+        plan = probe(job, step)
+        return (plan.gpu_seconds - job.plan.gpu_seconds) / (step - job.gpus), True, plan
+
+    def probe(job: DeadlineJob, step: int) -> Plan:
+        assert job.plan is not None
         released = line.copy()
         for (t, g), (t_next, _) in zip(job.plan.steps, [*job.plan.steps[1:], (job.plan.end, 0)], strict=True):
             if t_next > now and g:
                 released.reserve(max(t, now), t_next, -g)
-        plan = plan_min_share(job, released, now, slot, first=step)
-        change = (plan.gpu_seconds - job.plan.gpu_seconds) / (step - job.gpus)
-        if job.gpus == 0:  # a job waiting with no GPUs comes first
-            change = math.inf if largest_first else -math.inf
-        return change, plan
+        return plan_min_share(job, released, now, slot, first=step)
 
     order = list(jobs)
     for job in order:
-        probes[job.key] = probe(job)
+        probes[job.key] = rank(job)
     order.sort(key=lambda j: probes[j.key][0], reverse=largest_first)
     grew = True
     while spare > 0 and grew:
         grew = False
         for job in order:
             step = _next_level(job)
-            plan = probes[job.key][1]
-            if step == job.gpus or step - job.gpus > spare or plan is None:
+            _, may_grow, plan = probes[job.key]
+            if step == job.gpus or step - job.gpus > spare or not may_grow:
                 continue
+            plan = plan or probe(job, step)
             spare -= step - job.gpus
             job.gpus, job.plan, line = step, plan, plan.timeline
             grew = True
             break
         for job in order:
             if _next_level(job) > job.gpus:
-                probes[job.key] = probe(job)
+                probes[job.key] = rank(job)
         order.sort(key=lambda j: probes[j.key][0], reverse=largest_first)
     return line
 

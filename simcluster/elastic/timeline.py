@@ -29,7 +29,9 @@ class Timeline:
         self._free = {t: int(points[t]) for t in self._times}
 
     def copy(self) -> Timeline:
-        return Timeline(self._free)
+        twin = Timeline.__new__(Timeline)  # (already sorted and whole: no need to check again)
+        twin._times, twin._free = list(self._times), dict(self._free)
+        return twin
 
     def points(self) -> list[tuple[float, int]]:
         return [(t, self._free[t]) for t in self._times]

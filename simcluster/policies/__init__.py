@@ -25,6 +25,7 @@ BUILT_IN = (  # module → the names it registers
     ("pollux", ("pollux",)),
     ("optimus", ("optimus",)),
     ("tiresias_pollux", ("tiresias-pollux",)),
+    ("elasticflow", ("elasticflow", "edf")),
 )
 GAVEL_POLICIES = (
     "gavel_fifo", "fifo_perf", "fifo_packed", "finish_time_fairness", "finish_time_fairness_perf",

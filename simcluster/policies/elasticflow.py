@@ -1,0 +1,271 @@
+"""ElasticFlow (ASPLOS'23) and its EDF baseline: elastic jobs with deadlines, admitted only if they can be met.
+
+Both decide every job's GPU count at once when something happens (an arrival, a completion, a step of a
+plan), from the cores in :mod:`simcluster.elastic.elasticflow_plan` and :mod:`simcluster.elastic.edf`, and
+carry it out with :func:`~simcluster.sdk.apply_allocations`.  A job's speed does not depend on where its
+GPUs are (the A100 table has one rate per GPU count), so GPUs are placed simply: a job keeps the GPUs it
+holds where it can, and takes new ones on the node that fits them best.
+
+Jobs without a deadline are *best-effort*: never declined, they take what the deadline jobs leave now,
+in submission order.  The jobs' scaling models come from an ElasticFlow trace
+(``elasticflow/traces/clusterNN.csv``): iterations at the A100 rate of their global batch and GPU count.
+
+With ``--arrivals-wait`` the artifact's *slot batching* holds: after a decision at *t*, whatever happens
+before *t* + ``--schedule-interval`` waits until then and is decided on together.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from simcluster.elastic.edf import edf_admit, edf_allocate
+from simcluster.elastic.elasticflow_plan import DeadlineJob, admit, allocate_spare, plan_in_order
+from simcluster.elastic.work import ElasticFlowWork, NotElastic
+from simcluster.sdk import (
+    JobView,
+    Plan,
+    Policy,
+    SchedulingContext,
+    VCView,
+    apply_allocations,
+    register_policy,
+    setting,
+)
+
+OVERHEADS = ("none", "restart-delay", "artifact")
+ROUNDS_PER_RESTART = 60  # the artifact clears its cache of GPU ranks and restarts jobs every 60th round
+
+
+@dataclass(frozen=True)
+class DeadlineSettings:
+    slot: float = setting(0.0, "Plan on a grid of this many seconds from now, as the artifact does (60): deadlines "
+                          "and plans' ends rounded up to it, a job keeping its GPUs until its rounded end; 0: exact "
+                          "time.", min=0)
+    overheads: str = setting("none", "What a start or a change of GPUs costs: none; restart-delay (the run's "
+                             "--restart-delay at each start and change of GPUs); artifact (ElasticFlow's model: at "
+                             "every decision each job with GPUs loses 2 s, 7 s on clusters of 256 GPUs or more, plus "
+                             "2 × (log2 GPUs + 1) s on GPUs it has not held since the last restart round; every "
+                             "60th decision is a restart round, 27 s more, 47 s on large clusters).",
+                             choices=OVERHEADS)
+
+
+@dataclass(frozen=True)
+class EdfSettings(DeadlineSettings):
+    admission: bool = setting(False, "Admission control (the artifact's edf-accessctrl): decline an arrival batch "
+                              "when planning it greedily with the admitted jobs makes any of them late.")
+
+
+@dataclass
+class VcState:
+    """What a deadline policy keeps of one VC between its decisions."""
+
+    jobs: dict[JobView, DeadlineJob] = field(default_factory=dict)  # jobs seen (admitted or best-effort), not done
+    held_until: float = -math.inf  # (slot batching) nothing is decided before this
+    rounds: int = 0  # decisions made (artifact overheads: every 60th is a restart round)
+    cache: set[tuple[str, tuple[tuple[int, int], ...]]] = field(default_factory=set)  # (artifact) GPUs held before
+
+
+class DeadlinePolicy(Policy):
+    """What ElasticFlow and EDF share: when they decide, who is new, how counts become GPUs and costs."""
+
+    elastic = True
+    preemptive = True
+    own_placement = "its own allocation"
+    reads: ClassVar[frozenset[str]] = frozenset({"schedule_interval", "arrivals_wait", "restart_delay"})
+    cap_rule: ClassVar[str] = "measured"  # the GPU cap of each job (ElasticFlowThroughputs.max_gpus)
+    trace_format: ClassVar[str] = "elasticflow"  # its jobs need ElasticFlow's models (the conformance kit's traces)
+    Settings = DeadlineSettings
+
+    def __init__(self, config: Any = None) -> None:
+        super().__init__(config)
+        self._vcs: dict[str, VcState] = {}
+
+    # --- what each policy decides ----------------------------------------------------------------------
+    def admits(self, admitted: list[DeadlineJob], arriving: list[DeadlineJob], total: int, now: float) -> bool:
+        return True
+
+    def counts(self, admitted: list[DeadlineJob], total: int, now: float) -> tuple[dict[str, int], float | None]:
+        """GPUs now for each admitted job (by key), and when the decision must be made again (None: at the next
+        arrival or completion)."""
+        raise NotImplementedError
+
+    # --- the mechanism ---------------------------------------------------------------------------------
+    def schedule(self, vc: VCView, ctx: SchedulingContext) -> None:
+        now = ctx.now
+        if not len(vc.pending) and not vc.running:
+            return
+        state = self._vcs.setdefault(vc.name, VcState())
+        if self.config.arrivals_wait and now < state.held_until:
+            ctx.wake_at(state.held_until)
+            return
+        known = state.jobs
+        total = sum(node.gpu_count for node in vc.nodes if node.up)
+        newcomers = [job for job in vc.pending if job not in known]
+        for job in [*vc.pending, *vc.running]:
+            if job in known:
+                known[job].work = _iterations_left(job, now)
+        arriving = {job: self._deadline_job(job, total, now) for job in newcomers if job.deadline is not None}
+        admitted = [d for job, d in known.items() if job.deadline is not None]
+        if arriving and not self.admits(admitted, list(arriving.values()), total, now):
+            for job in arriving:
+                ctx.decline(job)
+        else:
+            known.update(arriving)
+            admitted += arriving.values()
+        for job in newcomers:
+            if job.deadline is None:
+                known[job] = self._deadline_job(job, total, now)
+        counts, again = self.counts(admitted, total, now) if admitted else ({}, None)
+        free = total - sum(counts.values())
+        for job, info in known.items():  # best-effort jobs, in submission order
+            if job.deadline is None:
+                give = max((g for g in info.levels if g <= free), default=0)
+                counts[info.key] = give
+                free -= give
+        by_key = {info.key: job for job, info in known.items()}
+        plans = place(vc, {by_key[key]: gpus for key, gpus in counts.items() if gpus})
+        overheads = self.settings.overheads
+        apply_allocations(ctx, vc, plans, delay=None if overheads == "restart-delay" else 0.0)
+        if overheads == "artifact":
+            self._charge_artifact_overheads(vc, ctx, total, state)
+        if self.config.arrivals_wait:
+            state.held_until = now + self.config.schedule_interval
+            if again is not None:
+                again = max(again, state.held_until)
+        if again is not None:
+            ctx.wake_at(again)
+
+    def on_finish(self, job: JobView, now: float) -> None:
+        for state in self._vcs.values():
+            state.jobs.pop(job, None)
+
+    def _deadline_job(self, job: JobView, total: int, now: float) -> DeadlineJob:
+        work = job.elastic.model if job.elastic is not None else None
+        if not isinstance(work, ElasticFlowWork):
+            raise NotElastic(f"{self.name} needs jobs of ElasticFlow's models (an ElasticFlow trace); job "
+                             f"{job.job_id} is not one")
+        table, model, batch = work.table, work.model_name, work.batch
+        cap = min(table.max_gpus(model, batch, rule=self.cap_rule), total)
+        rates = {g: table.rate(model, batch, g) for g in table.levels(model, batch, cap)}
+        deadline = math.inf if job.deadline is None else job.deadline
+        return DeadlineJob(job.job_id, _iterations_left(job, now), deadline, sorted(rates), rates.__getitem__)
+
+    def _charge_artifact_overheads(self, vc: VCView, ctx: SchedulingContext, total: int, state: VcState) -> None:
+        """ElasticFlow's simulated overheads (see the ``overheads`` setting), charged as each job's restart delay."""
+        restart = state.rounds > 0 and state.rounds % ROUNDS_PER_RESTART == 0
+        state.rounds += 1
+        if restart:
+            state.cache.clear()
+        base = 7.0 if total >= 256 else 2.0
+        for job in vc.running:
+            held = (job.job_id, tuple(sorted((node.index, len(ids)) for node, ids in job.allocation)))
+            delay = base
+            if held not in state.cache:
+                delay += (27.0 if total < 256 else 47.0) if restart else 0.0
+                delay += 2.0 * (math.log2(job.gpu_num) + 1)
+                state.cache.add(held)
+            ctx.resize(job, [(node, len(ids)) for node, ids in job.allocation], delay=delay)
+
+
+def _iterations_left(job: JobView, now: float) -> float:
+    elastic = job.elastic
+    assert elastic is not None
+    return max(0.0, elastic.model.total - elastic.progress_at(job, now))
+
+
+def place(vc: VCView, counts: dict[JobView, int]) -> dict[JobView, Plan]:
+    """Plans giving each job of ``counts`` that many GPUs of ``vc`` (the counts must fit in its GPUs that are
+    up): a running job keeps the GPUs it holds, as many as it keeps; new GPUs come from the nodes it holds,
+    then from the node with the fewest free GPUs that still fits what it lacks (else the most free)."""
+    free = {id(node): node.free_gpus if node.up else 0 for node in vc.nodes}
+    held: dict[JobView, dict[Any, int]] = {}
+    for job in vc.running:
+        keep = counts.get(job, 0)
+        kept: dict[Any, int] = {}
+        for node, ids in sorted(job.allocation, key=lambda a: -len(a[1])):
+            take = min(len(ids), keep)
+            if take:
+                kept[node] = take
+            keep -= take
+            free[id(node)] += len(ids) - take
+        held[job] = kept
+    plans: dict[JobView, Plan] = {}
+    for job, want in sorted(counts.items(), key=lambda item: -item[1]):
+        plan = dict(held.get(job, {}))
+        need = want - sum(plan.values())
+        for node in list(plan):
+            add = min(need, free[id(node)])
+            plan[node] += add
+            free[id(node)] -= add
+            need -= add
+        while need > 0:
+            fits = [n for n in vc.nodes if free[id(n)] >= need]
+            node = min(fits, key=lambda n: free[id(n)]) if fits else max(vc.nodes, key=lambda n: free[id(n)])
+            add = min(need, free[id(node)])
+            if add <= 0:
+                raise ValueError(f"{job.job_id}: {want} GPUs do not fit in what is free")
+            plan[node] = plan.get(node, 0) + add
+            free[id(node)] -= add
+            need -= add
+        plans[job] = list(plan.items())
+    return plans
+
+
+@register_policy("elasticflow")
+class ElasticFlow(DeadlinePolicy):
+    """ElasticFlow: a job is admitted only if its deadline can be met; spare GPUs go by marginal return.
+
+    At each arrival batch (the jobs arriving at one instant) the admitted jobs and the newcomers are planned
+    together, in deadline order, each at its *minimum satisfactory share* (the fewest GPUs that still meet its
+    deadline, given what earlier deadlines take of the future); if any plan misses its deadline the whole batch
+    is declined.  Every admitted job then gets its plan's GPUs now, and GPUs no plan uses now go, one level at
+    a time, to the job whose plan's GPU-seconds grow most per GPU added (waiting jobs first).  Decisions are
+    made again at every arrival, completion and step of a plan.  GPU counts are the A100 table's powers of two,
+    up to ElasticFlow's per-model caps.  Jobs without a deadline are best-effort (see the module's docstring).
+    Needs an ElasticFlow trace; ``--preset elasticflow-artifact`` adds the artifact's slot grid, batching and
+    overheads.
+    """
+
+    cap_rule = "elasticflow"
+
+    def admits(self, admitted: list[DeadlineJob], arriving: list[DeadlineJob], total: int, now: float) -> bool:
+        return admit(admitted, arriving, total, now, self.settings.slot or None)
+
+    def counts(self, admitted: list[DeadlineJob], total: int, now: float) -> tuple[dict[str, int], float | None]:
+        slot = self.settings.slot or None
+        plans, line, _ = plan_in_order(admitted, total, now, slot)
+        for job, plan in zip(admitted, plans, strict=True):
+            job.plan, job.gpus = plan, plan.gpus_at(now)
+        allocate_spare(admitted, line, now, slot)
+        steps = [t for job in admitted if job.plan is not None for t, _ in job.plan.steps if t > now]
+        return {job.key: job.gpus for job in admitted}, min(steps, default=None)
+
+
+@register_policy("edf")
+class Edf(DeadlinePolicy):
+    """Earliest deadline first, elastic and greedy, as ElasticFlow's artifact defines its EDF baseline.
+
+    At every arrival and completion, jobs in deadline order each take as many GPUs as they can use (the
+    largest measured count of their model and batch, at most 64) where that many are free, else the largest
+    measured count that fits.  Without admission every job runs, late or not; with ``admission`` (the
+    artifact's edf-accessctrl) an arrival batch is declined when planning it greedily with the admitted jobs
+    would make any of them late.  Jobs without a deadline are best-effort.  Needs an ElasticFlow trace;
+    ``--preset elasticflow-artifact --policy edf`` runs it with the artifact's slot grid and batching (the
+    artifact's EDF pays no overheads).
+    """
+
+    Settings = EdfSettings
+
+    def admits(self, admitted: list[DeadlineJob], arriving: list[DeadlineJob], total: int, now: float) -> bool:
+        return not self.settings.admission or edf_admit(admitted, arriving, total, now, self.settings.slot or None)
+
+    def counts(self, admitted: list[DeadlineJob], total: int, now: float) -> tuple[dict[str, int], float | None]:
+        return edf_allocate(admitted, total), None
+
+    def _charge_artifact_overheads(self, vc: VCView, ctx: SchedulingContext, total: int, state: VcState) -> None:
+        """The artifact's EDF pays no overhead."""
+
+
+__all__ = ["DeadlinePolicy", "Edf", "ElasticFlow", "place"]
