@@ -11,8 +11,7 @@ fixed-size policy can run the trace; elastic policies read ``application`` and `
 (``lucid-sim trace convert`` keeps the GPUs per node it is given: ``--gpus-per-node 4`` for this one.)  The cluster is the
 paper's, 16 nodes of 4 GPUs, unless ``nodes``/``gpus_per_node`` say otherwise.
 
->>> from simcluster.elastic.threads import one_blas_thread
-from simcluster.paths import shared_data_dir
+>>> from simcluster.paths import shared_data_dir
 >>> trace = load_pollux_trace(shared_data_dir() / "pollux/workloads/1.0/workload-6.csv")  # doctest: +SKIP
 >>> len(trace), trace.cluster.describe(), sorted(trace.frame["application"].unique())[:2]  # doctest: +SKIP
 (160, 'gpu:64', ['bert', 'cifar10'])
