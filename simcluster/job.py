@@ -173,6 +173,14 @@ class Job:
             left -= paid + (ran - paid) * self.speed
         return left
 
+    def work_left_at(self, now: float) -> float:
+        """Seconds of work (at speed 1, overhead excluded) still to do at ``now``."""
+        if self.state is not JobState.RUNNING:
+            return self.work_left
+        ran = now - self.run_started_at
+        paid = min(ran, self.overhead_left)
+        return self.work_left - (ran - paid) * self.speed
+
     def time_left(self) -> float:
         """Wall-clock seconds until the current run ends at the current speed (from its segment start)."""
         return self.overhead_left + self.work_left / self.speed

@@ -105,8 +105,7 @@ class ElasticState:
 
     def progress_at(self, job: Job, now: float) -> float:
         """Progress in the job's own unit at ``now``."""
-        left = _work_left_at(job, now) if self.layout else job.work_left
-        return (job.duration - left) * self.per_work
+        return (job.duration - job.work_left_at(now)) * self.per_work
 
     def gpu_seconds_at(self, now: float) -> float:
         """GPU-seconds held so far (its attained service), the open segment's included."""
@@ -150,12 +149,6 @@ class ElasticState:
         """The job leaves its GPUs (preempted, finished, evicted)."""
         self.close(now)
         self.layout = ()
-
-
-def _work_left_at(job: Job, now: float) -> float:
-    ran = now - job.run_started_at
-    paid = min(ran, job.overhead_left)
-    return job.work_left - (ran - paid) * job.speed
 
 
 @dataclass(frozen=True)

@@ -152,10 +152,7 @@ class JobLife:
         """Cut ``job``'s run short for ``cause`` (``vc``: the one it runs in, if the caller has it at hand)."""
         vc = vc or self.cluster.vcs[job.queue_vc]
         now = self.clock()
-        timed = job.run_end is not None  # not yet while the job is being started: start() times it
-        if timed:  # its run's end, disarmed: it fires with no one listening
-            job.run_end.callbacks.clear()  # type: ignore[union-attr]
-            job.run_end = None
+        timed = _disarm(job)  # not yet timed while the job is being started: start() times it
         match cause:
             case RateChanged(speed=speed, sharing=sharing):
                 if self._policy_on_run_stop:  # a new segment of the run: to the policy, a stop and a start
@@ -299,9 +296,7 @@ class JobLife:
         """:class:`Resized` for several running elastic jobs at one instant, each (job, plan, batch, delay): every
         job leaves the GPUs it gives up before any takes new ones, so jobs may move onto each other's GPUs."""
         for job, _plan, _batch, _delay in changes:
-            if job.run_end is not None:  # (disarmed, as interrupt() does)
-                job.run_end.callbacks.clear()
-                job.run_end = None
+            _disarm(job)
         self._resize(vc, self.clock(), changes)
 
     def _resize(self, vc: VirtualCluster, now: float, changes: list[tuple[Job, Plan, Any, float | None]]) -> None:
@@ -380,6 +375,17 @@ class JobLife:
 
 def _plan_gpus(plan: Plan) -> int:
     return sum(where if isinstance(where, int) else len(where) for _, where in plan)
+
+
+def _disarm(job: Job) -> bool:
+    """Disarm ``job``'s run's end, if it has one (it stays in SimPy's queue and fires with no one listening);
+    whether it had one."""
+    run_end = job.run_end
+    if run_end is None:
+        return False
+    run_end.callbacks.clear()
+    job.run_end = None
+    return True
 
 
 def _after_elastic_stop(job: Job, overhead: float) -> None:
