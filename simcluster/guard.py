@@ -249,6 +249,20 @@ class CheckedContext:
             return
         self._inner.preempt(job, overhead, moving)
 
+    def stall(self, job: Any, seconds: float) -> None:
+        if job.state is not JobState.RUNNING or job not in self._vc.running:
+            self._broken("stall-not-running", f"stalled job {job.job_id}, which does not run in this VC "
+                                              f"(it is {job.state.value})")
+            return
+        if not (isinstance(seconds, (int, float)) and math.isfinite(seconds) and seconds >= 0):
+            self._broken("bad-value", f"stalled job {job.job_id} for {seconds!r} seconds: give a number >= 0")
+            return
+        if getattr(job, "elastic", None) is not None:
+            self._broken("bad-value", f"stalled elastic job {job.job_id}: give it a pause with resize(job, its plan, "
+                                      "delay=...)")
+            return
+        self._inner.stall(job, seconds)
+
     def wake_at(self, when: float) -> None:
         if not isinstance(when, (int, float)) or math.isnan(when):
             self._broken("bad-value", f"asked to be woken at {when!r}: give a time in seconds")

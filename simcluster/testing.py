@@ -46,6 +46,7 @@ RULES: dict[str, str] = {
     "more-gpus-than-free": "asks only for GPUs that exist and are free",
     "preempt-not-running": "preempts only jobs that run in the VC it decides for",
     "resize-not-running": "resizes only jobs that run in the VC it decides for",
+    "stall-not-running": "stalls only jobs that run in the VC it decides for",
     "not-elastic": "gives a batch, a restart delay or a new size only to elastic jobs",
     "mutates-view": "changes jobs, nodes, VCs and queues only through the context",
     "unstable-order": "keeps a waiting job's queue key unless it tells the context (requeue, reorder)",
@@ -370,6 +371,10 @@ class _KitContext(CheckedContext):
     def preempt(self, job: Any, overhead: float | None = None, moving: bool = False) -> None:
         with self._guard.inside("engine"):
             super().preempt(job, overhead, moving)
+
+    def stall(self, job: Any, seconds: float) -> None:
+        with self._guard.inside("engine"):
+            super().stall(job, seconds)
 
     def wake_at(self, when: float) -> None:
         with self._guard.inside("engine"):

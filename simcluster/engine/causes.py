@@ -73,4 +73,14 @@ class Abandoned:
     """The no-progress guard gave up on the (queued) job (``--on-no-progress abandon``)."""
 
 
-Cause = Preempted | RateChanged | Moved | NodeFailed | Resized | Declined | Abandoned
+@dataclass(frozen=True, slots=True)
+class Stalled:
+    """The policy charged the running (fixed-size) job ``seconds`` without progress where it is: it keeps its
+    GPUs and its progress, and its run ends that much later (a simulator's start or restart cost, modelled
+    as a pause)."""
+
+    policy: str
+    seconds: float
+
+
+Cause = Preempted | RateChanged | Moved | NodeFailed | Resized | Declined | Abandoned | Stalled

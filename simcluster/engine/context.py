@@ -65,6 +65,9 @@ class VcContext:
     def preempt(self, job: Job, overhead: float | None = None, moving: bool = False) -> None:
         self.sim.preempt(job, self.vc, overhead, moving)
 
+    def stall(self, job: Job, seconds: float) -> None:
+        self.sim.stall(job, self.vc, seconds)
+
     def requeue(self, job: Job) -> None:
         queue = self.vc.pending
         queue.remove(job)

@@ -4,7 +4,7 @@
 
     submit ─▶ queued ─▶ start ─▶ running ──(its run's end fires)──▶ finish
                 ▲                   │
-                └── interrupt ◀─────┘  Preempted · NodeFailed · Moved   (RateChanged: it goes on, re-timed)
+                └── interrupt ◀─────┘  Preempted · NodeFailed · Moved   (RateChanged, Stalled: it goes on, re-timed)
                       │
                       └─▶ Abandoned (the no-progress guard gave up on it)
 
@@ -44,6 +44,7 @@ from simcluster.engine.causes import (
     Preempted,
     RateChanged,
     Resized,
+    Stalled,
 )
 from simcluster.engine.events import AFTER_PASS, NORMAL, succeed_at
 from simcluster.job import Job, JobState
@@ -133,6 +134,12 @@ class JobLife:
         """Give running elastic ``job`` the GPUs of ``plan`` (those it holds count as free) and ``batch``."""
         self.interrupt(job, Resized(job.gpu_num, _plan_gpus(plan), tuple(plan), batch, delay), vc)
 
+    def stall(self, job: Job, vc: VirtualCluster, seconds: float) -> None:
+        """Charge running fixed-size ``job`` ``seconds`` without progress from now, on the GPUs it holds."""
+        if job.elastic is not None:
+            raise ValueError(f"job {job.job_id} is elastic: charge it a pause with resize(job, its plan, delay=...)")
+        self.interrupt(job, Stalled(self.policy.name, seconds), vc)
+
     def decline(self, job: Job, vc: VirtualCluster) -> None:
         """Turn waiting ``job`` away for good (it is reported unfinished and declined)."""
         self.interrupt(job, Declined(self.policy.name), vc)
@@ -164,6 +171,16 @@ class JobLife:
                     self._time_run(job)
                 for hook in self._on_speed:
                     hook(job, now)
+            case Stalled(seconds=seconds):  # a new segment of the run, which first owes the pause
+                if self._policy_on_run_stop:
+                    self.policy.on_run_stop(job, vc)
+                job.change_speed(now, job.speed, job.sharing)
+                job.overhead_left += seconds
+                job.overhead_total += seconds
+                if self._policy_on_run_start:
+                    self.policy.on_run_start(job, vc)
+                if timed:
+                    self._time_run(job)
             case Preempted(overhead=overhead, moving=moving):
                 self._stop(job, vc, overhead=overhead)
                 if moving:

@@ -76,6 +76,12 @@ class SchedulingContext(Protocol):
         ``moving``: the policy restarts it elsewhere at once (counted as a migration, not a preemption)."""
         ...
 
+    def stall(self, job: JobView, seconds: float) -> None:
+        """Charge a running fixed-size job of this VC ``seconds`` without progress, from now: it keeps its GPUs and
+        its progress, and its run ends ``seconds`` later (a start or restart cost that a simulator being
+        reproduced charges; elastic jobs get theirs through :meth:`resize`'s ``delay``)."""
+        ...
+
     def wake_at(self, when: float) -> None:
         """Run the policy on this VC again at ``when`` (a time, not a delay), even if nothing happens before.
         Timers at one instant are merged; ``when`` at or before now means "again at this instant, after

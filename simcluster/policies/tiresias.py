@@ -13,12 +13,17 @@ boundary; after a decision the policy sets timers only where the decision
 could change without any event — the first boundary after a running job
 crosses a threshold, and the boundary when a waiting job becomes eligible
 for promotion.
+
+With ``overheads = "elasticflow"`` each decision is a round of ElasticFlow's simulator, whose start and
+restart costs (:mod:`simcluster.policies.elasticflow_overheads`) the jobs pay as pauses: the preset
+``elasticflow-dlas`` runs it as that simulator runs its Tiresias baseline.
 """
 
 from __future__ import annotations
 
 import math
 from bisect import bisect_left
+from dataclasses import dataclass
 from heapq import heappop, heappush
 from typing import Any
 
@@ -26,7 +31,22 @@ from simcluster.cluster import VirtualCluster
 from simcluster.config import TIRESIAS, SimConfig, panel_fields
 from simcluster.job import Job, JobState
 from simcluster.policies.base import POLICIES, Policy, SchedulingContext
+from simcluster.policies.elasticflow_overheads import RoundOverheads
 from simcluster.policies.quota import queue_streams, walk_changes_nothing, walk_quota
+from simcluster.sdk import setting
+
+OVERHEAD_MODELS = ("none", "elasticflow")
+
+
+@dataclass(frozen=True)
+class TiresiasSettings:
+    overheads: str = setting("none", "What starting a job costs: none; elasticflow (ElasticFlow's simulator, "
+                             "utils.estimate_overhead, each decision one of its rounds, the boundaries where a running "
+                             "job crosses a threshold included: a job started in a round pauses 2 s, 7 s on a VC of "
+                             "256 GPUs or more, plus 2 × (log2 GPUs + 1) s at the next round if it still runs then; "
+                             "every 60th round restarts every running job, a pause of that plus 27 s, 47 s on a VC of "
+                             "256 GPUs or more, at once).",
+                             choices=OVERHEAD_MODELS)
 
 
 @POLICIES.register("tiresias")
@@ -37,11 +57,13 @@ class Tiresias(Policy):
     in the Lucid artifact), ``--quantum`` (seconds between decisions),
     ``--promote-knob`` (Tiresias' PromoteKnob starvation guard: a job that
     has waited longer than knob × its last run is promoted to the highest
-    queue; 0 = off).  Preemption charges the checkpoint overhead.
+    queue; 0 = off).  Preemption charges the checkpoint overhead; ``--set overheads=elasticflow`` charges
+    starts and restarts as ElasticFlow's simulator does.
     """
 
     preemptive = True
     reads = panel_fields(TIRESIAS)  # --quantum, --thresholds, --promote-knob
+    Settings = TiresiasSettings
 
     def __init__(self, config: SimConfig | None = None) -> None:
         super().__init__(config)
@@ -54,6 +76,7 @@ class Tiresias(Policy):
         self.knob = self.config.promote_knob
         self._forgiven: dict[Job, float] = {}  # attained service wiped by promotions
         self.promotions = 0
+        self._overheads: RoundOverheads | None = None  # (attach: from the settings)
         # with the knob: per VC, the waiting jobs that may starve, by the time they become eligible for promotion
         # (a heap of (eligible, trace index, job, pending_since); an entry is stale once its job ran or was
         # promoted), and those queued since the VC's last timers were set
@@ -61,6 +84,9 @@ class Tiresias(Policy):
         self._new_eligible: dict[str, list[tuple[float, int, Job, float]]] = {}
         if self.knob > 0:  # the engine calls a run hook only where one is set: plain tiresias has none
             self.on_run_stop = self._note_stopped  # type: ignore[method-assign]
+
+    def attach(self, cluster: Any) -> None:
+        self._overheads = RoundOverheads() if self.settings.overheads == "elasticflow" else None
 
     # --- attained service and queues -----------------------------------------
     def attained(self, job: Job, now: float) -> float:
@@ -88,10 +114,15 @@ class Tiresias(Policy):
         if boundary != now:
             ctx.wake_at(boundary)
             return
+        overheads = self._overheads
+        if overheads is not None:
+            running_before = overheads.open_round(vc, ctx)
         if self.knob > 0:
             self._promote_starving(vc, ctx, now)
         if vc.pending:
             self.decide(vc, ctx, now)
+        if overheads is not None:
+            overheads.close_round(vc, ctx, running_before)
         self._set_timers(vc, ctx, now)
 
     def running_entries(self, vc: VirtualCluster, now: float) -> list[tuple[Any, Job]]:
@@ -194,8 +225,9 @@ class Tiresias(Policy):
         return self._may_starve(job) and now - job.pending_since >= self.knob * self.last_run(job)
 
     def _set_timers(self, vc: VirtualCluster, ctx: SchedulingContext, now: float) -> None:
-        if not vc.pending:
-            return  # nobody waits: a crossing or promotion changes nothing until an event
+        if not vc.pending and self._overheads is None:
+            return  # nobody waits: a crossing or promotion changes nothing until an event (but is a round of
+            # ElasticFlow's simulator, which its overheads count)
         thresholds, last_queue, quantum = self.thresholds, len(self.thresholds), self.quantum
         wake: dict[float, None] = {}  # the running jobs' next crossings, each once, in the order first met
         for job in vc.running:

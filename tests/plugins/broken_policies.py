@@ -34,6 +34,15 @@ class PreemptsWaitingJobs(Policy):
             ctx.preempt(job)
 
 
+class StallsWaitingJobs(Policy):
+    """FIFO that also charges the jobs still waiting a pause (only running jobs can be stalled)."""
+
+    def schedule(self, vc, ctx):
+        start_in_order_until_blocked(vc, ctx)
+        for job in vc.pending:
+            ctx.stall(job, 10.0)
+
+
 class ShortensJobs(Policy):
     """Halves each waiting job's duration before starting it (changes a job itself)."""
 
@@ -122,6 +131,7 @@ BROKEN = {  # class → the rule it breaks
     StartsTwice: "start-not-pending",
     TakesBusyGpus: "more-gpus-than-free",
     PreemptsWaitingJobs: "preempt-not-running",
+    StallsWaitingJobs: "stall-not-running",
     ShortensJobs: "mutates-view",
     ShiftingOrder: "unstable-order",
     NeverStarts: "no-progress",
