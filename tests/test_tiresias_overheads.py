@@ -11,14 +11,17 @@ from dataclasses import replace
 
 import pytest
 from conftest import make_trace
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from simcluster.api import load_trace, simulate
-from simcluster.config import SimConfig
+from simcluster.config import ConfigError, SimConfig
 from simcluster.engine import Simulation
 from simcluster.job import Job
 from simcluster.paths import shared_data_dir
 from simcluster.policies.tiresias import Tiresias
 from simcluster.presets import resolve_config
+from simcluster.testing import policy_problems
 
 TRACES = shared_data_dir() / "elasticflow" / "traces"
 
@@ -60,6 +63,34 @@ def test_plain_tiresias_charges_nothing_and_the_setting_is_reported():
     charged = simulate(make_trace(rows, {"a": 1}), SimConfig(policy="tiresias", thresholds=(1e9,),
                                                             policy_settings={"overheads": "elasticflow"}))
     assert charged.jobs["overhead"].tolist() == [8.0, 0.0]
+
+
+def test_the_costs_do_not_go_with_the_promote_knob():
+    config = SimConfig(policy="tiresias", promote_knob=2.0, policy_settings={"overheads": "elasticflow"})
+    with pytest.raises(ConfigError, match="promote-knob 2.0: set it to 0"):
+        simulate(make_trace([("a", 1, 0, 100)], {"a": 1}), config)
+
+
+def test_tiresias_and_its_gittins_variant_with_the_costs_keep_every_rule_of_the_kit():
+    for name in ("tiresias", "tiresias-gittins"):
+        report = policy_problems(name, config=SimConfig(policy_settings={"overheads": "elasticflow"}))
+        assert report.ok, str(report)
+
+
+jobs_rows = st.lists(st.tuples(st.just("a"), st.sampled_from([1, 2, 4, 8]), st.integers(0, 3_000),
+                               st.integers(1, 4_000)), min_size=1, max_size=25)
+
+
+@settings(max_examples=40, deadline=None)
+@given(rows=jobs_rows, nodes=st.integers(1, 2))
+def test_a_pause_neither_loses_nor_makes_work(rows, nodes):
+    rows = sorted(rows, key=lambda r: r[2])
+    config = SimConfig(policy="tiresias", thresholds=(500.0, 4_000.0), preempt_overhead_small=0.0,
+                       preempt_overhead_large=0.0, policy_settings={"overheads": "elasticflow"})
+    jobs = simulate(make_trace(rows, {"a": nodes}), config).jobs
+    assert jobs["end_time"].notna().all() and (jobs["overhead"] >= 0).all()
+    # every second a job held its GPUs was work or a pause: held = duration + pauses
+    assert (jobs["busy_time"] - jobs["duration"] - jobs["overhead"]).abs().max() < 1e-6
 
 
 @pytest.mark.skipif(not (TRACES / "cluster05.csv").is_file(), reason=f"no ElasticFlow traces in {TRACES}")

@@ -28,7 +28,7 @@ from heapq import heappop, heappush
 from typing import Any
 
 from simcluster.cluster import VirtualCluster
-from simcluster.config import TIRESIAS, SimConfig, panel_fields
+from simcluster.config import TIRESIAS, ConfigError, SimConfig, panel_fields
 from simcluster.job import Job, JobState
 from simcluster.policies.base import POLICIES, Policy, SchedulingContext
 from simcluster.policies.elasticflow_overheads import RoundOverheads
@@ -86,7 +86,13 @@ class Tiresias(Policy):
             self.on_run_stop = self._note_stopped  # type: ignore[method-assign]
 
     def attach(self, cluster: Any) -> None:
-        self._overheads = RoundOverheads() if self.settings.overheads == "elasticflow" else None
+        """The overhead model, from the settings (read here: a test may replace them after construction)."""
+        self._overheads = None
+        if self.settings.overheads == "elasticflow":
+            if self.knob > 0:  # (a pause starts a new run segment, which the knob would take for the last run)
+                raise ConfigError("tiresias: overheads=elasticflow reproduces ElasticFlow's dlas-gpu, which runs "
+                                  f"without the promote knob; got --promote-knob {self.knob}: set it to 0")
+            self._overheads = RoundOverheads()
 
     # --- attained service and queues -----------------------------------------
     def attained(self, job: Job, now: float) -> float:
