@@ -95,16 +95,46 @@ def test_spare_gpus_go_first_to_a_job_waiting_with_none() -> None:
 
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.tuples(st.integers(10, 5000), st.integers(50, 3000)), min_size=1, max_size=6),
-       st.sampled_from([4, 8, 16]))
-def test_spare_gpus_never_oversubscribe_the_cluster(specs, total) -> None:  # type: ignore[no-untyped-def]
+       st.sampled_from([4, 8, 16]), st.sampled_from(["lazy", "all"]))
+def test_spare_gpus_never_oversubscribe_the_cluster(specs, total, rerank) -> None:  # type: ignore[no-untyped-def]
     jobs = [job(f"j{i}", work, deadline) for i, (work, deadline) in enumerate(specs)]
     line = planned(jobs, total)
     before = sum(j.gpus for j in jobs)
-    line = allocate_spare(jobs, line, now=0, slot=None)
+    line = allocate_spare(jobs, line, now=0, slot=None, rerank=rerank)
     after = sum(j.gpus for j in jobs)
     assert before <= after <= total
     assert after + line.free_at(0) == total
     assert all(j.gpus in (0, 1, 2, 4) for j in jobs)
+    # every job's plan is its share of the timeline left: giving every plan back empties the cluster again
+    for j in jobs:
+        assert j.plan is not None
+        for (t, g), (t_next, _) in zip(j.plan.steps, [*j.plan.steps[1:], (j.plan.end, 0)], strict=True):
+            line.reserve(t, t_next, -g)
+    assert line.points() == [(0, total)]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(10, 5000), st.integers(50, 3000)), min_size=1, max_size=6),
+       st.sampled_from([4, 8, 16]), st.sampled_from(["lazy", "all"]))
+def test_the_hand_out_stops_only_when_no_job_can_take_its_next_level(specs, total, rerank) -> None:  # type: ignore[no-untyped-def]
+    jobs = [job(f"j{i}", work, deadline) for i, (work, deadline) in enumerate(specs)]
+    line = allocate_spare(jobs, planned(jobs, total), now=0, slot=None, rerank=rerank)
+    step_up = {0: 1, 1: 1, 2: 2}  # GPUs a job at that level needs to reach the next (levels 1, 2, 4)
+    assert all(j.gpus == 4 or line.free_at(0) < step_up[j.gpus] for j in jobs)
+
+
+def test_lazy_reranking_takes_the_leader_when_one_job_may_grow() -> None:
+    # one job, 4 GPUs, share 1: both modes grow it level by level to 4
+    for rerank in ("lazy", "all"):
+        solo = job("solo", 100, 1000)
+        line = allocate_spare([solo], planned([solo], 4), now=0, slot=None, rerank=rerank)
+        assert solo.gpus == 4 and line.free_at(0) == 0
+
+
+def test_an_unknown_rerank_rule_is_refused() -> None:
+    solo = job("solo", 100, 1000)
+    with pytest.raises(ValueError, match="rerank must be"):
+        allocate_spare([solo], planned([solo], 4), now=0, slot=None, rerank="some")
 
 
 def test_a_plan_counts_its_gpu_seconds() -> None:

@@ -86,6 +86,37 @@ def test_admitted_jobs_get_their_plans_gpus_now_and_the_spare_by_marginal_return
     assert seen == {"j0": 4, "j1": 4}
 
 
+class DecisionLog(ElasticFlow):
+    """elasticflow noting when it decides."""
+
+    def counts(self, admitted: list[DeadlineJob], total: int, now: float) -> tuple[dict[str, int], float | None]:
+        self.decided = [*getattr(self, "decided", []), now]
+        return super().counts(admitted, total, now)
+
+
+def test_a_wake_asked_for_by_a_decision_since_replanned_decides_nothing_unless_replan_is_every():
+    def jobs() -> list[Job]:
+        return [flow_job(0, 4000, 10_000.0), flow_job(1, 3000, 10_000.0, model="flat"),
+                flow_job(2, 500, 10_000.0, submit=50.0), flow_job(3, 300, 700.0, submit=120.0)]
+
+    current, every = jobs(), jobs()
+    decided_current = run(DecisionLog, current).decided
+    decided_every = run(DecisionLog, every, replan="every").decided
+    # arrivals at 0, 50 and 120; j3, j2 and j0 end at 420, 450 and 1,200 (j1 last: no decision after it)
+    assert decided_current == [0.0, 50.0, 120.0, 420.0, 450.0, 1200.0]
+    # the plans made at 50 and 120 asked for decisions at their next steps, since re-planned at 420 and 450
+    assert set(decided_current) < set(decided_every) and len(decided_every) == 8
+    assert [j.end_time for j in current] == [j.end_time for j in every]
+
+
+def test_both_rerank_rules_agree_where_there_is_room_and_both_run_from_settings():
+    for rerank in ("lazy", "all"):
+        job = flow_job(0, 400, 200.0)
+        run(ElasticFlow, [job], rerank=rerank)
+        assert job.gpu_num == 8 and job.end_time == pytest.approx(50.0)
+    assert dict(resolve_config("elasticflow-artifact").policy_settings)["rerank"] == "all"
+
+
 def test_jobs_without_a_deadline_are_best_effort_on_what_deadline_jobs_leave():
     jobs = [flow_job(0, 800, 100.0), flow_job(1, 80, None, submit=10.0)]
     run(ElasticFlow, jobs)
@@ -142,7 +173,8 @@ needs_tables = pytest.mark.skipif(not THROUGHPUTS.is_dir(), reason=f"no ElasticF
 needs_traces = pytest.mark.skipif(not (TRACES / "cluster01.csv").is_file(), reason=f"no ElasticFlow traces in {TRACES}")
 
 
-POLICIES = [("elasticflow", {}), ("edf", {}), ("edf", {"admission": True})]
+POLICIES = [("elasticflow", {}), ("elasticflow", {"rerank": "all", "replan": "every"}), ("edf", {}),
+            ("edf", {"admission": True})]
 
 
 @needs_tables

@@ -33,6 +33,7 @@ to it (``slot=None`` plans in exact time).  Every other rule follows the artifac
 from __future__ import annotations
 
 import bisect
+import heapq
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -51,6 +52,15 @@ class DeadlineJob:
     rate: Callable[[int], float]  # iterations per second on that many GPUs
     gpus: int = 0  # GPUs now
     plan: Plan | None = None  # its plan now
+    _fits: list[int] = field(default_factory=list, repr=False)  # [f]: its largest level that fits in f GPUs
+
+    def fits(self, frees: list[int]) -> list[int]:
+        """Its largest level that fits in each of ``frees`` (0 where none does)."""
+        table = self._fits
+        need = max(frees, default=0) + 1
+        if len(table) < need:
+            table.extend(_fit(self.levels, f, f) for f in range(len(table), need))
+        return [table[f] for f in frees]
 
 
 @dataclass
@@ -62,7 +72,16 @@ class Plan:
     end: float
     real_end: float
     meets_deadline: bool
-    timeline: Timeline = field(repr=False)  # the free GPUs once this plan is taken
+    line: Timeline = field(repr=False)  # the free GPUs once this plan is taken (see ``timeline``)
+    merged: bool = field(default=True, repr=False)  # whether ``line`` has its equal neighbours merged yet
+
+    @property
+    def timeline(self) -> Timeline:
+        """The free GPUs once this plan is taken (merged on first use: most probes' plans are only ranked)."""
+        if not self.merged:
+            self.line.merge()
+            self.merged = True
+        return self.line
 
     def gpus_at(self, time: float) -> int:
         return next((g for t, g in reversed(self.steps) if t <= time), 0)
@@ -103,9 +122,13 @@ def plan_min_share(job: DeadlineJob, timeline: Timeline, now: float, slot: float
     """The job's minimum-satisfactory-share plan on ``timeline`` (not changed; the plan carries the new one).
     ``first``: GPUs the job must have from now until the timeline's next breakpoint (a marginal-return
     probe), the rest planned as usual."""
-    line = timeline.copy()
+    return _plan_on(job, timeline.copy(), now, slot, first)
+
+
+def _plan_on(job: DeadlineJob, line: Timeline, now: float, slot: float | None, first: int | None) -> Plan:
+    """:func:`plan_min_share` on ``line``, which becomes the plan's timeline (the caller's own copy)."""
     line.drop_before(now)
-    later = [t for t in line.times() if t > now] if first is not None else []  # (before the deadline's split)
+    after_now = line.next_after(now) if first is not None else None  # (before the deadline's split)
     deadline = job.deadline
     aligned = align(now, deadline, slot)
     if aligned >= now:
@@ -113,74 +136,80 @@ def plan_min_share(job: DeadlineJob, timeline: Timeline, now: float, slot: float
     left = float(job.work)
     steps: list[tuple[float, int]] = []
     start: float = now
+    rate, levels = job.rate, job.levels
     if first is not None:
-        until = later[0] if later else aligned
-        real_end: float = math.ceil(now + left / job.rate(first))
+        until = aligned if after_now is None else after_now
+        real_end: float = math.ceil(now + left / rate(first))
         end: float = align(now, real_end, slot)
         if until >= end and deadline >= real_end:
             line.reserve(now, end, first, merge=False)
             return _done([(now, first)], end, real_end, deadline, line)
-        left -= ((deadline if until == aligned else until) - now) * job.rate(first)
+        left -= ((deadline if until == aligned else until) - now) * rate(first)
         line.reserve(now, until, first, merge=False)
         steps.append((now, first))
         start = until
 
-    def span(t: float, t_next: float) -> float:
-        return (deadline if t_next == aligned else t_next) - t
-
-    points = [t for t in line.times() if start <= t < aligned]
-    top = max(job.levels) if job.levels else 0
+    points = line.between(start, aligned)
+    ends = [*points[1:], aligned]
+    spans = [(deadline if t_next == aligned else t_next) - t for t, t_next in zip(points, ends, strict=True)]
+    # the largest level that fits in each period's free GPUs (a level's share there is the smaller of the two),
+    # and what that many GPUs make over the period
+    fits = job.fits(line.free_list(points))
+    made_at_fit = [spans[i] * rate(f) if f else 0.0 for i, f in enumerate(fits)]
+    top = max(levels) if levels else 0
     below, share, point = 0, None, None
-    for level in job.levels:
-        done, period_end = 0.0, float(aligned)
-        for t in reversed(points):
-            give = _fit(job.levels, line[t], level)
-            if give:
-                done += span(t, period_end) * job.rate(give)
-                if done >= left:
-                    share, point = level, t
-                    break
-            period_end = t
+    for level in levels:
+        done, level_rate = 0.0, rate(level)
+        for i in range(len(points) - 1, -1, -1):
+            fit = fits[i]
+            if fit >= level:
+                done += spans[i] * level_rate
+            elif fit:
+                done += made_at_fit[i]
+            else:
+                continue
+            if done >= left:
+                share, point = level, points[i]
+                break
         if share is not None:
             break
         below = level
     if share is not None:
         assert point is not None
         for i, t in enumerate(points):
-            t_next = points[i + 1] if i + 1 < len(points) else aligned
-            give = _fit(job.levels, line[t], share if t >= point else below)
+            cap = share if t >= point else below
+            give = min(cap, fits[i])
             steps.append((t, give))
             if not give:
                 continue
-            made = span(t, t_next) * job.rate(give)
+            made = spans[i] * rate(give)
             if t >= point and made >= left:
-                real_left = math.ceil(left / job.rate(give))
+                real_left = math.ceil(left / rate(give))
                 end, real_end = t + align(0, real_left, slot), float(t + real_left)
                 line.reserve(t, end, give, merge=False)
                 return _done(steps, end, real_end, deadline, line)
             left -= made
-            line.reserve(t, t_next, give, merge=False)
-        give = _fit(job.levels, line.free_at(aligned), share) or share  # (rounding left a sliver past the grid)
-        real_left = math.ceil(left / job.rate(give))
+            line.take(t, give)
+        give = _fit(levels, line.free_at(aligned), share) or share  # (rounding left a sliver past the grid)
+        real_left = math.ceil(left / rate(give))
         end, real_end = aligned + align(0, real_left, slot), float(aligned + real_left)
         steps.append((aligned, give))
         line.reserve(aligned, end, give, merge=False)
         return _done(steps, end, real_end, deadline, line)
     # no level meets the deadline: the top level (what fits) until the deadline, then whatever fits after it
     for i, t in enumerate(points):
-        t_next = points[i + 1] if i + 1 < len(points) else aligned
-        give = _fit(job.levels, line[t], top)
+        give = min(top, fits[i])
         steps.append((t, give))
-        left -= span(t, t_next) * job.rate(give) if give else 0.0
-        line.reserve(t, t_next, give, merge=False)
+        left -= spans[i] * rate(give) if give else 0.0
+        line.take(t, give)
     t = max(aligned, start)
-    for t_next in [u for u in line.times() if u > t]:
-        give = _fit(job.levels, line.free_at(t), top)
+    for t_next in line.between(math.nextafter(t, math.inf), math.inf):
+        give = _fit(levels, line.free_at(t), top)
         steps.append((t, give))
         if give:
-            made = (t_next - t) * job.rate(give)
+            made = (t_next - t) * rate(give)
             if made >= left:
-                real_end = math.ceil(t + left / job.rate(give))
+                real_end = math.ceil(t + left / rate(give))
                 end = align(now, real_end, slot)
                 line.reserve(t, end, give, merge=False)
                 return _done(steps, end, real_end, deadline, line)
@@ -188,7 +217,7 @@ def plan_min_share(job: DeadlineJob, timeline: Timeline, now: float, slot: float
             line.reserve(t, t_next, give, merge=False)
         t = t_next
     give = first if first is not None else top  # (the artifact: past every breakpoint, the probe's count)
-    real_end = math.ceil(t + left / job.rate(give))
+    real_end = math.ceil(t + left / rate(give))
     end = align(now, real_end, slot)
     steps.append((t, give))
     line.reserve(t, end, give, merge=False)
@@ -196,8 +225,7 @@ def plan_min_share(job: DeadlineJob, timeline: Timeline, now: float, slot: float
 
 
 def _done(steps: list[tuple[float, int]], end: float, real_end: float, deadline: float, line: Timeline) -> Plan:
-    line.merge()
-    return Plan(merged_steps(steps), end, real_end, real_end <= deadline, line)
+    return Plan(merged_steps(steps), end, real_end, real_end <= deadline, line, merged=False)
 
 
 def plan_in_order(jobs: Sequence[DeadlineJob], total_gpus: int, now: float, slot: float | None = 60.0
@@ -222,55 +250,107 @@ def admit(admitted: Sequence[DeadlineJob], arriving: Sequence[DeadlineJob], tota
 
 
 def allocate_spare(jobs: Sequence[DeadlineJob], timeline: Timeline, now: float, slot: float | None = 60.0,
-                   largest_first: bool = True) -> Timeline:
+                   largest_first: bool = True, rerank: str = "lazy") -> Timeline:
     """Hand the GPUs free now on ``timeline`` to ``jobs`` (each with its ``plan`` and ``gpus`` set) by
     marginal return (see the module's docstring); updates the jobs' ``gpus`` and ``plan`` and returns the
-    timeline left."""
-    spare = timeline.free_at(now)
-    line = timeline
-    waiting = math.inf if largest_first else -math.inf  # the rank of a job with no GPUs yet: first
-    # per job: its rank, whether it may grow, and its probe's plan (None: not planned yet)
-    probes: dict[str, tuple[float, bool, Plan | None]] = {}
+    timeline left.
 
-    def rank(job: DeadlineJob) -> tuple[float, bool, Plan | None]:
+    Each step-up changes the timeline and so, a little, every other job's marginal return.  ``rerank``:
+    ``"all"`` re-plans every job that may grow after each step-up, as the artifact does (a step-up costs a
+    plan per job); ``"lazy"`` re-plans only the job about to be chosen and takes it if its fresh rank still
+    leads, else puts it back in the queue (a step-up costs a plan or two).  They choose alike while ranks
+    only fall as the cluster fills; where a rank rises they may differ.
+    """
+    handout = _Handout(timeline, now, slot, largest_first)
+    if rerank == "all":
+        handout.rerank_all(list(jobs))
+    elif rerank == "lazy":
+        handout.rerank_lazily(list(jobs))
+    else:
+        raise ValueError(f"rerank must be 'all' or 'lazy', not {rerank!r}")
+    return handout.line
+
+
+class _Handout:
+    """One hand-out of spare GPUs: the timeline as it fills, the GPUs still free now, and how jobs rank."""
+
+    def __init__(self, timeline: Timeline, now: float, slot: float | None, largest_first: bool) -> None:
+        self.line, self.now, self.slot, self.largest_first = timeline, now, slot, largest_first
+        self.spare = timeline.free_at(now)
+        self.waiting = math.inf if largest_first else -math.inf  # the rank of a job with no GPUs yet: first
+
+    def may_grow(self, job: DeadlineJob) -> bool:
         step = _next_level(job)
-        if step == job.gpus or step - job.gpus > spare or job.plan is None:
-            return -math.inf, False, None
-        if job.gpus == 0:  # (its rank needs no plan: planned only if it is chosen)
-            return waiting, True, None
-        plan = probe(job, step)
-        return (plan.gpu_seconds - job.plan.gpu_seconds) / (step - job.gpus), True, plan
+        return step != job.gpus and step - job.gpus <= self.spare and job.plan is not None
 
-    def probe(job: DeadlineJob, step: int) -> Plan:
+    def rank(self, job: DeadlineJob) -> tuple[float, Plan | None]:
+        """The job's marginal return on the timeline now, and its probe's plan (None: not planned, as a job
+        with no GPUs ranks first without one); call only where it may grow."""
         assert job.plan is not None
-        released = line.copy()
-        for (t, g), (t_next, _) in zip(job.plan.steps, [*job.plan.steps[1:], (job.plan.end, 0)], strict=True):
-            if t_next > now and g:
-                released.reserve(max(t, now), t_next, -g)
-        return plan_min_share(job, released, now, slot, first=step)
+        if job.gpus == 0:
+            return self.waiting, None
+        step = _next_level(job)
+        plan = self.probe(job, step)
+        return (plan.gpu_seconds - job.plan.gpu_seconds) / (step - job.gpus), plan
 
-    order = list(jobs)
-    for job in order:
-        probes[job.key] = rank(job)
-    order.sort(key=lambda j: probes[j.key][0], reverse=largest_first)
-    grew = True
-    while spare > 0 and grew:
-        grew = False
-        for job in order:
-            step = _next_level(job)
-            _, may_grow, plan = probes[job.key]
-            if step == job.gpus or step - job.gpus > spare or not may_grow:
-                continue
-            plan = plan or probe(job, step)
-            spare -= step - job.gpus
-            job.gpus, job.plan, line = step, plan, plan.timeline
-            grew = True
-            break
-        for job in order:
-            if _next_level(job) > job.gpus:
-                probes[job.key] = rank(job)
-        order.sort(key=lambda j: probes[j.key][0], reverse=largest_first)
-    return line
+    def probe(self, job: DeadlineJob, step: int) -> Plan:
+        """The job re-planned with ``step`` GPUs from now, on the timeline without its own plan."""
+        assert job.plan is not None
+        released = self.line.copy()
+        for (t, g), (t_next, _) in zip(job.plan.steps, [*job.plan.steps[1:], (job.plan.end, 0)], strict=True):
+            if t_next > self.now and g:
+                released.reserve(max(t, self.now), t_next, -g, merge=False)
+        released.merge()
+        return _plan_on(job, released, self.now, self.slot, first=step)
+
+    def grow(self, job: DeadlineJob, plan: Plan | None) -> None:
+        step = _next_level(job)
+        plan = plan or self.probe(job, step)
+        self.spare -= step - job.gpus
+        job.gpus, job.plan, self.line = step, plan, plan.timeline
+
+    def rerank_all(self, order: list[DeadlineJob]) -> None:
+        """The artifact's loop: after each step-up every job that may grow is ranked again."""
+        probes = {job.key: self.rank(job) if self.may_grow(job) else (-math.inf, None) for job in order}
+        order.sort(key=lambda j: probes[j.key][0], reverse=self.largest_first)
+        grew = True
+        while self.spare > 0 and grew:
+            grew = False
+            for job in order:
+                if self.may_grow(job):
+                    self.grow(job, probes[job.key][1])
+                    grew = True
+                    break
+            for job in order:
+                if _next_level(job) > job.gpus:
+                    probes[job.key] = self.rank(job) if self.may_grow(job) else (-math.inf, None)
+            order.sort(key=lambda j: probes[j.key][0], reverse=self.largest_first)
+
+    def rerank_lazily(self, jobs: list[DeadlineJob]) -> None:
+        """A queue by rank, each rank as of the timeline it was computed on: the head is ranked again on the
+        timeline now (where that changed) and grows if it still leads, else goes back with its fresh rank."""
+        sign = -1.0 if self.largest_first else 1.0
+        version = 0  # step-ups so far: a rank computed at an older version may be stale
+        heap: list[tuple[float, int, int, Plan | None]] = []
+        for i, job in enumerate(jobs):
+            if self.may_grow(job):
+                value, plan = self.rank(job)
+                heapq.heappush(heap, (sign * value, i, version, plan))
+        while self.spare > 0 and heap:
+            _, i, seen, plan = heapq.heappop(heap)
+            job = jobs[i]
+            if not self.may_grow(job):
+                continue  # (spare GPUs only shrink: it will not fit later either)
+            if seen != version and job.gpus:
+                value, plan = self.rank(job)
+                if heap and (sign * value, i) > heap[0][:2]:
+                    heapq.heappush(heap, (sign * value, i, version, plan))
+                    continue
+            self.grow(job, plan)
+            version += 1
+            if self.may_grow(job):
+                value, plan = self.rank(job)
+                heapq.heappush(heap, (sign * value, i, version, plan))
 
 
 def _next_level(job: DeadlineJob) -> int:

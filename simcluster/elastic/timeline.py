@@ -16,7 +16,7 @@ until the next one (the last holds on forever).
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
 
 class Timeline:
@@ -47,6 +47,11 @@ class Timeline:
     def __getitem__(self, time: float) -> int:
         return self._free[time]
 
+    def free_list(self, times: list[float]) -> list[int]:
+        """The free count at each of ``times``, all breakpoints."""
+        free = self._free
+        return [free[t] for t in times]
+
     def __contains__(self, time: float) -> bool:
         return time in self._free
 
@@ -74,26 +79,40 @@ class Timeline:
         if merge:
             self.merge()
 
+    def take(self, time: float, gpus: int) -> None:
+        """Take ``gpus`` out of the free count from breakpoint ``time`` to the next one."""
+        left = self._free[time] - gpus
+        if left < 0:
+            raise ValueError(f"over-reserved at {time}: {self._free[time]} free, {gpus} asked")
+        self._free[time] = left
+
+    def next_after(self, time: float) -> float | None:
+        """The first breakpoint after ``time`` (None if there is none)."""
+        i = bisect.bisect_right(self._times, time)
+        return self._times[i] if i < len(self._times) else None
+
     def drop_before(self, time: float) -> None:
         """Forget the past: the breakpoint at ``time`` takes the value in force there."""
         self.split(time)
-        for t in [t for t in self._times if t < time]:
+        i = bisect.bisect_left(self._times, time)
+        for t in self._times[:i]:
             del self._free[t]
-        self._times = [t for t in self._times if t >= time]
+        del self._times[:i]
 
     def merge(self) -> None:
         """Drop breakpoints that do not change the count (as the artifact's ``merge_dict``)."""
-        kept, last = [], None
+        free, kept, last = self._free, [], None
         for t in self._times:
-            if self._free[t] == last:
-                del self._free[t]
-                continue
-            kept.append(t)
-            last = self._free[t]
+            count = free[t]
+            if count == last:
+                del free[t]
+            else:
+                kept.append(t)
+                last = count
         self._times = kept
 
-    def between(self, start: float, end: float) -> Iterable[float]:
-        """Breakpoints in [start, end)."""
+    def between(self, start: float, end: float) -> list[float]:
+        """Breakpoints in [start, end) (a new list)."""
         return self._times[bisect.bisect_left(self._times, start):bisect.bisect_left(self._times, end)]
 
 

@@ -21,8 +21,9 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from simcluster.elastic.edf import edf_admit, edf_allocate
-from simcluster.elastic.elasticflow_plan import DeadlineJob, admit, allocate_spare, plan_in_order
+from simcluster.elastic.elasticflow_plan import DeadlineJob, allocate_spare, plan_in_order
 from simcluster.elastic.work import ElasticFlowWork, NotElastic
+from simcluster.policies.elasticflow_overheads import is_restart_round, overhead_seconds
 from simcluster.sdk import (
     JobView,
     Plan,
@@ -35,7 +36,6 @@ from simcluster.sdk import (
 )
 
 OVERHEADS = ("none", "restart-delay", "artifact")
-ROUNDS_PER_RESTART = 60  # the artifact clears its cache of GPU ranks and restarts jobs every 60th round
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,15 @@ class DeadlineSettings:
                              "2 × (log2 GPUs + 1) s on GPUs it has not held since the last restart round; every "
                              "60th decision is a restart round, 27 s more, 47 s on large clusters).",
                              choices=OVERHEADS)
+    rerank: str = setting("lazy", "Spare GPUs go one level-step at a time to the job of highest marginal return; "
+                          "each step changes the others' returns a little. lazy: only the job about to be chosen is "
+                          "re-planned, and goes back in the queue if it no longer leads (a plan or two a step); all: "
+                          "every job is re-planned after each step, as the artifact does (a plan per job a step: "
+                          "far slower on large clusters). EDF has no hand-out and ignores it.", choices=("lazy", "all"))
+    replan: str = setting("current", "When to decide again besides arrivals, completions and changes of the VC's "
+                          "GPUs: current (the next step of the plans now in force); every (also the steps of plans "
+                          "made by earlier decisions, since re-planned, as the artifact's figures here were "
+                          "reproduced with).", choices=("current", "every"))
 
 
 @dataclass(frozen=True)
@@ -65,6 +74,9 @@ class VcState:
     held_until: float = -math.inf  # (slot batching) nothing is decided before this
     rounds: int = 0  # decisions made (artifact overheads: every 60th is a restart round)
     cache: set[tuple[str, tuple[tuple[int, int], ...]]] = field(default_factory=set)  # (artifact) GPUs held before
+    wake: float | None = None  # when the last decision asked to decide again (None: at the next event)
+    changed: bool = True  # a job ended or the VC's GPUs changed since the last decision
+    total: int = 0  # the VC's GPUs that were up at the last decision
 
 
 class DeadlinePolicy(Policy):
@@ -103,6 +115,10 @@ class DeadlinePolicy(Policy):
         known = state.jobs
         total = sum(node.gpu_count for node in vc.nodes if node.up)
         newcomers = [job for job in vc.pending if job not in known]
+        if (self.settings.replan == "current" and not newcomers and not state.changed and total == state.total
+                and now != state.wake):
+            return  # a wake asked for by a decision since re-planned: nothing to decide
+        state.changed, state.total = False, total
         for job in [*vc.pending, *vc.running]:
             if job in known:
                 known[job].work = _iterations_left(job, now)
@@ -134,12 +150,14 @@ class DeadlinePolicy(Policy):
             state.held_until = now + self.config.schedule_interval
             if again is not None:
                 again = max(again, state.held_until)
+        state.wake = again
         if again is not None:
             ctx.wake_at(again)
 
     def on_finish(self, job: JobView, now: float) -> None:
         for state in self._vcs.values():
-            state.jobs.pop(job, None)
+            if state.jobs.pop(job, None) is not None:
+                state.changed = True
 
     def _deadline_job(self, job: JobView, total: int, now: float) -> DeadlineJob:
         work = job.elastic.model if job.elastic is not None else None
@@ -154,18 +172,14 @@ class DeadlinePolicy(Policy):
 
     def _charge_artifact_overheads(self, vc: VCView, ctx: SchedulingContext, total: int, state: VcState) -> None:
         """ElasticFlow's simulated overheads (see the ``overheads`` setting), charged as each job's restart delay."""
-        restart = state.rounds > 0 and state.rounds % ROUNDS_PER_RESTART == 0
+        restart = is_restart_round(state.rounds)
         state.rounds += 1
         if restart:
             state.cache.clear()
-        base = 7.0 if total >= 256 else 2.0
         for job in vc.running:
             held = (job.job_id, tuple(sorted((node.index, len(ids)) for node, ids in job.allocation)))
-            delay = base
-            if held not in state.cache:
-                delay += (27.0 if total < 256 else 47.0) if restart else 0.0
-                delay += 2.0 * (math.log2(job.gpu_num) + 1)
-                state.cache.add(held)
+            delay = overhead_seconds(job.gpu_num, total, restart, cached=held in state.cache)
+            state.cache.add(held)
             ctx.resize(job, [(node, len(ids)) for node, ids in job.allocation], delay=delay)
 
 
@@ -230,15 +244,32 @@ class ElasticFlow(DeadlinePolicy):
 
     cap_rule = "elasticflow"
 
+    def __init__(self, config: Any = None) -> None:
+        super().__init__(config)
+        # the admission's plans (when, of which jobs): an admitted batch's decision plans the same jobs again
+        self._admission: tuple[float, list[DeadlineJob], tuple[list[Any], Any, bool]] | None = None
+
     def admits(self, admitted: list[DeadlineJob], arriving: list[DeadlineJob], total: int, now: float) -> bool:
-        return admit(admitted, arriving, total, now, self.settings.slot or None)
+        jobs = [*admitted, *arriving]
+        planned = plan_in_order(jobs, total, now, self.settings.slot or None)  # (admit's test, plans kept)
+        self._admission = (now, jobs, planned)
+        return planned[2]
 
     def counts(self, admitted: list[DeadlineJob], total: int, now: float) -> tuple[dict[str, int], float | None]:
         slot = self.settings.slot or None
-        plans, line, _ = plan_in_order(admitted, total, now, slot)
+        if self.settings.rerank == "lazy" and sum(max(job.levels, default=0) for job in admitted) <= total:
+            # room for every job at its top level: no order of the hand-out gives other counts, and none will
+            # until a job arrives or ends, so no plan is needed and no decision before then
+            return {job.key: max(job.levels, default=0) for job in admitted}, None
+        admission, self._admission = self._admission, None
+        if admission and admission[0] == now and len(admission[1]) == len(admitted) and all(
+                a is b for a, b in zip(admission[1], admitted, strict=True)):
+            plans, line, _ = admission[2]
+        else:
+            plans, line, _ = plan_in_order(admitted, total, now, slot)
         for job, plan in zip(admitted, plans, strict=True):
             job.plan, job.gpus = plan, plan.gpus_at(now)
-        allocate_spare(admitted, line, now, slot)
+        allocate_spare(admitted, line, now, slot, rerank=self.settings.rerank)
         steps = [t for job in admitted if job.plan is not None for t, _ in job.plan.steps if t > now]
         return {job.key: job.gpus for job in admitted}, min(steps, default=None)
 

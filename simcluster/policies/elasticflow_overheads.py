@@ -31,11 +31,14 @@ ROUNDS_PER_RESTART = 60  # the artifact's --scheduling_slot (60), used as a coun
 LARGE_CLUSTER_GPUS = 256  # from this many GPUs on, the artifact's costs are those of a large cluster
 
 
-def overhead_seconds(gpus: int, cluster_gpus: int, restart: bool) -> float:
+def overhead_seconds(gpus: int, cluster_gpus: int, restart: bool, cached: bool = False) -> float:
     """``utils.estimate_overhead``: what starting a job of ``gpus`` GPUs costs on a cluster of ``cluster_gpus``,
-    in a restart round or not."""
+    in a restart round or not; ``cached``: on GPUs it held before (the artifact's cache of GPU ranks), only the
+    base cost."""
     large = cluster_gpus >= LARGE_CLUSTER_GPUS
     seconds = 7.0 if large else 2.0
+    if cached:
+        return seconds
     if restart:
         seconds += 47.0 if large else 27.0
     return seconds + 2.0 * (math.log2(gpus) + 1)
