@@ -140,6 +140,21 @@ class JobLife:
             raise ValueError(f"job {job.job_id} is elastic: charge it a pause with resize(job, its plan, delay=...)")
         self.interrupt(job, Stalled(self.policy.name, seconds), vc)
 
+    def _new_segment(self, job: Job, vc: VirtualCluster, now: float, speed: float, sharing: bool, timed: bool,
+                     pause: float = 0.0) -> None:
+        """A new segment of ``job``'s run from ``now`` at ``speed``, owing ``pause`` seconds first: to the policy, a
+        stop and a start; re-timed if its run's end was set (``timed``)."""
+        if self._policy_on_run_stop:
+            self.policy.on_run_stop(job, vc)
+        job.change_speed(now, speed, sharing)
+        if pause:
+            job.overhead_left += pause
+            job.overhead_total += pause
+        if self._policy_on_run_start:
+            self.policy.on_run_start(job, vc)
+        if timed:
+            self._time_run(job)
+
     def decline(self, job: Job, vc: VirtualCluster) -> None:
         """Turn waiting ``job`` away for good (it is reported unfinished and declined)."""
         self.interrupt(job, Declined(self.policy.name), vc)
@@ -162,25 +177,11 @@ class JobLife:
         timed = _disarm(job)  # not yet timed while the job is being started: start() times it
         match cause:
             case RateChanged(speed=speed, sharing=sharing):
-                if self._policy_on_run_stop:  # a new segment of the run: to the policy, a stop and a start
-                    self.policy.on_run_stop(job, vc)
-                job.change_speed(now, speed, sharing)
-                if self._policy_on_run_start:
-                    self.policy.on_run_start(job, vc)
-                if timed:
-                    self._time_run(job)
+                self._new_segment(job, vc, now, speed, sharing, timed)
                 for hook in self._on_speed:
                     hook(job, now)
-            case Stalled(seconds=seconds):  # a new segment of the run, which first owes the pause
-                if self._policy_on_run_stop:
-                    self.policy.on_run_stop(job, vc)
-                job.change_speed(now, job.speed, job.sharing)
-                job.overhead_left += seconds
-                job.overhead_total += seconds
-                if self._policy_on_run_start:
-                    self.policy.on_run_start(job, vc)
-                if timed:
-                    self._time_run(job)
+            case Stalled(seconds=seconds):
+                self._new_segment(job, vc, now, job.speed, job.sharing, timed, pause=seconds)
             case Preempted(overhead=overhead, moving=moving):
                 self._stop(job, vc, overhead=overhead)
                 if moving:

@@ -257,11 +257,11 @@ class ElasticFlow(DeadlinePolicy):
 
     def counts(self, admitted: list[DeadlineJob], total: int, now: float) -> tuple[dict[str, int], float | None]:
         slot = self.settings.slot or None
+        admission, self._admission = self._admission, None
         if self.settings.rerank == "lazy" and sum(max(job.levels, default=0) for job in admitted) <= total:
             # room for every job at its top level: no order of the hand-out gives other counts, and none will
             # until a job arrives or ends, so no plan is needed and no decision before then
             return {job.key: max(job.levels, default=0) for job in admitted}, None
-        admission, self._admission = self._admission, None
         if admission and admission[0] == now and len(admission[1]) == len(admitted) and all(
                 a is b for a, b in zip(admission[1], admitted, strict=True)):
             plans, line, _ = admission[2]
