@@ -285,6 +285,8 @@ def leave_one_workload_out(calibration: Calibration, single: pd.DataFrame, rows:
     folds = []
     for name in sorted({k[0] for k in rows.own}):
         held = rows.involving(name)
+        if held.all():  # in every measured pair: nothing is left to refit on without it
+            continue
         test = rows.take(held)
         known = _rounded(fit_pairs(calibration, rows, exclude=name))
         blind = _rounded(fit_pairs(solo_calibration(single, exclude=name, prior=prior), rows, exclude=name))
@@ -374,6 +376,7 @@ def _facts(single: pd.DataFrame, rows: PairRows) -> dict[str, Any]:
         "configurations": len(single), "workloads": int(single["model"].nunique()),
         "paired_workloads": len(paired),
         "never_paired": sorted(set(single["model"]) - paired),
+        "in_every_pair": sorted(m for m in paired if all(m in (a[0], b[0]) for a, b in zip(rows.own, rows.other))),
         "above_one": float(np.mean(rows.raw > 1.0)),
         "busy_pairs": int(busy.sum()), "busy_pair_speed": float(rows.speed[busy].mean()) if busy.any() else math.nan,
     }  # fmt: skip

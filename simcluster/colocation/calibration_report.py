@@ -272,7 +272,8 @@ def refit_markdown(report: FitReport) -> str:
         (f"refitted: kappa = {c.kappa:.3f}, a = {c.own_exponent:.3f}, b = {c.partner_exponent:.3f} (two fully "
          f"busy jobs each at {1 / (1 + c.kappa):.2f} of their"),
         (f"solo speed; measured: {facts['busy_pair_speed']:.2f} over the {facts['busy_pairs']} speeds of pairs "
-         "of jobs that each use the GPU 90 % of the time or more)."),
+         "of jobs that each use the GPU 90 % of the time or more)." if facts["busy_pairs"] else
+         "solo speed; no pair of two jobs that each use the GPU 90 % of the time or more was measured)."),
         "",
         "## Figures",
         "",
@@ -283,8 +284,13 @@ def refit_markdown(report: FitReport) -> str:
         "measured workloads that the profiler did not run together meets. *Workload left out*: the pair rule",
         "refitted without any pair involving the workload, its factors 1, its pairs predicted; *nothing",
         "measured*: its solo rows left out of stage 1 too.",
-        "",
     ]
+    if facts.get("in_every_pair"):
+        every = facts["in_every_pair"]
+        lines.append(f"{_names(every)} {'is' if len(every) == 1 else 'are'} in every measured pair: without "
+                     f"{'it' if len(every) == 1 else 'them'} nothing is left to refit on, so no fold leaves "
+                     f"{'it' if len(every) == 1 else 'them'} out.")
+    lines.append("")
     lines += _figure_lines(report, fitted=f"refitted to {tables}", short="refitted")
     lines += _parameter_lines(report)
     return "\n".join(lines) + "\n"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import math
+import shutil
 from dataclasses import asdict
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import pytest
 from simcluster.api import simulate
 from simcluster.colocation.calibrate import fit_measured
 from simcluster.colocation.calibrated import read_calibration
+from simcluster.colocation.calibration_report import refit_markdown
 from simcluster.colocation.folders import committed_measurements
 from simcluster.colocation.layered import MeasuredFirst
 from simcluster.colocation.loader import answer_shares, load_colocation_model, run_gpu_type
@@ -99,17 +101,45 @@ def test_a_sharing_run_on_h100s_reports_which_model_answered_its_lookups() -> No
     assert untyped["colocation_answered_by"]["calibrated"]["share"] == 1.0
 
 
-def test_the_committed_refit_is_what_the_fit_gives_and_reports_its_held_out_error() -> None:
-    committed = read_calibration(H100 / "calibrated")
-    fresh = fit_measured(H100, with_folds=False).calibration
+@pytest.mark.parametrize("gpu", sorted(committed_measurements()))
+def test_the_committed_refit_is_what_the_fit_gives_and_reports_its_held_out_error(gpu: str) -> None:
+    folder = committed_measurements()[gpu]
+    committed = read_calibration(folder / "calibrated")
+    fresh = fit_measured(folder, with_folds=False).calibration
     assert asdict(fresh.constants) == pytest.approx(asdict(committed.constants), rel=1e-3)  # (another BLAS may
     for mine, theirs in zip(fresh.workloads, committed.workloads, strict=True):  # round the last digits apart)
         assert {k: v for k, v in asdict(mine).items() if k not in ("model", "dataset")} == pytest.approx(
             {k: v for k, v in asdict(theirs).items() if k not in ("model", "dataset")}, rel=1e-3)
-    assert committed.fitted_to["gpu"] == "h100" and "H100" in committed.fitted_to["short"]
+    assert committed.fitted_to["gpu"] == gpu and gpu.upper() in committed.fitted_to["short"]
     assert {"mae_in_sample", "mae_leave_one_workload_out", "mae_leave_one_pair_out"} <= set(committed.fit)
-    report = (H100 / "calibrated" / "README.md").read_text()
+    report = (folder / "calibrated" / "README.md").read_text()
     assert f"{committed.fit['mae_leave_one_workload_out']:.3f} for a workload left out" in report
+
+
+def test_a_table_whose_pairs_all_share_one_workload_is_refitted_with_a_fold_for_every_other(tmp_path: Path) -> None:
+    """A campaign cut off early measures one workload beside each of the others: that one has no fold."""
+    pair = read_pair_table(H100 / "pair.csv")
+    star = pair[(pair["model1"] == "ResNet18") & (pair["model2"] != "ResNet18") & (pair["status"] == "ok")]
+    shutil.copy(H100 / "single.csv", tmp_path / "single.csv")
+    shutil.copy(H100 / "metadata.json", tmp_path / "metadata.json")
+    star.to_csv(tmp_path / "pair.csv", index=False)
+    report = fit_measured(tmp_path)
+    assert sorted(f.workload for f in report.folds) == sorted(star["model2"])
+    assert report.data["in_every_pair"] == ["ResNet18"]
+    assert "ResNet18 is in every measured pair" in refit_markdown(report)
+
+
+def test_a_cluster_of_h200s_answers_from_the_h200_measurements_first() -> None:
+    if "h200" not in committed_measurements():
+        pytest.skip("no H200 tables committed")
+    model = load_colocation_model("default", ["h200"])
+    assert isinstance(model, MeasuredFirst) and model.provenance["gpu"] == "h200"
+    measured = read_pair_table(committed_measurements()["h200"] / "pair.csv")
+    row = measured[(measured["status"] == "ok") & (measured["model1"] != measured["model2"])].iloc[0]
+    a, b = Workload(row.model1, row.dataset1, 32, 0), Workload(row.model2, row.dataset2, 32, 0)
+    assert model.pair_speeds(a, 1, b, 1) == pytest.approx((row.speed1, row.speed2))
+    assert load_colocation_model("default", ["h100"]).pair_speeds(a, 1, b, 1) != pytest.approx(
+        (row.speed1, row.speed2))
 
 
 def test_no_colocation_module_imports_another_inside_a_function() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -197,3 +198,42 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
+
+
+@pytest.mark.skipif(shutil.which("bash") is None or shutil.which("timeout") is None, reason="needs bash and timeout")
+def test_the_device_script_resumes_from_its_work_folder_when_the_checkout_lacks_the_last_chunks_rows(
+        tmp_path: Path) -> None:
+    """A warm lent machine gets a fresh checkout per call; the chunk before's rows live outside it."""
+    checkout = tmp_path / "checkout"
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN_FILE.replace("{folder}", str(checkout / "measured" / "{gpu}")))
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+                   "CAMPAIGN_WORK": str(tmp_path / "work"), "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+
+    def chunk(out: Path, *options: str) -> subprocess.CompletedProcess[str]:
+        out.mkdir()
+        return subprocess.run(["bash", str(REPO / "profiler" / "device_chunk.sh"), str(plan), "5", "--device", "cpu",
+                               *options], cwd=REPO, env={**environment, "OUT": str(out)}, capture_output=True,
+                              text=True, timeout=300, check=False)
+
+    first = chunk(tmp_path / "out1", "--max-rows", "3")  # NeuMF alone, TD3 alone, their pair
+    assert first.returncode == 0, first.stderr + first.stdout
+    assert json.loads((tmp_path / "out1" / "chunk.json").read_text())["measured"] >= 3
+    assert (tmp_path / "out1" / "folder.txt").read_text().strip() == str(checkout / "measured" / "cpu")
+    assert not (checkout / "measured" / "cpu").exists()  # nothing was committed between the calls
+    second = chunk(tmp_path / "out2")
+    assert second.returncode == 0, second.stderr + second.stdout
+    summary = json.loads((tmp_path / "out2" / "chunk.json").read_text())
+    assert summary["done"] and summary["skipped"] == 1  # the first chunk's pair, kept in the work folder
+    assert len(read_pair_table(tmp_path / "out2" / "pair.csv")) == 3
+    chunks = json.loads((tmp_path / "out2" / "metadata.json").read_text())["campaign"]["chunks"]
+    assert len(chunks) == 2
+
+    committed = checkout / "measured" / "cpu"  # the tables copied back and committed; the machine given back
+    committed.mkdir(parents=True)
+    for name in ("single.csv", "pair.csv", "metadata.json"):
+        shutil.copy(tmp_path / "out2" / name, committed / name)
+    shutil.rmtree(tmp_path / "work")
+    third = chunk(tmp_path / "out3")
+    assert third.returncode == 0, third.stderr + third.stdout
+    assert json.loads((tmp_path / "out3" / "chunk.json").read_text())["skipped"] == 3  # seeded from the checkout
