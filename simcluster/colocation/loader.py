@@ -16,6 +16,11 @@ the cluster says, e.g. to replay venus_sept as if its GPUs were H100s.  Then (:f
 A run with no G also takes a folder of tables measured on a GPU that a user dropped straight into
 ``traces/profiles/`` (``traces/profiles/rtx4090/``), as in step 1: their own GPU stands in for the trace's.
 
+A cluster of several GPU types of which our profiler measured one or more (``--cluster h100:8,h200:8``)
+gets each type's own default, steps 1-3 for each type (:func:`per_type_default`,
+:class:`~simcluster.colocation.per_type.PerGpuType`): a pair sharing an H200 slows down as measured on
+H200s, on an H100 as on H100s.
+
 The other names pick one model outright: ``calibrated``, ``analytic``, ``lucid`` (the public RTX 3090
 table), a measured folder's name (``h100``: its tables alone, interpolated where they hold no pair), or
 any folder of tables or of a calibration's ``parameters.json``.
@@ -39,6 +44,7 @@ from simcluster.colocation.folders import (
     measured_metadata,
 )
 from simcluster.colocation.layered import MeasuredFirst
+from simcluster.colocation.per_type import PerGpuType
 from simcluster.errors import TraceError
 from simcluster.job import Workload
 
@@ -51,6 +57,7 @@ __all__ = [
     "load_colocation_model",
     "measured_first",
     "measured_model",
+    "per_type_default",
     "run_gpu_type",
 ]
 
@@ -106,7 +113,7 @@ def load_colocation_model(spec: str, gpu_types: Sequence[str] = ()) -> Colocatio
                                          f"{', '.join(repr(g) for g in measured) or 'none'}")
         return default_model(gpu=gpu)
     if spec == "default":
-        return default_model(gpu=run_gpu_type(gpu_types))
+        return per_type_default(gpu_types) or default_model(gpu=run_gpu_type(gpu_types))
     if spec == "calibrated":
         return calibrated.calibrated_model()
     if spec == "analytic":
@@ -153,6 +160,24 @@ def default_model(profiles_dir: str | Path | None = None, gpu: str | None = None
     else:
         folder = next(iter(_measured_folders(root, committed=False).values()), None)
     return measured_first(folder, root) if folder is not None else _fitted_default(root)
+
+
+def per_type_default(gpu_types: Sequence[str], profiles_dir: str | Path | None = None) -> PerGpuType | None:
+    """The default model of a cluster of several GPU types of which our profiler measured one or more: each
+    type's own default (:class:`~simcluster.colocation.per_type.PerGpuType`); None for any other cluster.
+
+    >>> per_type_default(["h100"]), per_type_default(["v100", "k80"])
+    (None, None)
+    >>> sorted(per_type_default(["h100", "v100"]).models)
+    ['h100', 'v100']
+    """
+    root = Path(profiles_dir) if profiles_dir is not None else PROFILES_DIR
+    types = list(dict.fromkeys(gpu_types))
+    measured = _measured_folders(root)
+    if len(types) < 2 or not any(t in measured for t in types):
+        return None
+    other = default_model(root)  # one model for every type nobody measured
+    return PerGpuType({t: measured_first(measured[t], root) if t in measured else other for t in types})
 
 
 def _fitted_default(root: Path) -> model.ColocationModel:

@@ -38,6 +38,7 @@ class SpeedModel:
         self.spread_penalty = spread_penalty
         self.throughputs = throughputs
         self.colocation = colocation
+        self._per_type = hasattr(colocation, "on")  # a model per GPU type (PerGpuType): asked for the GPU's type
 
     @staticmethod
     def partners(job: Job) -> set[Job]:
@@ -93,8 +94,8 @@ class SpeedModel:
         if keys is not None:
             return self.throughputs.pair_factor(*keys, gpu_type)  # type: ignore[union-attr]
         assert self.colocation is not None, "jobs without a throughput table share GPUs under sharing policies only"
-        return self.colocation.pair_speeds(job.workload or UNKNOWN, job.gpu_num, other.workload or UNKNOWN,
-                                           other.gpu_num)[0]
+        model = self.colocation.on(gpu_type) if self._per_type else self.colocation  # type: ignore[attr-defined]
+        return model.pair_speeds(job.workload or UNKNOWN, job.gpu_num, other.workload or UNKNOWN, other.gpu_num)[0]
 
     def pair_speeds(self, a: Job, b: Job, gpu_types: tuple[str, ...]) -> tuple[float, float]:
         """The speeds (shared ÷ alone) ``a`` and ``b`` are predicted to have sharing GPUs of ``gpu_types``: the
@@ -103,4 +104,7 @@ class SpeedModel:
         if keys is not None:
             return self.throughputs.mean_pair_factors(*keys, gpu_types)  # type: ignore[union-attr]
         assert self.colocation is not None, "only sharing policies ask for pair speeds"
+        if self._per_type:  # the mean over the types of the VC's GPUs, as the throughput table's
+            return self.colocation.pair_speeds(a.workload or UNKNOWN, a.gpu_num, b.workload or UNKNOWN, b.gpu_num,
+                                               gpu_types=gpu_types)  # type: ignore[call-arg]
         return self.colocation.pair_speeds(a.workload or UNKNOWN, a.gpu_num, b.workload or UNKNOWN, b.gpu_num)

@@ -12,15 +12,19 @@ from pathlib import Path
 import pytest
 
 from simcluster.api import simulate
+from simcluster.cluster import Cluster
+from simcluster.cluster_spec import parse_cluster
 from simcluster.colocation.calibrate import fit_measured
 from simcluster.colocation.calibrated import read_calibration
 from simcluster.colocation.calibration_report import refit_markdown
 from simcluster.colocation.folders import committed_measurements
 from simcluster.colocation.layered import MeasuredFirst
 from simcluster.colocation.loader import answer_shares, load_colocation_model, run_gpu_type
+from simcluster.colocation.per_type import PerGpuType
 from simcluster.colocation.schema import read_pair_table, read_single_table
 from simcluster.config import SimConfig
-from simcluster.job import Workload
+from simcluster.engine.speed import SpeedModel
+from simcluster.job import Job, Workload
 from simcluster.traces.synth import SynthSpec, synthesize
 
 H100 = committed_measurements()["h100"]
@@ -153,3 +157,51 @@ def test_no_colocation_module_imports_another_inside_a_function() -> None:
                     if isinstance(inner, ast.ImportFrom) and (inner.module or "").startswith("simcluster.colocation"):
                         hidden.append(f"{path.name}:{inner.lineno} {inner.module}")
     assert hidden == []
+
+
+def test_a_cluster_of_several_gpu_types_answers_each_from_its_own_model() -> None:
+    model = load_colocation_model("default", ["h100", "h200", "v100"])
+    assert isinstance(model, PerGpuType) and model.provenance["kind"] == "per-gpu-type"
+    h100, h200, v100 = model.on("h100"), model.on("h200"), model.on("v100")
+    assert (h100.provenance["gpu"], h200.provenance["gpu"], v100.provenance["kind"]) == ("h100", "h200", "calibrated")
+    measured = read_pair_table(committed_measurements()["h200"] / "pair.csv").set_index(["model1", "model2"])
+    on_h200 = measured.loc[("ResNet18", "VGG")]
+    assert h200.pair_speeds(R18, 1, VGG, 1) == pytest.approx((on_h200.speed1, on_h200.speed2))
+    assert h100.pair_speeds(R18, 1, VGG, 1) != pytest.approx((on_h200.speed1, on_h200.speed2))
+    each = [m.pair_speeds(R18, 1, VGG, 1) for m in (h100, h200, v100)]
+    assert model.pair_speeds(R18, 1, VGG, 1) == pytest.approx(tuple(sum(s) / 3 for s in zip(*each)))
+    assert model.pair_speeds(R18, 1, VGG, 1, gpu_types=("h200",)) == h200.pair_speeds(R18, 1, VGG, 1)
+    assert model.memory_mib(R18, 1) == max(m.memory_mib(R18, 1) for m in (h100, h200, v100))
+    assert load_colocation_model("default", ["h100"]).provenance["gpu"] == "h100"  # one type: as before
+    assert not isinstance(load_colocation_model("default", ["v100", "k80"]), PerGpuType)  # nobody measured
+
+
+def test_on_a_mixed_cluster_a_pair_slows_down_as_measured_on_the_gpu_it_shares() -> None:
+    model = load_colocation_model("default", ["h100", "h200"])
+    cluster = Cluster(parse_cluster("h100:8,h200:8"), 8)
+    speed = SpeedModel(colocation=model)
+    vc = next(iter(cluster.vcs.values()))
+    for gpu_type in ("h100", "h200"):
+        node = next(n for n in vc.nodes if n.gpu_type == gpu_type)
+        a = Job(index=0, job_id="a", vc=vc.name, gpu_num=1, submit_time=0, duration=10, workload=R18)
+        b = Job(index=1, job_id="b", vc=vc.name, gpu_num=1, submit_time=0, duration=10, workload=VGG)
+        a.allocation = ((node, node.attach(a, [0])),)
+        b.allocation = ((node, node.attach(b, [0])),)  # the same GPU
+        expected = model.on(gpu_type).pair_speeds(R18, 1, VGG, 1)
+        assert speed.of(a)[0] == pytest.approx(expected[0]) and speed.of(b)[0] == pytest.approx(expected[1])
+
+
+def test_a_sharing_run_on_a_mixed_cluster_reports_each_types_answers() -> None:
+    trace = synthesize(SynthSpec(jobs=150, nodes=2, vcs=1, seed=2, load=1.5))
+    models = ["ResNet18", "VGG", "LSTM", "PPO"]
+    datasets = {"ResNet18": "CIFAR-10", "VGG": "CIFAR-10", "LSTM": "Wikitext2", "PPO": "LunarLander"}
+    trace.frame["model"] = [models[i % 4] for i in range(len(trace.frame))]
+    trace.frame["dataset"] = trace.frame["model"].map(datasets)
+    trace.frame["batchsize"], trace.frame["amp"] = 32, 0
+    summary = simulate(trace, SimConfig(policy="srtf-wrs", cluster="h100:8,h200:8")).summary
+    answered = summary["colocation_answered_by"]
+    assert set(answered) <= {"measured (h100)", "refit (h100)", "measured (h200)", "refit (h200)"}
+    assert answered["refit (h100)"]["lookups"] > 0 and answered["refit (h200)"]["lookups"] > 0
+    assert math.isclose(sum(a["share"] for a in answered.values()), 1.0, abs_tol=1e-3)
+    assert summary["colocation_provenance"]["kind"] == "per-gpu-type"
+    assert set(summary["colocation_provenance"]["types"]) == {"h100", "h200"}
