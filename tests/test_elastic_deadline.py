@@ -61,6 +61,15 @@ def test_a_job_no_level_can_finish_in_time_runs_at_its_top_level_and_is_late() -
     assert plan.steps == [(0, 4)] and plan.real_end == 334 and not plan.meets_deadline
 
 
+def test_a_job_already_past_its_deadline_runs_at_its_top_level_on_and_off_the_grid() -> None:
+    # deadline 50, planned at 100: no period is left before it (on the grid its deadline rounds to 100 itself)
+    for slot, end in ((None, 300), (60, 300)):
+        plan = plan_min_share(job("a", 600, 50), Timeline({0: 4}), now=100, slot=slot)
+        assert plan.steps == [(100, 4)] and plan.real_end == end and not plan.meets_deadline
+        probe = plan_min_share(job("a", 600, 50), Timeline({0: 4, 200: 4}), now=100, slot=slot, first=2)
+        assert probe.steps[0] == (100, 2) and not probe.meets_deadline
+
+
 def test_jobs_are_planned_in_deadline_order_on_what_earlier_ones_leave() -> None:
     late, early = job("late", 300, 300), job("early", 180, 100)
     plans, line, ok = plan_in_order([late, early], total_gpus=4, now=0, slot=None)

@@ -67,7 +67,10 @@ names (:func:`~simcluster.colocation.folders.committed_measurements`) and any fo
 
 
 class ColocationModel(Protocol):
-    """Slowdowns and memory of jobs sharing GPUs; every lookup answers (no KeyError, no NaN)."""
+    """Slowdowns and memory of jobs sharing GPUs; every lookup answers (no KeyError, no NaN).
+
+    A model of several GPU types (:class:`~simcluster.colocation.per_type.PerGpuType`) also has
+    ``on(gpu_type)``, the model of one type, which the engine asks for the GPU a pair shares."""
 
     source: str
     provenance: dict[str, Any]  # kind (measured/calibrated/analytic/public/tables), description, ...

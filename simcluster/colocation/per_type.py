@@ -88,11 +88,7 @@ class PerGpuType:
         counts: dict[str, int] = {}
         for model in self._distinct:
             gpu = model.provenance.get("gpu") if model.provenance.get("kind") == "measured" else None
-            if hasattr(model, "answered_by"):
-                answered = model.answered_by(quantity)
-            else:
-                answered = {model.provenance.get("kind", "tables"): sum(model.fallback_counts(quantity).values())}
-            for name, n in answered.items():
+            for name, n in model.answered_by(quantity).items():
                 key = f"{name} ({gpu})" if gpu else name
                 counts[key] = counts.get(key, 0) + n
         return counts

@@ -150,7 +150,7 @@ def _plan_on(job: DeadlineJob, line: Timeline, now: float, slot: float | None, f
         start = until
 
     points = line.between(start, aligned)
-    ends = [*points[1:], aligned]
+    ends = [*points[1:], aligned] if points else []  # (none: the deadline is behind where planning starts)
     spans = [(deadline if t_next == aligned else t_next) - t for t, t_next in zip(points, ends, strict=True)]
     # the largest level that fits in each period's free GPUs (a level's share there is the smaller of the two),
     # and what that many GPUs make over the period

@@ -25,6 +25,7 @@ from simcluster.colocation.schema import read_pair_table, read_single_table
 from simcluster.config import SimConfig
 from simcluster.engine.speed import SpeedModel
 from simcluster.job import Job, Workload
+from simcluster.traces.joblog import JobLog
 from simcluster.traces.synth import SynthSpec, synthesize
 
 H100 = committed_measurements()["h100"]
@@ -85,14 +86,20 @@ def test_its_tables_are_the_refits_with_the_measured_rows_in_place() -> None:
     assert "refit" in model.provenance and model.provenance["refit"]["kind"] == "calibrated"
 
 
-def test_a_sharing_run_on_h100s_reports_which_model_answered_its_lookups() -> None:
+def measured_workloads_trace(batch_sizes: tuple[int, ...] = (64, 32, 32)) -> JobLog:
+    """150 jobs of four workloads the profiler measured, at these batch sizes in turn, AMP off."""
     trace = synthesize(SynthSpec(jobs=150, nodes=2, vcs=1, seed=2, load=1.5))
     models = ["ResNet18", "VGG", "LSTM", "PPO"]
     datasets = {"ResNet18": "CIFAR-10", "VGG": "CIFAR-10", "LSTM": "Wikitext2", "PPO": "LunarLander"}
     trace.frame["model"] = [models[i % 4] for i in range(len(trace.frame))]
     trace.frame["dataset"] = trace.frame["model"].map(datasets)
-    trace.frame["batchsize"] = [32 if i % 3 else 64 for i in range(len(trace.frame))]
+    trace.frame["batchsize"] = [batch_sizes[i % len(batch_sizes)] for i in range(len(trace.frame))]
     trace.frame["amp"] = 0
+    return trace
+
+
+def test_a_sharing_run_on_h100s_reports_which_model_answered_its_lookups() -> None:
+    trace = measured_workloads_trace()
     typed = simulate(trace, SimConfig(policy="srtf-wrs", cluster="h100:16")).summary
     named = simulate(trace, SimConfig(policy="srtf-wrs", colocation="default@h100")).summary
     untyped = simulate(trace, SimConfig(policy="srtf-wrs")).summary
@@ -192,12 +199,7 @@ def test_on_a_mixed_cluster_a_pair_slows_down_as_measured_on_the_gpu_it_shares()
 
 
 def test_a_sharing_run_on_a_mixed_cluster_reports_each_types_answers() -> None:
-    trace = synthesize(SynthSpec(jobs=150, nodes=2, vcs=1, seed=2, load=1.5))
-    models = ["ResNet18", "VGG", "LSTM", "PPO"]
-    datasets = {"ResNet18": "CIFAR-10", "VGG": "CIFAR-10", "LSTM": "Wikitext2", "PPO": "LunarLander"}
-    trace.frame["model"] = [models[i % 4] for i in range(len(trace.frame))]
-    trace.frame["dataset"] = trace.frame["model"].map(datasets)
-    trace.frame["batchsize"], trace.frame["amp"] = 32, 0
+    trace = measured_workloads_trace((32,))
     summary = simulate(trace, SimConfig(policy="srtf-wrs", cluster="h100:8,h200:8")).summary
     answered = summary["colocation_answered_by"]
     assert set(answered) <= {"measured (h100)", "refit (h100)", "measured (h200)", "refit (h200)"}
