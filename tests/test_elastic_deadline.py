@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from simcluster.elastic import elasticflow_plan
 from simcluster.elastic.edf import edf_admit, edf_allocate, plan_edf
 from simcluster.elastic.elasticflow_plan import (
     DeadlineJob,
@@ -38,6 +39,22 @@ def test_a_reservation_takes_gpus_out_over_its_span_only() -> None:
         line.reserve(0, 5, 9)
     line.drop_before(15)
     assert line.points() == [(15, 8)] and line.free_at(3) == 8
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 90), st.integers(1, 30), st.integers(-3, 3)), max_size=8),
+       st.integers(0, 120))
+def test_merging_only_up_to_where_a_timeline_changed_merges_it_all(changes, until) -> None:  # type: ignore[no-untyped-def]
+    line = Timeline({0: 100})
+    for start, length, gpus in changes:
+        line.reserve(start, start + length, gpus)  # (merged: whatever is left past ``until`` is too)
+    for start, length, gpus in changes:  # changes that end by ``until``, unmerged
+        if start + length <= until:
+            line.reserve(start, start + length, -gpus, merge=False)
+    whole = line.copy()
+    whole.merge()
+    line.merge(until)
+    assert line.points() == whole.points()
 
 
 def test_the_share_is_the_lowest_level_that_meets_the_deadline_run_as_late_as_needed() -> None:
@@ -130,6 +147,37 @@ def test_the_hand_out_stops_only_when_no_job_can_take_its_next_level(specs, tota
     line = allocate_spare(jobs, planned(jobs, total), now=0, slot=None, rerank=rerank)
     step_up = {0: 1, 1: 1, 2: 2}  # GPUs a job at that level needs to reach the next (levels 1, 2, 4)
     assert all(j.gpus == 4 or line.free_at(0) < step_up[j.gpus] for j in jobs)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(10, 20000), st.integers(50, 6000)), min_size=1, max_size=8),
+       st.sampled_from([4, 8, 16]), st.sampled_from(["lazy", "all"]), st.sampled_from([None, 60.0]))
+def test_a_hand_out_plans_as_if_each_probe_released_its_job_afresh(specs, total, rerank, slot) -> None:  # type: ignore[no-untyped-def]
+    # the hand-out keeps each job's timeline without it between its own step-ups; planning every probe from
+    # scratch (releasing the job's plan from the timeline of the moment) must give the same counts and plans
+    def fresh_probe(self, job, step):  # type: ignore[no-untyped-def]
+        released = self.line.copy()
+        for (t, g), (t_next, _) in zip(job.plan.steps, [*job.plan.steps[1:], (job.plan.end, 0)], strict=True):
+            if t_next > self.now and g:
+                released.reserve(max(t, self.now), t_next, -g, merge=False)
+        released.merge()
+        return plan_min_share(job, released, self.now, self.slot, first=step)
+
+    def hand_out() -> tuple[list[tuple[int, list[tuple[float, int]], float]], list[tuple[float, int]]]:
+        jobs = [job(f"j{i}", work, deadline) for i, (work, deadline) in enumerate(specs)]
+        plans, line, _ = plan_in_order(jobs, total, now=0, slot=slot)
+        for j, p in zip(jobs, plans, strict=True):
+            j.plan, j.gpus = p, p.gpus_at(0)
+        line = allocate_spare(jobs, line, now=0, slot=slot, rerank=rerank)
+        return [(j.gpus, j.plan.steps, j.plan.end) for j in jobs if j.plan], line.points()
+
+    kept = hand_out()
+    reused = elasticflow_plan._Handout.probe
+    elasticflow_plan._Handout.probe = fresh_probe  # type: ignore[method-assign]
+    try:
+        assert hand_out() == kept
+    finally:
+        elasticflow_plan._Handout.probe = reused  # type: ignore[method-assign]
 
 
 def test_lazy_reranking_takes_the_leader_when_one_job_may_grow() -> None:

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -54,13 +55,34 @@ class DeadlineJob:
     plan: Plan | None = None  # its plan now
     _fits: list[int] = field(default_factory=list, repr=False)  # [f]: its largest level that fits in f GPUs
 
-    def fits(self, frees: list[int]) -> list[int]:
-        """Its largest level that fits in each of ``frees`` (0 where none does)."""
-        table = self._fits
-        need = max(frees, default=0) + 1
-        if len(table) < need:
-            table.extend(_fit(self.levels, f, f) for f in range(len(table), need))
-        return [table[f] for f in frees]
+    def fits(self, line: Timeline, times: list[float]) -> list[int]:
+        """Its largest level that fits in the GPUs free at each of ``times`` (breakpoints of ``line``; 0 where
+        none does)."""
+        try:
+            return line.free_list(times, self._fits)
+        except IndexError:  # (first asked about this many free GPUs)
+            table = self._fits = [0] * (max(line.free_list(times)) + 1)
+            for level in self.levels:  # (ascending: each level from its count on, until the next one)
+                table[level:] = [level] * (len(table) - level)
+            return line.free_list(times, table)
+
+
+@dataclass
+class Changes:
+    """GPUs a plan takes from a timeline: ``gpus[i]`` from breakpoint ``times[i]`` to the next, and each
+    reservation's GPUs over its [start, end)."""
+
+    times: list[float] = field(default_factory=list)
+    gpus: list[int] = field(default_factory=list)
+    reservations: list[tuple[float, float, int]] = field(default_factory=list)
+    own_line: bool = True  # the timeline is the plan's own to change (else a copy is changed)
+
+    def applied_to(self, line: Timeline) -> Timeline:
+        changed = line if self.own_line else line.copy()
+        changed.take_each(self.times, self.gpus)
+        for start, end, gpus in self.reservations:
+            changed.reserve(start, end, gpus, merge=False)
+        return changed
 
 
 @dataclass
@@ -72,14 +94,21 @@ class Plan:
     end: float
     real_end: float
     meets_deadline: bool
-    line: Timeline = field(repr=False)  # the free GPUs once this plan is taken (see ``timeline``)
+    line: Timeline = field(repr=False)  # the free GPUs once this plan is taken, or before (see ``changes``)
     merged: bool = field(default=True, repr=False)  # whether ``line`` has its equal neighbours merged yet
+    changed_until: float = field(default=math.inf, repr=False)  # ``line`` was merged after this, and not changed
+    changes: Changes | None = field(default=None, repr=False)  # what taking the plan does to ``line``, if not done
+    _gpu_seconds: float | None = field(default=None, repr=False)
 
     @property
     def timeline(self) -> Timeline:
-        """The free GPUs once this plan is taken (merged on first use: most probes' plans are only ranked)."""
+        """The free GPUs once this plan is taken, made and merged on first use (most probes' plans are only
+        ranked)."""
+        if self.changes is not None:
+            self.line = self.changes.applied_to(self.line)
+            self.changes = None
         if not self.merged:
-            self.line.merge()
+            self.line.merge(self.changed_until)
             self.merged = True
         return self.line
 
@@ -88,7 +117,9 @@ class Plan:
 
     @property
     def gpu_seconds(self) -> float:
-        return gpu_time(self.steps, self.end)
+        if self._gpu_seconds is None:  # (kept: every probe's is compared with its job's)
+            self._gpu_seconds = gpu_time(self.steps, self.end)
+        return self._gpu_seconds
 
 
 def align(start: float, time: float, slot: float | None) -> float:
@@ -111,9 +142,11 @@ def _fit(levels: Sequence[int], free: int, cap: int) -> int:
 def merged_steps(steps: list[tuple[float, int]]) -> list[tuple[float, int]]:
     """Consecutive equal counts merged (the first kept)."""
     out: list[tuple[float, int]] = []
-    for t, g in steps:
-        if not out or out[-1][1] != g:
-            out.append((t, g))
+    last = None
+    for step in steps:
+        if step[1] != last:
+            out.append(step)
+            last = step[1]
     return out
 
 
@@ -122,43 +155,84 @@ def plan_min_share(job: DeadlineJob, timeline: Timeline, now: float, slot: float
     """The job's minimum-satisfactory-share plan on ``timeline`` (not changed; the plan carries the new one).
     ``first``: GPUs the job must have from now until the timeline's next breakpoint (a marginal-return
     probe), the rest planned as usual."""
-    return _plan_on(job, timeline.copy(), now, slot, first)
+    plan = _plan_on(job, timeline.copy(), now, slot, first)
+    plan.changed_until = math.inf  # (the caller's timeline may hold breakpoints that change nothing anywhere)
+    return plan
 
 
-def _plan_on(job: DeadlineJob, line: Timeline, now: float, slot: float | None, first: int | None) -> Plan:
-    """:func:`plan_min_share` on ``line``, which becomes the plan's timeline (the caller's own copy)."""
-    line.drop_before(now)
-    after_now = line.next_after(now) if first is not None else None  # (before the deadline's split)
+class _Walk:
+    """What every probe of one job on one timeline shares: the breakpoint after now (before the deadline got
+    one), the periods planned over (breakpoints, spans, the job's largest level fitting in each, what that
+    makes there) and, per level walked in full, what it makes over all of them (−inf where none has GPUs): none
+    of it depends on the probe's GPUs, and a level that cannot make what is left needs no walk."""
+
+    __slots__ = ("after_now", "most", "periods", "prepared")
+
+    def __init__(self) -> None:
+        self.prepared = False
+        self.after_now: float | None = None
+        self.periods: tuple[list[float], list[float], list[int], list[float]] | None = None
+        self.most: dict[int, float] = {}
+
+
+def _plan_on(job: DeadlineJob, line: Timeline, now: float, slot: float | None, first: int | None,
+             walk: _Walk | None = None) -> Plan:
+    """:func:`plan_min_share` on ``line`` (the caller's own): it gets the breakpoints at now and at the
+    deadline, and the plan's timeline is it with the plan's GPUs taken.  With ``walk`` (a probe's), ``line`` is
+    shared by the job's probes on it, not changed past its first probe, and each plan's timeline is a copy."""
     deadline = job.deadline
     aligned = align(now, deadline, slot)
-    if aligned >= now:
-        line.split(aligned)
+    if walk is not None and walk.prepared:
+        after_now = walk.after_now
+    else:
+        line.drop_before(now)
+        after_now = line.next_after(now) if first is not None else None  # (before the deadline's split)
+        if aligned >= now:
+            line.split(aligned)
+        if walk is not None:
+            walk.after_now, walk.prepared = after_now, True
+    changes = Changes(own_line=walk is None)  # (what follows only reads ``line``: the plan changes a copy, later)
+    taken, reserved = changes.times, changes.reservations
+    reach = aligned  # the plan changes the timeline up to here or its end, whichever is later
     left = float(job.work)
     steps: list[tuple[float, int]] = []
     start: float = now
     rate, levels = job.rate, job.levels
     if first is not None:
         until = aligned if after_now is None else after_now
+        reach = max(reach, until)
         real_end: float = math.ceil(now + left / rate(first))
         end: float = align(now, real_end, slot)
         if until >= end and deadline >= real_end:
-            line.reserve(now, end, first, merge=False)
-            return _done([(now, first)], end, real_end, deadline, line)
+            reserved.append((now, end, first))
+            return _done([(now, first)], end, real_end, deadline, line, reach, changes)
         left -= ((deadline if until == aligned else until) - now) * rate(first)
-        line.reserve(now, until, first, merge=False)
+        reserved.append((now, until, first))
         steps.append((now, first))
         start = until
 
-    points = line.between(start, aligned)
-    ends = [*points[1:], aligned] if points else []  # (none: the deadline is behind where planning starts)
-    spans = [(deadline if t_next == aligned else t_next) - t for t, t_next in zip(points, ends, strict=True)]
-    # the largest level that fits in each period's free GPUs (a level's share there is the smaller of the two),
-    # and what that many GPUs make over the period
-    fits = job.fits(line.free_list(points))
-    made_at_fit = [spans[i] * rate(f) if f else 0.0 for i, f in enumerate(fits)]
+    if walk is not None and walk.periods is not None:
+        points, spans, fits, made_at_fit = walk.periods
+    else:
+        points = line.between(start, aligned)  # (none: the deadline is behind where planning starts)
+        spans = [t_next - t for t, t_next in itertools.pairwise(points)]
+        if points:
+            spans.append(deadline - points[-1])  # (the last period ends at the deadline, not at its grid point)
+        # the largest level that fits in each period's free GPUs (a level's share there is the smaller of the
+        # two), and what that many GPUs make over the period
+        fits = job.fits(line, points)
+        made_at_fit = [span * rate(f) if f else 0.0 for span, f in zip(spans, fits)]
+        if walk is not None:
+            walk.periods = (points, spans, fits, made_at_fit)
     top = max(levels) if levels else 0
-    below, share, point = 0, None, None
+    # each level in turn, walking back from the deadline: the first that makes the iterations left is the share,
+    # from the period where they add up (one with GPUs) on
+    below, share, at = 0, None, -1
+    most = walk.most if walk is not None else None
     for level in levels:
+        if most is not None and most.get(level, math.inf) < left:
+            below = level
+            continue
         done, level_rate = 0.0, rate(level)
         for i in range(len(points) - 1, -1, -1):
             fit = fits[i]
@@ -169,39 +243,48 @@ def _plan_on(job: DeadlineJob, line: Timeline, now: float, slot: float | None, f
             else:
                 continue
             if done >= left:
-                share, point = level, points[i]
+                share, at = level, i
                 break
         if share is not None:
             break
+        if most is not None:
+            most[level] = done if any(fits) else -math.inf  # (the walk only grows: it never reached what is left)
         below = level
     if share is not None:
-        assert point is not None
-        for i, t in enumerate(points):
-            cap = share if t >= point else below
-            give = min(cap, fits[i])
-            steps.append((t, give))
+        # (below the lowest level nothing runs before the share's period: the walk starts there)
+        gives = [below if below < f else f for f in fits[:at]] if below else [0] * at  # noqa: FURB136 (min() is slower)
+        gives += [share if share < f else f for f in fits[at:]]  # noqa: FURB136
+        for i in range(at if not below else 0, len(gives)):
+            give = gives[i]
             if not give:
                 continue
             made = spans[i] * rate(give)
-            if t >= point and made >= left:
+            if made >= left and i >= at:
+                t = points[i]
                 real_left = math.ceil(left / rate(give))
                 end, real_end = t + align(0, real_left, slot), float(t + real_left)
-                line.reserve(t, end, give, merge=False)
-                return _done(steps, end, real_end, deadline, line)
+                taken += points[:i]
+                changes.gpus = gives[:i]
+                reserved.append((t, end, give))
+                steps += zip(points[:i + 1], gives[:i + 1])
+                return _done(steps, end, real_end, deadline, line, reach, changes)
             left -= made
-            line.take(t, give)
+        taken += points
+        changes.gpus = gives
+        steps += zip(points, gives)
         give = _fit(levels, line.free_at(aligned), share) or share  # (rounding left a sliver past the grid)
         real_left = math.ceil(left / rate(give))
         end, real_end = aligned + align(0, real_left, slot), float(aligned + real_left)
         steps.append((aligned, give))
-        line.reserve(aligned, end, give, merge=False)
-        return _done(steps, end, real_end, deadline, line)
+        reserved.append((aligned, end, give))
+        return _done(steps, end, real_end, deadline, line, reach, changes)
     # no level meets the deadline: the top level (what fits) until the deadline, then whatever fits after it
     for i, t in enumerate(points):
         give = min(top, fits[i])
         steps.append((t, give))
         left -= spans[i] * rate(give) if give else 0.0
-        line.take(t, give)
+    taken += points
+    changes.gpus = [step[1] for step in steps[len(steps) - len(points):]]
     t = max(aligned, start)
     for t_next in line.between(math.nextafter(t, math.inf), math.inf):
         give = _fit(levels, line.free_at(t), top)
@@ -211,21 +294,23 @@ def _plan_on(job: DeadlineJob, line: Timeline, now: float, slot: float | None, f
             if made >= left:
                 real_end = math.ceil(t + left / rate(give))
                 end = align(now, real_end, slot)
-                line.reserve(t, end, give, merge=False)
-                return _done(steps, end, real_end, deadline, line)
+                reserved.append((t, end, give))
+                return _done(steps, end, real_end, deadline, line, reach, changes)
             left -= made
-            line.reserve(t, t_next, give, merge=False)
+            reserved.append((t, t_next, give))
         t = t_next
     give = first if first is not None else top  # (the artifact: past every breakpoint, the probe's count)
     real_end = math.ceil(t + left / rate(give))
     end = align(now, real_end, slot)
     steps.append((t, give))
-    line.reserve(t, end, give, merge=False)
-    return _done(steps, end, real_end, deadline, line)
+    reserved.append((t, end, give))
+    return _done(steps, end, real_end, deadline, line, reach, changes)
 
 
-def _done(steps: list[tuple[float, int]], end: float, real_end: float, deadline: float, line: Timeline) -> Plan:
-    return Plan(merged_steps(steps), end, real_end, real_end <= deadline, line, merged=False)
+def _done(steps: list[tuple[float, int]], end: float, real_end: float, deadline: float, line: Timeline,
+          reach: float, changes: Changes) -> Plan:
+    return Plan(merged_steps(steps), end, real_end, real_end <= deadline, line, merged=False,
+                changed_until=max(end, reach), changes=changes)
 
 
 def plan_in_order(jobs: Sequence[DeadlineJob], total_gpus: int, now: float, slot: float | None = 60.0
@@ -235,7 +320,7 @@ def plan_in_order(jobs: Sequence[DeadlineJob], total_gpus: int, now: float, slot
     line = Timeline({now: total_gpus})
     plans: dict[int, Plan] = {}
     for i in sorted(range(len(jobs)), key=lambda i: jobs[i].deadline):
-        plan = plan_min_share(jobs[i], line, now, slot)
+        plan = _plan_on(jobs[i], line.copy(), now, slot, None)  # (each line merged: see Timeline.merge)
         plans[i] = plan
         line = plan.timeline
     ordered = [plans[i] for i in range(len(jobs))]
@@ -275,9 +360,15 @@ class _Handout:
     """One hand-out of spare GPUs: the timeline as it fills, the GPUs still free now, and how jobs rank."""
 
     def __init__(self, timeline: Timeline, now: float, slot: float | None, largest_first: bool) -> None:
-        self.line, self.now, self.slot, self.largest_first = timeline, now, slot, largest_first
+        self.line, self.now, self.slot, self.largest_first = timeline.copy(), now, slot, largest_first
+        self.line.merge()  # (so that a plan made on it needs merging only where it changed it)
         self.spare = timeline.free_at(now)
         self.waiting = math.inf if largest_first else -math.inf  # the rank of a job with no GPUs yet: first
+        self.version = 0  # step-ups so far: a rank computed at an older version may be stale
+        # per job: the timeline without its plan and the periods its probes plan over, as of a version.  Its own
+        # step-up leaves both as they were (the timeline gains the new plan that a probe takes out again), so the
+        # probe that re-ranks a job just grown reuses them
+        self._without: dict[str, tuple[int, Timeline, _Walk]] = {}
 
     def may_grow(self, job: DeadlineJob) -> bool:
         step = _next_level(job)
@@ -296,18 +387,25 @@ class _Handout:
     def probe(self, job: DeadlineJob, step: int) -> Plan:
         """The job re-planned with ``step`` GPUs from now, on the timeline without its own plan."""
         assert job.plan is not None
-        released = self.line.copy()
-        for (t, g), (t_next, _) in zip(job.plan.steps, [*job.plan.steps[1:], (job.plan.end, 0)], strict=True):
-            if t_next > self.now and g:
-                released.reserve(max(t, self.now), t_next, -g, merge=False)
-        released.merge()
-        return _plan_on(job, released, self.now, self.slot, first=step)
+        kept = self._without.get(job.key)
+        if kept is None or kept[0] != self.version:
+            released = self.line.copy()
+            for (t, g), (t_next, _) in zip(job.plan.steps, [*job.plan.steps[1:], (job.plan.end, 0)], strict=True):
+                if t_next > self.now and g:
+                    released.reserve(max(t, self.now), t_next, -g, merge=False)
+            released.merge(max(job.plan.end, self.now))
+            kept = self._without[job.key] = (self.version, released, _Walk())
+        return _plan_on(job, kept[1], self.now, self.slot, step, kept[2])
 
     def grow(self, job: DeadlineJob, plan: Plan | None) -> None:
         step = _next_level(job)
         plan = plan or self.probe(job, step)
         self.spare -= step - job.gpus
         job.gpus, job.plan, self.line = step, plan, plan.timeline
+        kept = self._without.get(job.key)
+        if kept is not None and kept[0] == self.version:
+            self._without[job.key] = (self.version + 1, *kept[1:])
+        self.version += 1
 
     def rerank_all(self, order: list[DeadlineJob]) -> None:
         """The artifact's loop: after each step-up every job that may grow is ranked again."""
@@ -330,28 +428,28 @@ class _Handout:
         """A queue by rank, each rank as of the timeline it was computed on: the head is ranked again on the
         timeline now (where that changed) and grows if it still leads, else goes back with its fresh rank."""
         sign = -1.0 if self.largest_first else 1.0
-        version = 0  # step-ups so far: a rank computed at an older version may be stale
         heap: list[tuple[float, int, int, Plan | None]] = []
         for i, job in enumerate(jobs):
             if self.may_grow(job):
                 value, plan = self.rank(job)
-                heapq.heappush(heap, (sign * value, i, version, plan))
+                heapq.heappush(heap, (sign * value, i, self.version, plan))
         while self.spare > 0 and heap:
             _, i, seen, plan = heapq.heappop(heap)
             job = jobs[i]
             if not self.may_grow(job):
                 continue  # (spare GPUs only shrink: it will not fit later either)
-            if seen != version and job.gpus:
+            if seen != self.version and job.gpus:
                 value, plan = self.rank(job)
                 if heap and (sign * value, i) > heap[0][:2]:
-                    heapq.heappush(heap, (sign * value, i, version, plan))
+                    heapq.heappush(heap, (sign * value, i, self.version, plan))
                     continue
             self.grow(job, plan)
-            version += 1
             if self.may_grow(job):
                 value, plan = self.rank(job)
-                heapq.heappush(heap, (sign * value, i, version, plan))
+                heapq.heappush(heap, (sign * value, i, self.version, plan))
 
 
 def _next_level(job: DeadlineJob) -> int:
-    return next((g for g in job.levels if g > job.gpus), job.gpus)
+    levels = job.levels
+    i = bisect.bisect_right(levels, job.gpus)
+    return levels[i] if i < len(levels) else job.gpus

@@ -16,7 +16,8 @@ until the next one (the last holds on forever).
 from __future__ import annotations
 
 import bisect
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
 
 
 class Timeline:
@@ -47,10 +48,12 @@ class Timeline:
     def __getitem__(self, time: float) -> int:
         return self._free[time]
 
-    def free_list(self, times: list[float]) -> list[int]:
-        """The free count at each of ``times``, all breakpoints."""
+    def free_list(self, times: list[float], through: Sequence[int] | None = None) -> list[int]:
+        """The free count at each of ``times``, all breakpoints (``through[count]`` instead, if given)."""
         free = self._free
-        return [free[t] for t in times]
+        if through is None:
+            return [free[t] for t in times]
+        return [through[free[t]] for t in times]
 
     def __contains__(self, time: float) -> bool:
         return time in self._free
@@ -79,12 +82,14 @@ class Timeline:
         if merge:
             self.merge()
 
-    def take(self, time: float, gpus: int) -> None:
-        """Take ``gpus`` out of the free count from breakpoint ``time`` to the next one."""
-        left = self._free[time] - gpus
-        if left < 0:
-            raise ValueError(f"over-reserved at {time}: {self._free[time]} free, {gpus} asked")
-        self._free[time] = left
+    def take_each(self, times: list[float], gpus: list[int]) -> None:
+        """Take ``gpus[i]`` out of the free count from breakpoint ``times[i]`` to the next one."""
+        free = self._free
+        for time, g in zip(times, gpus, strict=True):
+            left = free[time] - g
+            if left < 0:
+                raise ValueError(f"over-reserved at {time}: {free[time]} free, {g} asked")
+            free[time] = left
 
     def next_after(self, time: float) -> float | None:
         """The first breakpoint after ``time`` (None if there is none)."""
@@ -99,17 +104,22 @@ class Timeline:
             del self._free[t]
         del self._times[:i]
 
-    def merge(self) -> None:
-        """Drop breakpoints that do not change the count (as the artifact's ``merge_dict``)."""
+    def merge(self, until: float = math.inf) -> None:
+        """Drop breakpoints that do not change the count (as the artifact's ``merge_dict``).  ``until``: the
+        breakpoints after it were merged and have not changed since, so only the first of them is looked at."""
+        times = self._times
+        stop = len(times) if until == math.inf else bisect.bisect_right(times, until) + 1
         free, kept, last = self._free, [], None
-        for t in self._times:
+        for t in times[:stop]:
             count = free[t]
             if count == last:
                 del free[t]
             else:
                 kept.append(t)
                 last = count
-        self._times = kept
+        if len(kept) < stop:
+            kept += times[stop:]
+            self._times = kept
 
     def between(self, start: float, end: float) -> list[float]:
         """Breakpoints in [start, end) (a new list)."""

@@ -193,37 +193,39 @@ def place(vc: VCView, counts: dict[JobView, int]) -> dict[JobView, Plan]:
     """Plans giving each job of ``counts`` that many GPUs of ``vc`` (the counts must fit in its GPUs that are
     up): a running job keeps the GPUs it holds, as many as it keeps; new GPUs come from the nodes it holds,
     then from the node with the fewest free GPUs that still fits what it lacks (else the most free)."""
-    free = {id(node): node.free_gpus if node.up else 0 for node in vc.nodes}
-    held: dict[JobView, dict[Any, int]] = {}
+    nodes = list(vc.nodes)
+    free = [node.free_gpus if node.up else 0 for node in nodes]  # by the node's position in ``nodes``
+    position = {id(node): i for i, node in enumerate(nodes)}
+    held: dict[JobView, dict[int, int]] = {}
     for job in vc.running:
         keep = counts.get(job, 0)
-        kept: dict[Any, int] = {}
+        kept: dict[int, int] = {}
         for node, ids in sorted(job.allocation, key=lambda a: -len(a[1])):
-            take = min(len(ids), keep)
+            i, take = position[id(node)], min(len(ids), keep)
             if take:
-                kept[node] = take
+                kept[i] = take
             keep -= take
-            free[id(node)] += len(ids) - take
+            free[i] += len(ids) - take
         held[job] = kept
     plans: dict[JobView, Plan] = {}
     for job, want in sorted(counts.items(), key=lambda item: -item[1]):
         plan = dict(held.get(job, {}))
         need = want - sum(plan.values())
-        for node in list(plan):
-            add = min(need, free[id(node)])
-            plan[node] += add
-            free[id(node)] -= add
+        for i in list(plan):
+            add = min(need, free[i])
+            plan[i] += add
+            free[i] -= add
             need -= add
         while need > 0:
-            fits = [n for n in vc.nodes if free[id(n)] >= need]
-            node = min(fits, key=lambda n: free[id(n)]) if fits else max(vc.nodes, key=lambda n: free[id(n)])
-            add = min(need, free[id(node)])
+            fitting = [f for f in free if f >= need]
+            i = free.index(min(fitting) if fitting else max(free))  # (the first such node, as min and max pick)
+            add = min(need, free[i])
             if add <= 0:
                 raise ValueError(f"{job.job_id}: {want} GPUs do not fit in what is free")
-            plan[node] = plan.get(node, 0) + add
-            free[id(node)] -= add
+            plan[i] = plan.get(i, 0) + add
+            free[i] -= add
             need -= add
-        plans[job] = list(plan.items())
+        plans[job] = [(nodes[i], gpus) for i, gpus in plan.items()]
     return plans
 
 
