@@ -41,6 +41,20 @@ def test_a_reservation_takes_gpus_out_over_its_span_only() -> None:
     assert line.points() == [(15, 8)] and line.free_at(3) == 8
 
 
+def test_gpus_are_taken_period_by_period_over_consecutive_breakpoints_only() -> None:
+    line = Timeline({0: 8, 10: 6, 20: 8, 30: 5})
+    assert line.window(10, 30) == ([10, 20], [6, 8]) and line.window(31, 40) == ([], [])
+    line.take_each([10, 20], [2, 3])
+    assert line.points() == [(0, 8), (10, 4), (20, 5), (30, 5)]
+    with pytest.raises(ValueError, match="over-reserved at 20: 5 free, 6 asked"):
+        line.take_each([10, 20], [1, 6])
+    with pytest.raises(ValueError, match="consecutive"):
+        line.take_each([0, 20], [1, 1])
+    assert line.points() == [(0, 8), (10, 4), (20, 5), (30, 5)]  # (a refused take changes nothing)
+    line.merge()
+    assert line.points() == [(0, 8), (10, 4), (20, 5)] and line[20] == 5 and 30 not in line
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 90), st.integers(1, 30), st.integers(-3, 3)), max_size=8),
        st.integers(0, 120))

@@ -55,16 +55,16 @@ class DeadlineJob:
     plan: Plan | None = None  # its plan now
     _fits: list[int] = field(default_factory=list, repr=False)  # [f]: its largest level that fits in f GPUs
 
-    def fits(self, line: Timeline, times: list[float]) -> list[int]:
-        """Its largest level that fits in the GPUs free at each of ``times`` (breakpoints of ``line``; 0 where
-        none does)."""
+    def fits(self, frees: list[int]) -> list[int]:
+        """Its largest level that fits in each of ``frees`` (0 where none does)."""
+        table = self._fits
         try:
-            return line.free_list(times, self._fits)
+            return [table[f] for f in frees]
         except IndexError:  # (first asked about this many free GPUs)
-            table = self._fits = [0] * (max(line.free_list(times)) + 1)
+            table = self._fits = [0] * (max(frees) + 1)
             for level in self.levels:  # (ascending: each level from its count on, until the next one)
                 table[level:] = [level] * (len(table) - level)
-            return line.free_list(times, table)
+            return [table[f] for f in frees]
 
 
 @dataclass
@@ -214,13 +214,13 @@ def _plan_on(job: DeadlineJob, line: Timeline, now: float, slot: float | None, f
     if walk is not None and walk.periods is not None:
         points, spans, fits, made_at_fit = walk.periods
     else:
-        points = line.between(start, aligned)  # (none: the deadline is behind where planning starts)
+        points, frees = line.window(start, aligned)  # (none: the deadline is behind where planning starts)
         spans = [t_next - t for t, t_next in itertools.pairwise(points)]
         if points:
             spans.append(deadline - points[-1])  # (the last period ends at the deadline, not at its grid point)
         # the largest level that fits in each period's free GPUs (a level's share there is the smaller of the
         # two), and what that many GPUs make over the period
-        fits = job.fits(line, points)
+        fits = job.fits(frees)
         made_at_fit = [span * rate(f) if f else 0.0 for span, f in zip(spans, fits)]
         if walk is not None:
             walk.periods = (points, spans, fits, made_at_fit)

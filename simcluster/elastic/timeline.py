@@ -16,26 +16,29 @@ until the next one (the last holds on forever).
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
-from collections.abc import Mapping, Sequence
+import operator
+from collections.abc import Mapping
 
 
 class Timeline:
-    """Free GPUs from each breakpoint on (see the module's docstring)."""
+    """Free GPUs from each breakpoint on (see the module's docstring).  Two parallel lists, breakpoints and
+    free counts: planners copy, slice and walk them far more often than they look a single time up."""
 
     def __init__(self, points: Mapping[float, int]) -> None:
         if not points:
             raise ValueError("a timeline needs at least one breakpoint")
         self._times = sorted(points)
-        self._free = {t: int(points[t]) for t in self._times}
+        self._free = [int(points[t]) for t in self._times]
 
     def copy(self) -> Timeline:
         twin = Timeline.__new__(Timeline)  # (already sorted and whole: no need to check again)
-        twin._times, twin._free = list(self._times), dict(self._free)
+        twin._times, twin._free = self._times[:], self._free[:]
         return twin
 
     def points(self) -> list[tuple[float, int]]:
-        return [(t, self._free[t]) for t in self._times]
+        return list(zip(self._times, self._free, strict=True))
 
     def times(self) -> list[float]:
         return list(self._times)
@@ -43,53 +46,70 @@ class Timeline:
     def free_at(self, time: float) -> int:
         """Free GPUs at ``time`` (before the first breakpoint: the first breakpoint's)."""
         i = bisect.bisect_right(self._times, time) - 1
-        return self._free[self._times[max(i, 0)]]
+        return self._free[max(i, 0)]
+
+    def _index(self, time: float) -> int:
+        i = bisect.bisect_left(self._times, time)
+        if i == len(self._times) or self._times[i] != time:
+            raise KeyError(time)
+        return i
 
     def __getitem__(self, time: float) -> int:
-        return self._free[time]
-
-    def free_list(self, times: list[float], through: Sequence[int] | None = None) -> list[int]:
-        """The free count at each of ``times``, all breakpoints (``through[count]`` instead, if given)."""
-        free = self._free
-        if through is None:
-            return [free[t] for t in times]
-        return [through[free[t]] for t in times]
+        """Free GPUs from breakpoint ``time`` on (KeyError if it is none)."""
+        return self._free[self._index(time)]
 
     def __contains__(self, time: float) -> bool:
-        return time in self._free
+        i = bisect.bisect_left(self._times, time)
+        return i < len(self._times) and self._times[i] == time
 
     def set(self, time: float, free: int) -> None:
-        if time not in self._free:
-            bisect.insort(self._times, time)
-        self._free[time] = int(free)
+        i = self._split(time)
+        self._free[i] = int(free)
 
     def split(self, time: float) -> None:
         """A breakpoint at ``time`` (with the free count there), so that a change can start there."""
-        if time not in self._free:
-            self.set(time, self.free_at(time))
+        self._split(time)
+
+    def _split(self, time: float) -> int:
+        """:meth:`split`, and the breakpoint's index."""
+        times = self._times
+        i = bisect.bisect_left(times, time)
+        if i == len(times) or times[i] != time:
+            times.insert(i, time)
+            self._free.insert(i, self._free[i - 1 if i else 0])
+        return i
 
     def reserve(self, start: float, end: float, gpus: int, merge: bool = True) -> None:
         """Take ``gpus`` out of the free count over [start, end); merge equal neighbours unless ``merge`` is
         False (a planner walking the breakpoints keeps them until its plan is done)."""
         if end <= start or gpus == 0:
             return
-        self.split(start)
-        self.split(end)
-        for t in self._times[bisect.bisect_left(self._times, start):bisect.bisect_left(self._times, end)]:
-            self._free[t] -= gpus
-            if self._free[t] < 0:
-                raise ValueError(f"over-reserved at {t}: {self._free[t] + gpus} free, {gpus} asked")
+        i = self._split(start)
+        j = self._split(end)
+        left = [free - gpus for free in self._free[i:j]]
+        if min(left) < 0:
+            k = i + next(n for n, free in enumerate(left) if free < 0)
+            raise ValueError(f"over-reserved at {self._times[k]}: {self._free[k]} free, {gpus} asked")
+        self._free[i:j] = left
         if merge:
             self.merge()
 
     def take_each(self, times: list[float], gpus: list[int]) -> None:
-        """Take ``gpus[i]`` out of the free count from breakpoint ``times[i]`` to the next one."""
-        free = self._free
-        for time, g in zip(times, gpus, strict=True):
-            left = free[time] - g
-            if left < 0:
-                raise ValueError(f"over-reserved at {time}: {free[time]} free, {g} asked")
-            free[time] = left
+        """Take ``gpus[i]`` out of the free count from breakpoint ``times[i]`` to the next one (``times``: one
+        run of consecutive breakpoints)."""
+        if not times:
+            return
+        i = self._index(times[0])
+        j = i + len(times)
+        if self._times[i:j] != times:
+            raise ValueError("take_each needs consecutive breakpoints")
+        left = list(map(operator.sub, self._free[i:j], gpus))
+        if len(gpus) != len(times) or min(left) < 0:
+            k = next((n for n, free in enumerate(left) if free < 0), None)
+            if k is None:
+                raise ValueError(f"{len(times)} breakpoints, {len(gpus)} counts")
+            raise ValueError(f"over-reserved at {times[k]}: {self._free[i + k]} free, {gpus[k]} asked")
+        self._free[i:j] = left
 
     def next_after(self, time: float) -> float | None:
         """The first breakpoint after ``time`` (None if there is none)."""
@@ -98,32 +118,29 @@ class Timeline:
 
     def drop_before(self, time: float) -> None:
         """Forget the past: the breakpoint at ``time`` takes the value in force there."""
-        self.split(time)
-        i = bisect.bisect_left(self._times, time)
-        for t in self._times[:i]:
-            del self._free[t]
+        i = self._split(time)
         del self._times[:i]
+        del self._free[:i]
 
     def merge(self, until: float = math.inf) -> None:
         """Drop breakpoints that do not change the count (as the artifact's ``merge_dict``).  ``until``: the
         breakpoints after it were merged and have not changed since, so only the first of them is looked at."""
-        times = self._times
-        stop = len(times) if until == math.inf else bisect.bisect_right(times, until) + 1
-        free, kept, last = self._free, [], None
-        for t in times[:stop]:
-            count = free[t]
-            if count == last:
-                del free[t]
-            else:
-                kept.append(t)
-                last = count
-        if len(kept) < stop:
-            kept += times[stop:]
-            self._times = kept
+        times, free = self._times, self._free
+        stop = len(times) if until == math.inf else min(bisect.bisect_right(times, until) + 1, len(times))
+        changes = list(map(operator.ne, free[1:stop], free[:stop - 1]))  # [k]: breakpoint k + 1 changes the count
+        if all(changes):
+            return
+        times[1:stop] = itertools.compress(times[1:stop], changes)
+        free[1:stop] = itertools.compress(free[1:stop], changes)
 
     def between(self, start: float, end: float) -> list[float]:
         """Breakpoints in [start, end) (a new list)."""
         return self._times[bisect.bisect_left(self._times, start):bisect.bisect_left(self._times, end)]
+
+    def window(self, start: float, end: float) -> tuple[list[float], list[int]]:
+        """Breakpoints in [start, end) and the free count from each (new lists)."""
+        i, j = bisect.bisect_left(self._times, start), bisect.bisect_left(self._times, end)
+        return self._times[i:j], self._free[i:j]
 
 
 def gpu_time(steps: list[tuple[float, int]], end: float) -> float:
