@@ -95,8 +95,8 @@ class Plan:
     real_end: float
     meets_deadline: bool
     line: Timeline = field(repr=False)  # the free GPUs once this plan is taken, or before (see ``changes``)
-    merged: bool = field(default=True, repr=False)  # whether ``line`` has its equal neighbours merged yet
-    changed_until: float = field(default=math.inf, repr=False)  # ``line`` was merged after this, and not changed
+    # ``line`` not merged yet (None: merged): up to this time; past it, it was merged and has not changed since
+    merge_until: float | None = field(default=None, repr=False)
     changes: Changes | None = field(default=None, repr=False)  # what taking the plan does to ``line``, if not done
     _gpu_seconds: float | None = field(default=None, repr=False)
 
@@ -107,9 +107,9 @@ class Plan:
         if self.changes is not None:
             self.line = self.changes.applied_to(self.line)
             self.changes = None
-        if not self.merged:
-            self.line.merge(self.changed_until)
-            self.merged = True
+        if self.merge_until is not None:
+            self.line.merge(self.merge_until)
+            self.merge_until = None
         return self.line
 
     def gpus_at(self, time: float) -> int:
@@ -156,7 +156,7 @@ def plan_min_share(job: DeadlineJob, timeline: Timeline, now: float, slot: float
     ``first``: GPUs the job must have from now until the timeline's next breakpoint (a marginal-return
     probe), the rest planned as usual."""
     plan = _plan_on(job, timeline.copy(), now, slot, first)
-    plan.changed_until = math.inf  # (the caller's timeline may hold breakpoints that change nothing anywhere)
+    plan.merge_until = math.inf  # (the caller's timeline may hold breakpoints that change nothing anywhere)
     return plan
 
 
@@ -279,12 +279,12 @@ def _plan_on(job: DeadlineJob, line: Timeline, now: float, slot: float | None, f
         reserved.append((aligned, end, give))
         return _done(steps, end, real_end, deadline, line, reach, changes)
     # no level meets the deadline: the top level (what fits) until the deadline, then whatever fits after it
-    for i, t in enumerate(points):
-        give = min(top, fits[i])
-        steps.append((t, give))
-        left -= spans[i] * rate(give) if give else 0.0
+    gives = [min(top, f) for f in fits]
+    for span, give in zip(spans, gives, strict=True):
+        left -= span * rate(give) if give else 0.0
     taken += points
-    changes.gpus = [step[1] for step in steps[len(steps) - len(points):]]
+    changes.gpus = gives
+    steps += zip(points, gives, strict=True)
     t = max(aligned, start)
     for t_next in line.between(math.nextafter(t, math.inf), math.inf):
         give = _fit(levels, line.free_at(t), top)
@@ -309,8 +309,8 @@ def _plan_on(job: DeadlineJob, line: Timeline, now: float, slot: float | None, f
 
 def _done(steps: list[tuple[float, int]], end: float, real_end: float, deadline: float, line: Timeline,
           reach: float, changes: Changes) -> Plan:
-    return Plan(merged_steps(steps), end, real_end, real_end <= deadline, line, merged=False,
-                changed_until=max(end, reach), changes=changes)
+    return Plan(merged_steps(steps), end, real_end, real_end <= deadline, line, merge_until=max(end, reach),
+                changes=changes)
 
 
 def plan_in_order(jobs: Sequence[DeadlineJob], total_gpus: int, now: float, slot: float | None = 60.0
