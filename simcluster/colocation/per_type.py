@@ -24,7 +24,7 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from simcluster.job import Workload
@@ -43,7 +43,7 @@ class PerGpuType:
         if not models:
             raise ValueError("a per-type colocation model needs at least one GPU type")
         self.models = dict(models)
-        self._distinct = list({id(m): m for m in self.models.values()}.values())
+        self._distinct = _each_once(self.models.values())
         first = next(iter(self.models.values()))
         self.single, self.pair = first.single, first.pair  # (what lucid's packing classifier learns from)
         self.source = "; ".join(f"{gpu}: {m.source}" for gpu, m in self.models.items())
@@ -63,7 +63,7 @@ class PerGpuType:
     def pair_speeds(self, a: Workload, a_gpus: int, b: Workload, b_gpus: int,
                     gpu_types: Sequence[str] = ()) -> tuple[float, float]:
         """Speeds of a and b sharing GPUs, averaged over the models of ``gpu_types`` (default: every type)."""
-        models = self._distinct if not gpu_types else list({id(m): m for m in map(self.on, gpu_types)}.values())
+        models = self._distinct if not gpu_types else _each_once(map(self.on, gpu_types))
         speeds = [m.pair_speeds(a, a_gpus, b, b_gpus) for m in models]
         return sum(s[0] for s in speeds) / len(speeds), sum(s[1] for s in speeds) / len(speeds)
 
@@ -106,3 +106,8 @@ class PerGpuType:
 
     def __repr__(self) -> str:
         return f"PerGpuType({', '.join(f'{gpu}={m!r}' for gpu, m in self.models.items())})"
+
+
+def _each_once(models: Iterable[Any]) -> list[Any]:
+    """``models`` without repeats of one object (types nobody measured share one), in order."""
+    return list({id(m): m for m in models}.values())
