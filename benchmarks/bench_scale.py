@@ -1,19 +1,22 @@
 """Start-up and scale: what `lucid-sim` costs before it simulates, and how a run grows with the trace.
 
     python benchmarks/bench_scale.py                   # start-up, then fifo on 10k, 100k and 1M jobs
-    python benchmarks/bench_scale.py --ten-million     # ... and 10M jobs (about 15 minutes, ~12 GiB)
+    python benchmarks/bench_scale.py --ten-million     # ... and 10M jobs (5-10 minutes, ~11 GiB)
     python benchmarks/bench_scale.py --no-startup --sizes 10000,100000
 
 Start-up: `lucid-sim --help` and `lucid-sim run` on the embedded default trace (what `make run` does),
 wall seconds from the shell, best of 3, and whether each imported pandas or scipy.
 
 Scale: each size is a synthetic trace (:mod:`simcluster.traces.synth`: 1,000 nodes × 8 GPUs, 10 VCs,
-offered load 0.7, seed 1) written as a Venus CSV folder, then loaded and simulated under fifo in a
-fresh interpreter, so that its peak memory is its own: load and simulation CPU seconds
-(``time.process_time``, less sensitive than wall time to a shared machine), wall seconds of load +
-simulation, peak RSS (``VmHWM`` of ``/proc/self/status``: ``resource.getrusage``'s ``ru_maxrss`` survives
-``exec``, so a child would report its parent's peak) and that peak less the interpreter's own after
-imports, per job.  Writing the trace is not timed.
+offered load 0.7, seed 1) written as a Venus CSV folder, then loaded, simulated under fifo and its run
+folder written (CSV, as ``lucid-sim run --out`` writes it) in a fresh interpreter, so that its peak memory
+is its own: CPU seconds (``time.process_time``, less sensitive than wall time to a shared machine) to load
+the trace, to simulate (the engine's run), to build the results tables (what ``simulate`` does after the
+engine's run: the jobs table, ρ, the summary, freeing the run's jobs; then ``RunResult.tables()``: the
+users table) and to write the folder; wall seconds of load + simulation, peak RSS (``VmHWM`` of
+``/proc/self/status``: ``resource.getrusage``'s ``ru_maxrss`` survives ``exec``, so a child would report
+its parent's peak) and that peak less the interpreter's own after imports, per job, the write included.
+Writing the trace is not timed.
 
 A 10M-job run may also be split by VC across processes (``lucid-sim sweep --split-vcs always``, see the
 manual's Performance page, docs/performance.md); ``--split-recipe`` measures that command: wall time and the peak of the
@@ -45,16 +48,23 @@ def rss_mib():  # VmHWM: this process's peak RSS (getrusage's ru_maxrss would ke
     return int(re.search(r"VmHWM:\s*(\d+)", Path("/proc/self/status").read_text()).group(1)) / 1024
 from simcluster.api import simulate
 from simcluster.config import SimConfig
+from simcluster.results import write_run
 from simcluster.traces import load_trace
 base = rss_mib()
 w0, c0 = time.perf_counter(), time.process_time()
 trace = load_trace(sys.argv[1])
-load_cpu, w1 = time.process_time() - c0, time.perf_counter()
+load_cpu, w1, c1 = time.process_time() - c0, time.perf_counter(), time.process_time()
 result = simulate(trace, SimConfig(policy=sys.argv[2]))
 s = result.summary
+simulate_cpu, sim_wall, wall = time.process_time() - c1, time.perf_counter() - w1, time.perf_counter() - w0
+c2 = time.process_time()
+tables = result.tables()
+c3 = time.process_time()
+write_run(Path(sys.argv[3]), tables, s)
+write_cpu = time.process_time() - c3
 print(json.dumps(dict(jobs=s["jobs"], load_cpu=load_cpu, sim_cpu=s["sim_cpu_seconds"],
-    sim_wall=time.perf_counter() - w1, wall=time.perf_counter() - w0, peak_mib=rss_mib(), base_mib=base,
-    avg_jct=s["avg_jct"])))
+    tables_cpu=simulate_cpu - s["sim_cpu_seconds"] + c3 - c2, write_cpu=write_cpu,
+    sim_wall=sim_wall, wall=wall, peak_mib=rss_mib(), base_mib=base, avg_jct=s["avg_jct"])))
 """
 
 
@@ -72,7 +82,7 @@ def main() -> None:
     parser.add_argument("--load", type=float, default=0.7)
     parser.add_argument("--policy", default="fifo")
     args = parser.parse_args()
-    console = Console(width=130)
+    console = Console(width=150)
     console.print("[dim]CPU seconds from time.process_time; wall seconds and memory on a shared machine "
                   "vary from run to run.[/]")
     if not args.no_startup:
@@ -121,8 +131,8 @@ def scale_table(sizes: list[int], args: argparse.Namespace, console: Console) ->
 
     table = Table(title=f"{args.policy} on synthetic traces, {args.nodes} nodes × 8 GPUs, {args.vcs} VCs, "
                         f"load {args.load}", title_justify="left")
-    for col in ("jobs", "load CPU-s", "sim CPU-s", "sim wall s", "wall s (load+sim)", "peak RSS MiB",
-                "bytes / job", "µs CPU / job", "avg JCT (s)"):
+    for col in ("jobs", "load CPU-s", "sim CPU-s", "tables CPU-s", "write CPU-s", "sim wall s",
+                "wall s (load+sim)", "peak RSS MiB", "bytes / job", "µs CPU / job", "avg JCT (s)"):
         table.add_column(col, justify="right")
     with tempfile.TemporaryDirectory() as tmp:
         for n in sizes:
@@ -131,13 +141,15 @@ def scale_table(sizes: list[int], args: argparse.Namespace, console: Console) ->
                 save_trace(synthesize(SynthSpec(jobs=n, nodes=args.nodes, vcs=args.vcs, load=args.load, seed=1)),
                            folder)
             with console.status(f"simulating {n:,} jobs"):
-                done = subprocess.run([sys.executable, "-c", MEASURE, str(folder), args.policy], cwd=ROOT,
-                                      capture_output=True, text=True, check=False)
+                done = subprocess.run([sys.executable, "-c", MEASURE, str(folder), args.policy,
+                                       str(Path(tmp) / f"run-{n}")], cwd=ROOT, capture_output=True, text=True,
+                                      check=False)
             if done.returncode:
                 raise SystemExit(f"{n:,} jobs failed:\n{done.stderr}")
             r = json.loads(done.stdout.strip().splitlines()[-1])
-            table.add_row(f"{n:,}", f"{r['load_cpu']:.2f}", f"{r['sim_cpu']:.2f}", f"{r['sim_wall']:.2f}",
-                          f"{r['wall']:.2f}", f"{r['peak_mib']:,.0f}",
+            table.add_row(f"{n:,}", f"{r['load_cpu']:.2f}", f"{r['sim_cpu']:.2f}", f"{r['tables_cpu']:.2f}",
+                          f"{r['write_cpu']:.2f}", f"{r['sim_wall']:.2f}", f"{r['wall']:.2f}",
+                          f"{r['peak_mib']:,.0f}",
                           f"{(r['peak_mib'] - r['base_mib']) * 2**20 / n:,.0f}", f"{1e6 * r['sim_cpu'] / n:.1f}",
                           f"{r['avg_jct']:,.0f}")
             console.print(f"[dim]{n:,} jobs: {r['wall']:.1f} s, {r['peak_mib']:,.0f} MiB[/]")

@@ -196,10 +196,10 @@ def simulate(trace: Trace, config: SimConfig | None = None, observers: Iterable[
     end = outcome.end
     reported = done + left + list(declined)
     frame = jobs_frame(reported, now=end, left_at={**outcome.abandoned, **declined}, trace=given)
-    series = pd.DataFrame(
+    series = pd.DataFrame(  # (copy=False: not copied again into one block, while the jobs are still held)
         {"time": _numbers(timeline.time), "busy_gpus": _numbers(timeline.used_gpus),
          "shared_gpus": _numbers(timeline.shared_gpus), "running_jobs": _numbers(timeline.running),
-         "pending_jobs": _numbers(timeline.pending)}
+         "pending_jobs": _numbers(timeline.pending)}, copy=False
     )
     if frag is not None:  # sampled with the timeline: one value per row
         series["frag_gpus"] = _numbers(frag.frag_gpus)
@@ -267,13 +267,14 @@ def plugin_figures(policy: type[Policy], settings: Any, origin: Origin, config: 
 
 
 def _numbers(values: array) -> np.ndarray | array:
-    """A typed array as a NumPy array in one copy (pandas would read an ``array.array`` value by value: seconds
-    for a long timeline); an empty one as it is, which pandas makes a float column whatever its type.
+    """A typed array as a NumPy array over its memory, not copied (pandas would read an ``array.array`` value
+    by value: seconds for a long timeline; and a copy would be held beside it at the run's peak); an empty
+    one as it is, which pandas makes a float column whatever its type.
 
     >>> _numbers(array("q", [1, 2])).dtype, _numbers(array("q")).typecode
     (dtype('int64'), 'q')
     """
-    return np.array(values) if len(values) else values
+    return np.frombuffer(values, values.typecode) if len(values) else values
 
 
 def cluster_of(trace: Trace, config: SimConfig) -> tuple[ClusterSpec, str]:

@@ -32,6 +32,8 @@ from typing import Any
 
 import pandas as pd
 
+from simcluster.fast_csv import write_csv
+
 FORMATS = ("csv", "parquet")
 MARKER = ".simcluster.json"  # in every folder written here: {"kind": ..., "files": [...]}
 FOREIGN_SHOWN = 5  # foreign files named in an error; the rest are counted
@@ -120,7 +122,9 @@ def write_folder(out: Path, tables: dict[str, pd.DataFrame], texts: dict[str, st
         for name, frame in tables.items():
             if name.endswith(".parquet"):
                 frame.to_parquet(tmp / name, index=False)
-            else:
+            elif name.endswith(".csv"):
+                write_csv(frame, tmp / name)  # pandas' bytes, at a fraction of to_csv's cost
+            else:  # (to_csv compresses by the name's suffix)
                 frame.to_csv(tmp / name, index=False)
         for name, text in (texts or {}).items():
             (tmp / name).write_text(text)

@@ -92,6 +92,7 @@ def test_a_failed_write_leaves_no_partial_results(tmp_path, monkeypatch):
         raise OSError("disk full")
 
     monkeypatch.setattr(pd.DataFrame, "to_csv", boom)
+    monkeypatch.setattr(results, "write_csv", boom)
     with pytest.raises(OSError):
         results.write_run(tmp_path / "run", {"jobs": pd.DataFrame({"a": [1]})}, {"x": 1})
     assert list(tmp_path.iterdir()) == []

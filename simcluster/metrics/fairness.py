@@ -134,27 +134,44 @@ def users_table(jobs: pd.DataFrame) -> pd.DataFrame:
     and their share of all jobs' GPU-seconds.  Figures over finished jobs; users sorted by name."""
     if not len(jobs):
         return pd.DataFrame(columns=USER_COLUMNS)
-    frame = jobs.assign(
-        _done=jobs["end_time"].notna(),
-        _slowdown=jobs["jct"] / np.maximum(jobs["duration"].astype(float), 1.0),
-        _gpu_seconds=jobs["busy_time"] * jobs["gpu_num"],
-    )
-    if "rho" not in frame.columns:
-        frame["rho"] = np.nan
-    done = frame[frame["_done"]]
-    users = frame["user"].astype(str)
-    total = float(frame["_gpu_seconds"].sum())
-    table = pd.DataFrame({
-        "vcs": frame.groupby(users)["vc"].agg(lambda v: ";".join(sorted(set(map(str, v))))),
-        "jobs": frame.groupby(users)["_done"].sum().astype(np.int64),
-        "unfinished": (~frame["_done"]).groupby(users).sum().astype(np.int64),
-        "avg_jct": done.groupby(done["user"].astype(str))["jct"].mean(),
-        "p50_jct": done.groupby(done["user"].astype(str))["jct"].median(),
-        "avg_queue": done.groupby(done["user"].astype(str))["queue"].mean(),
-        "avg_slowdown": done.groupby(done["user"].astype(str))["_slowdown"].mean(),
-        "mean_rho": done.groupby(done["user"].astype(str))["rho"].mean(),
-        "gpu_seconds": frame.groupby(users)["_gpu_seconds"].sum(),
+    # grouped by the users' codes, found once: grouping by the text would hash a million strings per figure
+    # (codes in the names' order, -1 for a job without a user, which grouping by name would drop too)
+    codes, names = pd.factorize(jobs["user"].astype(str), sort=True)
+    done = jobs["end_time"].notna().to_numpy()
+    per_job = pd.DataFrame({
+        "jobs": done, "unfinished": ~done, "gpu_seconds": (jobs["busy_time"] * jobs["gpu_num"]).to_numpy(),
     })
+    finished = pd.DataFrame({
+        "avg_jct": jobs["jct"].to_numpy()[done],
+        "avg_queue": jobs["queue"].to_numpy()[done],
+        "avg_slowdown": (jobs["jct"] / np.maximum(jobs["duration"].astype(float), 1.0)).to_numpy()[done],
+        "mean_rho": jobs["rho"].to_numpy(float)[done] if "rho" in jobs.columns else np.nan,
+    })
+    totals = per_job.groupby(codes).sum()
+    by_user = finished.groupby(codes[done])
+    table = pd.concat([totals[["jobs", "unfinished"]].astype(np.int64), by_user.mean(),
+                       by_user["avg_jct"].median().rename("p50_jct"), totals["gpu_seconds"]], axis=1)
+    table = table.reindex(range(len(names)))  # (drops -1, jobs without a user)
+    table.insert(0, "vcs", _vcs_of(codes, jobs["vc"], len(names)))
+    total = float(per_job["gpu_seconds"].sum())
     table["gpu_share"] = table["gpu_seconds"] / total if total > 0 else 0.0
-    table.index.name = "user"
+    table.index = names.rename("user")
     return table.reset_index()[USER_COLUMNS]
+
+
+def _vcs_of(codes: np.ndarray, vcs: pd.Series, users: int) -> list[str]:
+    """Each user's VCs, sorted and joined by ';', from the distinct (user, VC) pairs, not a pass per user."""
+    vc_codes, vc_names = pd.factorize(vcs)
+    labels = [str(name) for name in vc_names]
+    missing = vc_codes < 0
+    if missing.any():  # a missing VC is named as str() names it (None, nan, <NA>): a rare case, row by row
+        named = np.array([str(v) for v in vcs.to_numpy(object)[missing]], dtype=object)
+        extra_codes, extra = pd.factorize(named)
+        vc_codes[missing] = len(labels) + extra_codes
+        labels += [str(name) for name in extra]
+    mine = codes >= 0
+    pairs = np.unique(codes[mine] * len(labels) + vc_codes[mine])
+    names: list[set[str]] = [set() for _ in range(users)]
+    for user, vc in zip(*np.divmod(pairs, len(labels)), strict=True):
+        names[user].add(labels[vc])
+    return [";".join(sorted(these)) for these in names]

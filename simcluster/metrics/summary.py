@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from operator import attrgetter
 from typing import Any
 
@@ -54,8 +54,8 @@ def jobs_frame(jobs: Iterable[Job], now: float | None = None,
         # caches, and a pass per column would fetch each job's memory again)
         read = ("index", "start_time", "end_time", "queue_time", "busy_time", *counts)
         whole = ("index", "preemptions", "restarts")
-        record = np.dtype([(name, np.int64 if name in whole else float) for name in read])
-        values: Any = np.fromiter(map(attrgetter(*read), rows), record, n)
+        values: Any = _records(map(attrgetter(*read), rows), n,
+                               np.dtype([(name, np.int64 if name in whole else float) for name in read]))
         start, end, queued, busy_time = (values["start_time"], values["end_time"], values["queue_time"],
                                          values["busy_time"])
         index = values["index"]
@@ -92,7 +92,22 @@ def jobs_frame(jobs: Iterable[Job], now: float | None = None,
         "shared_seconds": values["shared_seconds"],
         "mean_speed": mean_speed,
     }
-    return pd.DataFrame({name: table[name] for name in JOB_COLUMNS})  # (made in its order: no copy to reorder)
+    # (made in its order, no copy to reorder; and the columns as they are, not copied into one block per type,
+    # which would hold a second copy of them while the run's jobs are still in memory: the run's peak)
+    return pd.DataFrame({name: table[name] for name in JOB_COLUMNS}, copy=False)
+
+
+def _records(rows: Iterator[tuple[Any, ...]], n: int, record: np.dtype,
+             step: int = 1 << 16) -> dict[str, np.ndarray]:
+    """The ``n`` tuples of ``rows`` as one array per field of ``record``: read a block of rows at a time into
+    a small record array, so that the columns are contiguous and no record array of every row is held beside
+    them."""
+    columns = {name: np.empty(n, record[name]) for name in record.names}
+    for start in range(0, n, step):
+        block = np.fromiter(rows, record, min(step, n - start))  # (takes just that many from the iterator)
+        for name, column in columns.items():
+            column[start:start + len(block)] = block[name]
+    return columns
 
 
 def _given_columns(trace: pd.DataFrame, index: np.ndarray) -> dict[str, Any] | None:
