@@ -30,9 +30,29 @@ def trace_synth(
     load: Annotated[float, typer.Option(min=0.01, help="Offered load (GPU-seconds asked / available).")] = 0.8,
     users: Annotated[int, typer.Option(min=1, help="Number of users.")] = 50,
     seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+    preset: Annotated[str, typer.Option(
+        help="A documented mix: venus-2020 (Venus-like) or llm-era (a few 1k-16k-GPU jobs among many small "
+        "ones; needs VCs of 16,384 GPUs). Its sizes, durations and arrivals apply where not given; it holds "
+        "the load.", show_default=False)] = "",
+    sizes: Annotated[str | None, typer.Option(
+        help="GPUs per job: venus, pow2:MAX[,decay=D], SIZE:WEIGHT,SIZE:WEIGHT,... or trace:PATH (a job "
+        "log's sizes). [default: the preset's, else venus]", show_default=False)] = None,
+    durations: Annotated[str | None, typer.Option(
+        help="Seconds per job: venus, lognormal:mu=M,sigma=S[,max=X][,grow=G] (grow: log-seconds added per "
+        "doubling of GPUs) or trace:PATH. [default: the preset's, else venus]", show_default=False)] = None,
+    arrivals: Annotated[str | None, typer.Option(
+        help="diurnal, poisson or bursts:size=K (K jobs at one instant). [default: the preset's, else "
+        "diurnal]", show_default=False)] = None,
+    hold_load: Annotated[bool | None, typer.Option(
+        "--hold-load/--no-hold-load", help="Choose the arrival rate so that the realised load (work run "
+        "while jobs are still submitted) is --load. [default: held with a preset or any shape but Venus']",
+        show_default=False)] = None,
 ) -> None:
-    """Generate a synthetic trace shaped like Venus (GPU counts, durations, diurnal arrivals, workloads), or like Gavel's."""
+    """Generate a synthetic trace: Venus-shaped by default (GPU counts, durations, diurnal arrivals,
+    workloads), or of chosen sizes, durations and arrivals at a held load (docs/synthetic.md); or like
+    Gavel's."""
     from simcluster.cli.gavel import synth_gavel
+    from simcluster.traces.realised import realised_by_vc
     from simcluster.traces.synth import SynthSpec, save_trace, synthesize
 
     if style == "gavel":
@@ -44,14 +64,21 @@ def trace_synth(
     if style != "venus":
         fail(f"--style must be venus or gavel, got {style!r}")
     try:
-        spec = SynthSpec(jobs=jobs, nodes=nodes, vcs=vcs, gpus_per_node=gpus_per_node, load=load, users=users, seed=seed)
+        spec = SynthSpec(jobs=jobs, nodes=nodes, vcs=vcs, gpus_per_node=gpus_per_node, load=load, users=users,
+                         seed=seed, preset=preset, sizes=sizes, durations=durations, arrivals=arrivals,
+                         hold_load=hold_load)
+        trace = synthesize(spec)  # a load that cannot be held, sizes that do not fit: nothing written
     except ValueError as exc:
         fail(str(exc))
     try:
-        folder = save_trace(synthesize(spec), out_dir)
+        folder = save_trace(trace, out_dir)
     except ValueError as exc:  # results.OutputError: --out holds files simcluster did not write, or is `.`
         fail(str(exc))
     out.print(f"wrote {jobs:,} jobs on {nodes} nodes × {gpus_per_node} GPUs in {vcs} VCs to [bold]{folder}[/]")
+    realised = realised_by_vc(trace.frame, trace.vc_nodes, gpus_per_node)["cluster"]
+    why = (f"held at --load {load:g}" if spec.holds_load else f"--load {load:g} is the total work's: "
+           "GPU-seconds asked ÷ (GPUs × span); --hold-load holds this one")
+    out.print(f"  realised offered load {realised:.3f} ({why})", highlight=False)
 
 
 def _load(values: dict[str, Any], sized: bool) -> Any:
@@ -81,7 +108,8 @@ def trace_check(ctx: typer.Context, **values: Any) -> None:
 
         from simcluster.traces.inspection import inspect_trace
 
-        print(json.dumps({"valid": True, **inspect_trace(loaded)}, indent=2, default=str))
+        seen = inspect_trace(loaded, values["gpus_per_node"])
+        print(json.dumps({"valid": True, **seen}, indent=2, default=str))
         return
     hetero = check_lines(loaded)
     if hetero is not None:
@@ -105,7 +133,7 @@ def trace_inspect(ctx: typer.Context, **values: Any) -> None:
 
     from simcluster.traces.inspection import inspect_trace
 
-    seen = inspect_trace(_load(values, sized=False))
+    seen = inspect_trace(_load(values, sized=False), values["gpus_per_node"])
     if values["as_json"]:
         print(json.dumps(seen, indent=2, default=str))
         return
@@ -205,19 +233,25 @@ def _print_check(loaded: Any, gpus_per_node: int, cluster: str | None) -> None:
     out.print(f"submitted from {when(stats.first_submit)} to {when(stats.last_submit)}: span "
               f"{stats.span:,.0f} s ({stats.span / 86400:,.1f} days)", highlight=False)
 
-    table = Table(title="Virtual clusters (offered load = GPU-seconds asked ÷ (GPUs × span))", title_justify="left")
-    for col in ("VC", "nodes", "GPUs", "jobs", "largest job", "GPU-hours asked", "offered load"):
-        table.add_column(col, justify="left" if col == "VC" else "right")
+    realised = _realised(frame, vc_nodes, gpus_per_node, total)
+    table = Table(title="Virtual clusters (offered load = GPU-seconds asked ÷ (GPUs × span); realised = "
+                  "the part of it run within the span, had every job started when submitted)",
+                  title_justify="left")
+    for col in ("VC", "nodes", "GPUs", "jobs", "largest job", "GPU-hours asked", "offered load",
+                "realised load"):  # (no header word cut short at 80 columns)
+        table.add_column(col, justify="left" if col == "VC" else "right",
+                         min_width=max(map(len, col.split())))
 
-    def add(v: Any, **style: Any) -> None:
+    def add(v: Any, load: float | None, **style: Any) -> None:
         table.add_row(v.name, "—" if v.nodes is None else f"{v.nodes:,}", "—" if v.gpus is None else f"{v.gpus:,}",
                       f"{v.jobs:,}", f"{v.largest_job:,}", f"{v.gpu_seconds / 3600:,.0f}",
-                      "—" if v.load is None else f"{v.load:.3f}", **style)
+                      "—" if v.load is None else f"{v.load:.3f}", "—" if load is None else f"{load:.3f}",
+                      **style)
 
     if len(stats.vcs) > 1:
         for v in stats.vcs:
-            add(v)
-    add(stats.total, style="bold")
+            add(v, realised["vcs"].get(v.name))
+    add(stats.total, realised["cluster"], style="bold")
     out.print(table)
 
     histogram = Table(title="GPUs per job", title_justify="left")
@@ -242,6 +276,19 @@ def _print_check(loaded: Any, gpus_per_node: int, cluster: str | None) -> None:
         for target, nodes, actual in sizes_for_loads(stats, gpus_per_node):
             sizes.add_row(f"{target:g}", f"{nodes:,}", f"{nodes * gpus_per_node:,}", f"{actual:.3f}")
         out.print(sizes)
+
+
+def _realised(frame: Any, vc_nodes: dict[str, int], gpus_per_node: int, total: int | None) -> dict[str, Any]:
+    """The realised load of each VC and of the cluster (``total`` GPUs where a heterogeneous one has them)."""
+    import math
+
+    from simcluster.traces.realised import realised_by_vc, realised_load
+
+    realised = realised_by_vc(frame, vc_nodes, gpus_per_node)
+    if total:
+        whole = realised_load(frame["submit_time"], frame["duration"], frame["gpu_num"], total)
+        realised["cluster"] = whole if math.isfinite(whole) else None
+    return realised
 
 
 def _print_inspection(seen: dict[str, Any]) -> None:

@@ -12,14 +12,14 @@ import json
 import os
 import traceback
 from collections import OrderedDict
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from simcluster.atomic import atomic_write
 from simcluster.config import SimConfig
 from simcluster.traces import Trace, load_trace
-from simcluster.traces.synth import SynthSpec, synthesize
+from simcluster.traces.synth import SynthSpec, spec_from_text, synthesize
 
 FIGURES = ("jobs", "avg_jct", "p50_jct", "p99_jct", "avg_queue", "p99_queue", "makespan", "gpu_utilization",
            "preemptions", "restarts", "shared_gpu_fraction", "jain_users", "rho_mean", "rho_p99", "rho_above_1",
@@ -90,21 +90,15 @@ def load_trace_arg(trace: str, gpus_per_node: int = 8, vc_config: str | None = N
 
 
 def synth_spec(trace: str, gpus_per_node: int) -> SynthSpec:
-    defaults = {f.name: f.default for f in fields(SynthSpec)}
-    values: dict[str, Any] = {"gpus_per_node": gpus_per_node}
-    for item in filter(None, trace[len(SYNTH_PREFIX):].split(",")):
-        key, _, raw = item.partition("=")
-        if key not in defaults:
-            raise SweepError(f"--trace {trace!r}: unknown synthetic-trace field {key!r}; "
-                             f"valid: {', '.join(defaults)}")
-        try:
-            kind: Any = type(defaults[key])
-            values[key] = kind(raw)
-        except ValueError:
-            raise SweepError(f"--trace {trace!r}: field {key!r} expects {type(defaults[key]).__name__}, "
-                             f"got {raw!r}") from None
+    """The :class:`SynthSpec` of ``synth:field=value,…`` (commas inside a sizes, durations or arrivals
+    value stay in it: :func:`simcluster.traces.synth.spec_from_text`); the run's GPUs per node unless it
+    names its own.
+
+    >>> synth_spec("synth:jobs=100,nodes=64,vcs=1,sizes=pow2:64,decay=1.5,load=0.9", 8).sizes
+    'pow2:64,decay=1.5'
+    """
     try:
-        return SynthSpec(**values)
+        return spec_from_text(trace[len(SYNTH_PREFIX):], gpus_per_node=gpus_per_node)
     except ValueError as exc:
         raise SweepError(f"--trace {trace!r}: {exc}") from None
 

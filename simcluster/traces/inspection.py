@@ -1,6 +1,7 @@
 """What the loader understood of a trace, as ``lucid-sim trace inspect`` shows it before a long run:
 which column holds each field and in what unit, the delimiter, how submit times were read and the
-wall-clock span they cover, durations, the job-size histogram and the loader's doubts.
+wall-clock span they cover, durations, the job-size histogram, the loader's doubts, and for a job log the
+offered and realised load of each VC (``lucid-sim trace check --json``; :mod:`simcluster.traces.realised`).
 
 >>> import pandas as pd
 >>> from simcluster.traces.joblog import trace_from_frame
@@ -9,6 +10,8 @@ wall-clock span they cover, durations, the job-size histogram and the loader's d
 ...                                       duration_unit="min", nodes=1))
 >>> seen["columns"]["duration"], seen["durations"]["p50"], seen["gpu_histogram"]
 ({'column': 'minutes', 'unit': 'min'}, 2745.0, {'1': 1, '8': 1})
+>>> seen["load"]["cluster"]  # 90 s of 1 GPU and nothing of the 8-GPU job run within the hour, on 8 GPUs
+{'gpus': 8, 'offered': 1.503125, 'realised': 0.003125}
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ from simcluster.traces.base import Trace
 from simcluster.traces.columns import CUSTOM, FIELDS, KNOWN_FORMATS
 from simcluster.traces.csvfile import describe_delimiter
 from simcluster.traces.joblog import JobLog
+from simcluster.traces.realised import realised_by_vc
+from simcluster.traces.stats import trace_stats
 
 PERCENTILES = (10, 50, 90, 99)
 HETERO_COLUMNS = {
@@ -32,8 +37,8 @@ HETERO_COLUMNS = {
 }
 
 
-def inspect_trace(trace: Trace) -> dict[str, Any]:
-    """A plain (JSON-ready) record of how ``trace`` was read."""
+def inspect_trace(trace: Trace, gpus_per_node: int = 8) -> dict[str, Any]:
+    """A plain (JSON-ready) record of how ``trace`` was read (its VCs' nodes of ``gpus_per_node`` GPUs)."""
     frame = trace.frame
     submit = frame["submit_time"].astype(float)
     record: dict[str, Any] = {"source": trace.source, "jobs": len(frame)}
@@ -59,9 +64,24 @@ def inspect_trace(trace: Trace) -> dict[str, Any]:
                            **{f"p{p}": float(np.percentile(durations, p)) for p in PERCENTILES},
                            "max": float(durations.max())}
     record["gpu_histogram"] = {str(int(g)): int(n) for g, n in frame["gpu_num"].value_counts().sort_index().items()}
+    if isinstance(trace, JobLog):
+        record["load"] = load_record(frame, trace.vc_nodes, gpus_per_node)
     record["skipped"] = dict(trace.skipped)
     record["warnings"] = list(trace.warnings)
     return record
+
+
+def load_record(frame: pd.DataFrame, vc_nodes: dict[str, int], gpus_per_node: int) -> dict[str, Any]:
+    """Each VC's and the cluster's GPUs, offered load (GPU-seconds asked ÷ (GPUs × span)) and realised load
+    (the part of that work run within the span, had every job started when submitted); None where no size
+    is known."""
+    stats = trace_stats(frame, vc_nodes, gpus_per_node)
+    realised = realised_by_vc(frame, vc_nodes, gpus_per_node)
+    return {"window_seconds": realised["window_seconds"],
+            "vcs": {v.name: {"gpus": v.gpus, "offered": v.load, "realised": realised["vcs"].get(v.name)}
+                    for v in stats.vcs},
+            "cluster": {"gpus": stats.total.gpus, "offered": stats.total.load,
+                        "realised": realised["cluster"]}}
 
 
 def _unit(name: str, duration_unit: str) -> str:
