@@ -28,6 +28,7 @@ from simcluster.job import Job
 from simcluster.queue import JobQueue
 
 WHOLE = 1000  # thousandths of a GPU
+NO_LIMIT = 1 << 62  # VirtualCluster.unplaceable when nothing is known to be unplaceable
 
 
 @dataclass(eq=False, slots=True)
@@ -106,6 +107,8 @@ class Node:
         buckets[before] &= ~bit
         buckets[after] |= bit
         vc.free_gpus += after - before
+        if after > before:
+            vc.unplaceable = NO_LIMIT
         self.bucket = after
         if self.pool is not vc:
             self.pool._move(self.slot, before, after)  # type: ignore[union-attr]
@@ -325,6 +328,9 @@ class VirtualCluster(Pool):
         self.pending: JobQueue = JobQueue()
         self.running: RunningJobs = RunningJobs()  # insertion-ordered set
         self.to_arrive = 0  # jobs of this VC not submitted yet (the simulation counts them down)
+        # the fewest GPUs a monotone placement found no room for since GPUs were last freed here: no job asking
+        # for as many or more can be placed until then (the engine skips the search)
+        self.unplaceable = NO_LIMIT
         self.fastest_first = self.gpu_types  # its GPU types, fastest first (the cluster sets it)
 
     def track_fractions(self) -> None:
@@ -337,6 +343,8 @@ class VirtualCluster(Pool):
         """Move ``node`` to the bucket of its current free count and update the VC's counts."""
         before, after = node.bucket, (node.gpu_count - node.used if node.up else None)  # (free_gpus, inlined)
         if before != after:
+            if after is not None and (before is None or after > before):
+                self.unplaceable = NO_LIMIT
             self._move(node.index, before, after)
             node.bucket = after
             if node.pool is not self:

@@ -45,7 +45,7 @@ def user_folder(tmp_path: Path) -> Path:
 
 
 def test_every_example_is_a_working_policy_or_placement():
-    assert {p.name for p in POLICY_FILES} >= {"srtf_minimal.py", "las2.py", "fair_share.py"}
+    assert {p.name for p in POLICY_FILES} >= {"srtf_minimal.py", "srtf_kept.py", "las2.py", "fair_share.py"}
     assert PLACEMENT_FILES
     assert len((REPO_ROOT / "examples/policies/srtf_minimal.py").read_text().splitlines()) <= 60
 
@@ -67,14 +67,15 @@ def test_each_example_runs_on_venus_by_file_path_with_json(user_folder, path):
     assert source["location"] == str(user_folder / path.name)
 
 
-def test_srtf_minimal_matches_the_built_in_srtf_job_by_job(user_folder):
-    for policy, out in (("./srtf_minimal.py", "minimal"), ("srtf", "builtin")):
+@pytest.mark.parametrize("example", ["srtf_minimal.py", "srtf_kept.py"])
+def test_the_srtf_examples_match_the_built_in_srtf_job_by_job(user_folder, example):
+    for policy, out in ((f"./{example}", "example"), ("srtf", "builtin")):
         done = lucid_sim(user_folder, "run", "--policy", policy, "--trace", str(venus()), "--out", out, "-q")
         assert done.returncode == 0, done.stderr
-    minimal = pd.read_csv(user_folder / "minimal" / "jobs.csv")
+    mine = pd.read_csv(user_folder / "example" / "jobs.csv")
     builtin = pd.read_csv(user_folder / "builtin" / "jobs.csv")
-    assert len(minimal) == 23_859
-    pd.testing.assert_frame_equal(minimal[["job_id", "start_time", "end_time", "preemptions"]],
+    assert len(mine) == 23_859
+    pd.testing.assert_frame_equal(mine[["job_id", "start_time", "end_time", "preemptions"]],
                                   builtin[["job_id", "start_time", "end_time", "preemptions"]])
 
 

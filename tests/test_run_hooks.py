@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from unittest.mock import patch
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -11,12 +12,15 @@ from simcluster.colocation.loader import load_colocation_model
 from simcluster.config import SimConfig
 from simcluster.engine import Simulation
 from simcluster.job import Job
+from simcluster.policies import quota
 
 
-def random_jobs(seed: int, n: int = 60) -> list[Job]:
+def random_jobs(seed: int, n: int = 60, fractional: bool = False) -> list[Job]:
+    """``fractional``: durations with fractions of a second, so that end times are not whole numbers."""
     rng = random.Random(seed)
     return [Job(index=i, job_id=str(i), vc=rng.choice("ab"), gpu_num=rng.choice((1, 2, 4, 8, 16)),
-                submit_time=rng.randrange(0, 5_000), duration=rng.randrange(1, 3_000)) for i in range(n)]
+                submit_time=rng.randrange(0, 5_000),
+                duration=rng.randrange(1, 3_000) + (rng.random() if fractional else 0)) for i in range(n)]
 
 
 def end_of_run(job: Job) -> tuple[float, int]:
@@ -30,11 +34,13 @@ def check_srtf_order_at_every_pass(sim: Simulation) -> list[int]:
     schedule = policy.schedule
 
     def checking(vc, ctx):
-        ends = policy._by_end.get(vc.name, [])
-        assert [job for _, _, job in ends] == sorted(vc.running, key=end_of_run)
-        assert sorted(ends) == ends
-        assert policy._held.get(vc.name, 0) == sum(j.gpu_num for j in vc.running)
-        checked.append(len(ends))
+        order = policy._orders.get(vc.name)
+        kept = list(order) if order is not None else []
+        assert kept == sorted(vc.running, key=end_of_run)
+        if order is not None:
+            order.check()
+            assert order.gpus == sum(j.gpu_num for j in vc.running)
+        checked.append(len(kept))
         schedule(vc, ctx)
 
     policy.schedule = checking
@@ -50,8 +56,7 @@ def test_srtf_keeps_each_vcs_running_jobs_in_order_of_their_end_through_preempti
     checked = check_srtf_order_at_every_pass(sim)
     sim.run()
     assert checked and max(checked) > 0
-    assert not sim.policy._entries  # every start was matched by a stop
-    assert all(not ends for ends in sim.policy._by_end.values())
+    assert all(not order for order in sim.policy._orders.values())  # every start was matched by a stop
 
 
 def test_only_policies_that_define_the_hooks_are_called():
@@ -61,9 +66,12 @@ def test_only_policies_that_define_the_hooks_are_called():
         sim = Simulation(random_jobs(1, 5), {"a": 2, "b": 2}, SimConfig(policy=policy),
                          colocation=load_colocation_model("default"))
         assert not sim._policy_on_run_start and not sim._policy_on_run_stop
-    # tiresias notes stopped jobs only for its promote knob
+    # tiresias keeps its running jobs in order; tiresias-gittins, whose keys move as jobs run, notes stopped jobs
+    # only for its promote knob
+    sim = Simulation(random_jobs(1, 5), {"a": 2, "b": 2}, SimConfig(policy="tiresias"))
+    assert sim._policy_on_run_stop and sim._policy_on_run_start
     for knob, called in ((0.0, False), (2.0, True)):
-        sim = Simulation(random_jobs(1, 5), {"a": 2, "b": 2}, SimConfig(policy="tiresias", promote_knob=knob))
+        sim = Simulation(random_jobs(1, 5), {"a": 2, "b": 2}, SimConfig(policy="tiresias-gittins", promote_knob=knob))
         assert sim._policy_on_run_stop is called and not sim._policy_on_run_start
 
 
@@ -81,16 +89,27 @@ def walk_every_pass(sim: Simulation) -> None:
     sim.policy.schedule = plain
 
 
-@settings(max_examples=20, deadline=None)
-@given(seed=st.integers(0, 10_000), mtbf=st.sampled_from([0, 20_000]), n=st.sampled_from([8, 60]))
-def test_srtf_shortcuts_decide_as_the_plain_walk_at_every_pass(seed, mtbf, n):
-    config = SimConfig(policy="srtf", node_mtbf=mtbf, node_repair=600, on_no_progress="abandon")
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), mtbf=st.sampled_from([0, 20_000]), n=st.sampled_from([8, 60, 200]),
+       fractional=st.booleans(), jumps=st.booleans())
+def test_srtf_shortcuts_decide_as_the_plain_walk_at_every_pass(seed, mtbf, n, fractional, jumps):
+    """srtf's kept order, its shortcuts and (``jumps``: even for the few running jobs of these small VCs) the walk
+    from one change to the next decide as the plain walk that sorts every running job at every pass."""
+    with patch("simcluster.policies.quota.SMALL_ORDER", 0 if jumps else quota.SMALL_ORDER):
+        runs = srtf_runs(seed, mtbf, n, fractional)
+    assert runs[0] == runs[1]
+
+
+def srtf_runs(seed: int, mtbf: float, n: int, fractional: bool) -> list[list[tuple]]:
+    """Each job's (start, end, preemptions, restarts) under srtf, then under the plain walk."""
+    config = SimConfig(policy="srtf", node_mtbf=mtbf, node_repair=600, on_no_progress="abandon",
+                       preempt_overhead_small=7.5 if fractional else 40.0)
     runs = []
     for plain in (False, True):
-        jobs = random_jobs(seed, n)
+        jobs = random_jobs(seed, n, fractional)
         sim = Simulation(jobs, {"a": 2, "b": 2}, config)
         if plain:
             walk_every_pass(sim)
         sim.run()
         runs.append([(j.start_time, j.end_time, j.preemptions, j.restarts) for j in jobs])
-    assert runs[0] == runs[1]
+    return runs

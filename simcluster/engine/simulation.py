@@ -138,6 +138,7 @@ class Simulation(JobLife):
         self.cluster = self._build_cluster(cluster, throughputs)
         placement_class, placement_origin = resolve(config.placement, "placement")
         self.placement = placement if placement is not None else placement_class(random.Random(config.seed))
+        self._monotone_placement = self.placement.monotone
         if placement_origin.source != "built-in" and placement is None:
             self.placement = CheckedPlacement(self.placement, f"placement {display_name(config.placement, 'placement')}",
                                               self.clock, source_file=placement_origin.location)
@@ -368,7 +369,13 @@ class Simulation(JobLife):
             plan = fraction_plan(job, self._pools_of(job, vc))
         elif job.gpu_num > vc.free_gpus and not fraction:
             return False  # no placement finds more idle GPUs than the VC has (a blocked head of queue, mostly)
-        elif job.speeds is None or self.placement.chooses_types:  # None: any GPU will do
+        elif job.speeds is None:  # any GPU will do
+            if job.gpu_num >= vc.unplaceable:
+                return False  # the placement found no room for as many GPUs since GPUs were last freed
+            plan = self.placement.place(job, vc)
+            if plan is None and self._monotone_placement:
+                vc.unplaceable = job.gpu_num
+        elif self.placement.chooses_types:
             plan = self.placement.place(job, vc)
         else:
             plan = next((p for pool in self._pools_of(job, vc) if (p := self.placement.place(job, pool))), None)

@@ -22,6 +22,7 @@ class Consolidate(Placement):
     """
 
     name = "consolidate"
+    monotone = True  # a job no node (or set of idle nodes) holds now is not held once more GPUs are taken
 
     def __init__(self, rng: random.Random | None = None) -> None:
         pass

@@ -9,7 +9,9 @@ or it fits in the spare GPUs (which it then uses up).  Expected ends come from a
 
 The reservation counts GPUs, not nodes, as EASY does: with a node-aware placement the head may still
 find its GPUs scattered over nodes at the shadow time, and then waits for the next reservation.  A
-running job that outlived its estimate is expected to end now.
+running job that outlived its estimate is expected to end now.  The running jobs are kept in the order of
+their expected ends as they start and stop (:class:`~simcluster.sdk.RunningOrder`), so a reservation costs a
+search, not a sort of every running job.
 
 >>> from simcluster.sdk import Policy
 >>> issubclass(EasyBackfill, Policy)
@@ -22,7 +24,7 @@ from typing import Any
 
 from simcluster.estimators import EstimateQuality, make_estimator
 from simcluster.policies.fifo_backfill import FifoBackfill
-from simcluster.sdk import JobView, SchedulingContext, VCView, register_policy
+from simcluster.sdk import JobView, RunningOrder, SchedulingContext, VCView, register_policy
 
 
 def reservation(need: int, free: int, ends: list[tuple[float, int]]) -> tuple[float, int]:
@@ -41,6 +43,34 @@ def reservation(need: int, free: int, ends: list[tuple[float, int]]) -> tuple[fl
     return float("inf"), 0
 
 
+def reservation_in(order: RunningOrder, need: int, free: int, now: float) -> tuple[float, int]:
+    """:func:`reservation` over running jobs kept by (expected end, GPUs), each expected to end at ``now`` at the
+    earliest: the jobs overdue at ``now`` end first, smallest first (the ties of ``reservation``'s sort), then
+    the first job whose end frees enough is found by its running sum.
+
+    >>> from simcluster.job import Job
+    >>> order = RunningOrder()
+    >>> for i, (end, gpus) in enumerate([(500.0, 4), (100.0, 4), (300.0, 2)]):
+    ...     order.add((end, gpus), Job(index=i, job_id=str(i), vc="v", gpu_num=gpus, submit_time=0, duration=1))
+    >>> reservation_in(order, 8, 2, 0.0), reservation_in(order, 7, 2, 400.0), reservation_in(order, 99, 2, 0.0)
+    ((300.0, 0), (400.0, 1), (inf, 0))
+    >>> reservation(7, 2, [(400.0, 4), (400.0, 2), (500.0, 4)])  # what the jobs overdue at 400 mean
+    (400.0, 1)
+    """
+    due = order.locate((now, float("inf")))  # the jobs that should have ended by now
+    overdue = order.gpus_before(due)
+    if free + overdue >= need and overdue:
+        for gpus in sorted(job.gpu_num for job in order.jobs_between(order.start, due)):
+            free += gpus
+            if free >= need:
+                return now, free - need
+    over, held = order.first_over(due, need - free - overdue - 1)  # the first whose running sum reaches need
+    if over is None:
+        return float("inf"), 0
+    end, gpus = order.key_at(over)
+    return end, free + overdue + held + gpus - need
+
+
 @register_policy("easy-backfill")
 class EasyBackfill(FifoBackfill):
     """EASY backfilling: the first job that cannot start gets a reservation that later jobs may not delay.
@@ -57,11 +87,21 @@ class EasyBackfill(FifoBackfill):
         self.estimator = make_estimator(self.config, self.default_estimator)
         self.quality = EstimateQuality()
         self.expected: dict[JobView, float] = {}  # job → its estimated duration
+        self._ends: dict[str, RunningOrder] = {}  # per VC, its running jobs by (expected end, GPUs)
 
     def on_submit(self, job: JobView, now: float) -> None:
         estimate = self.estimator.estimate(job, now)
         self.quality.record(estimate, job)
         self.expected[job] = estimate
+
+    def on_run_start(self, job: JobView, vc: VCView) -> None:
+        ends = self._ends.get(vc.name)
+        if ends is None:
+            ends = self._ends[vc.name] = RunningOrder()
+        ends.add((job.start_time + self.expected[job], job.gpu_num), job)  # type: ignore[operator]
+
+    def on_run_stop(self, job: JobView, vc: VCView) -> None:
+        self._ends[vc.name].remove(job)
 
     def on_finish(self, job: JobView, now: float) -> None:
         super().on_finish(job, now)
@@ -91,10 +131,7 @@ class EasyBackfill(FifoBackfill):
 
     def reserve(self, head: JobView, vc: VCView, now: float) -> tuple[float, int]:
         """The head's reservation (shadow time, spare GPUs), from the running jobs' expected ends."""
-        expected = self.expected
-        ends = [(max(now, run.start_time + expected[run]), run.gpu_num)  # type: ignore[operator]
-                for run in vc.running]
-        shadow, spare = reservation(head.gpu_num, vc.free_gpus, ends)
+        shadow, spare = reservation_in(self._ends.get(vc.name) or RunningOrder(), head.gpu_num, vc.free_gpus, now)
         return max(shadow, now), spare
 
     def report(self) -> dict[str, Any]:

@@ -8,29 +8,31 @@ placement succeeds.
 
 Pending jobs come as one ordered stream per GPU count: the quota only
 shrinks, so a stream whose jobs no longer fit is dropped whole instead of
-being stepped through.  Running jobs are few and sorted up front.
+being stepped through.  Running jobs come either as a :class:`RunningOrder` that the policy's run hooks keep
+in order — then the walk jumps from one change to the next (a start, a preemption) and a pass that changes
+nothing costs a few searches per GPU count — or as a list of (key, job) pairs, sorted at every call.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from heapq import heapify, heappop, heapreplace
+from operator import attrgetter
 from typing import Any
 
 from simcluster.cluster import VirtualCluster
 from simcluster.job import Job
 from simcluster.policies.base import SchedulingContext
+from simcluster.policies.running_order import KeyMap, Position, RunningOrder, gpu_count
 from simcluster.queue import SizedRun
+
+_BY_INDEX = attrgetter("index")
 
 
 def queue_streams(vc: VirtualCluster, max_gpus: float | None = None) -> dict[int, SizedRun]:
     """The VC's pending queue, one stream per GPU count (the key) up to ``max_gpus``, in queue order
     (:meth:`~simcluster.queue.JobQueue.runs_by_size`)."""
     return vc.pending.runs_by_size(vc.total_gpus if max_gpus is None else max_gpus)
-
-
-def gpu_count(job: Job) -> float:
-    return job.gpu_num
 
 
 def gpu_share(job: Job) -> float:
@@ -54,18 +56,134 @@ def walk_changes_nothing(vc: VirtualCluster, reserved: float, rest: float = 0) -
     return reserved + rest <= total and vc.pending.none_fits(total - reserved)
 
 
-def walk_quota(vc: VirtualCluster, ctx: SchedulingContext, running: list[tuple[Any, Job]],
-               pending: dict[int, SizedRun], pending_first_on_ties: bool = True, reserved: float = 0,
-               quota_of: Callable[[Job], float] = gpu_count) -> int:
-    """Preempt and start jobs of ``vc`` by the quota walk.
+SMALL_ORDER = 64  # a RunningOrder of at most this many jobs is walked as pairs
 
-    ``running`` holds (key, job) for every running job; keys compare with the
-    pending streams' keys; ``pending`` maps a GPU count to its stream.  On equal keys pending jobs go first unless
-    ``pending_first_on_ties`` is False.  ``reserved`` GPUs of the quota are
-    held by running jobs the caller already knows come first and fit.
+
+def _same(key: Any) -> Any:
+    return key
+
+
+def walk_quota(vc: VirtualCluster, ctx: SchedulingContext, running: RunningOrder | list[tuple[Any, Job]],
+               pending: dict[int, SizedRun] | None = None, pending_first_on_ties: bool = True, reserved: float = 0,
+               quota_of: Callable[[Job], float] = gpu_count, key: KeyMap = _same) -> int:
+    """Preempt and start jobs of ``vc`` by the quota walk; returns how many it preempted.
+
+    ``running``: the running jobs the walk hands quota to, as a :class:`RunningOrder` (``key`` maps each stored
+    key to one that compares with the waiting jobs' keys, e.g. srtf's end time to the remaining time ``end -
+    now``; it must keep the order) or as (key, job) pairs.  Waiting jobs are the VC's queue, in its order.  On
+    equal keys waiting jobs go first unless ``pending_first_on_ties`` is False, then trace order.
+    ``reserved`` GPUs of the quota are held by running jobs the caller already knows come first and fit and
+    left out of ``running``; ``quota_of`` is what a job in a pairs list uses of the quota (a RunningOrder
+    weighs its jobs itself).  ``pending``: the queue's streams by GPU count (:func:`queue_streams`), for callers
+    that already have them.
     """
-    pending_tag, running_tag = (0, 1) if pending_first_on_ties else (1, 0)
     quota = vc.total_gpus - reserved
+    if isinstance(running, RunningOrder):
+        to_preempt, to_start = _walk_kept(vc, running, key, pending_first_on_ties, quota)
+    else:
+        streams = pending if pending is not None else queue_streams(vc, quota)
+        to_preempt, to_start = _walk_pairs(running, streams, pending_first_on_ties, quota, quota_of)
+    for job in to_preempt:
+        ctx.preempt(job)
+    for job in to_start:
+        ctx.try_start(job)
+    return len(to_preempt)
+
+
+def _walk_kept(vc: VirtualCluster, order: RunningOrder, key: KeyMap, pending_first: bool,
+               quota: float) -> tuple[list[Job], list[Job]]:
+    """The walk over a kept order: the running jobs before the queue's head come first and fit (when all of them
+    fit the quota), so they are handed their GPUs up front; the rest are walked by jumps, or as pairs when few."""
+    pending = vc.pending
+    if not pending:
+        return [], []
+    cursor = order.start
+    if order.gpus <= quota:
+        cursor = order.locate(pending.first_entry()[0], key, after_ties=not pending_first)
+        quota -= order.gpus_before(cursor)
+        if pending.none_fits(quota):
+            return [], []  # the rest fit too, and no waiting job fits what they leave
+    if order.count_from(cursor) > SMALL_ORDER:
+        return _walk_order(vc, order, key, pending_first, quota, cursor)
+    rest = [(key(stored), job) for stored, job in order.items(cursor)]  # (a few: stepping costs less than jumping)
+    return _walk_pairs(rest, queue_streams(vc, quota), pending_first, quota, order.weight_of)
+
+
+def _walk_order(vc: VirtualCluster, order: RunningOrder, key: KeyMap, pending_first: bool, quota: float,
+                cursor: Position) -> tuple[list[Job], list[Job]]:
+    """The walk over a kept order from ``cursor``, from one change to the next.
+
+    At each step the next change is either the first waiting job (in walk order) that fits what the running jobs
+    before it leave, or the first running job that no longer fits; the running jobs before either are handed
+    their GPUs in one sum.  Only each GPU count's first waiting job is looked at (the quota only shrinks, so
+    when it does not fit at its turn no later one of its count does), and whether it fits is one comparison:
+    a job of g GPUs fits at its turn if it comes before the first running job that passes ``quota - g``.  A
+    running job that does not fit is walked with the jobs of its key, in trace order, as the pairs walk
+    sorts them.
+    """
+    pending = vc.pending
+    tag = 0 if pending_first else 1  # a waiting job's place among running ones of its key
+    streams = {size: [entries, jobs, first] for size, (entries, jobs, first) in pending.runs_by_size(quota).items()
+               if first < len(entries)}
+    to_preempt: list[Job] = []
+    to_start: list[Job] = []
+    while quota > 0:
+        sizes = [size for size in streams if size <= quota]
+        if len(sizes) < len(streams):
+            streams = {size: streams[size] for size in sizes}  # the others never fit again: the quota only shrinks
+        over, *limits = order.reach(cursor, [quota, *[quota - size for size in sizes]])
+        over_key = key(order.key_at(over)) if over is not None else None
+        best: tuple[tuple[Any, int, int], int] | None = None  # (walk key, size) of the next waiting job to start
+        blocked = []  # (walk key, size) of the reached GPU counts whose first waiting job does not fit
+        for size, limit in zip(sizes, limits):
+            entries, _, at = streams[size]
+            first_key, index = entries[at]
+            if over_key is not None and not (first_key <= over_key if pending_first else first_key < over_key):
+                continue  # after the next running job that does not fit: not reached yet
+            walk_key = (first_key, tag, index)
+            if limit is None or (first_key <= key(order.key_at(limit)) if pending_first
+                                 else first_key < key(order.key_at(limit))):
+                if best is None or walk_key < best[0]:
+                    best = (walk_key, size)
+            else:
+                blocked.append((walk_key, size))
+        for walk_key, size in blocked:
+            if best is None or walk_key < best[0]:  # its turn comes before the next change: it is its real turn
+                del streams[size]  # and every later job of its count, since the quota only shrinks
+        if best is not None:
+            (first_key, _, _), size = best
+            place = order.locate(first_key, key, after_ties=not pending_first)
+            quota -= order.gpus_between(cursor, place) + size
+            cursor = place
+            stream = streams[size]
+            to_start.append(stream[1][stream[2]])  # type: ignore[arg-type]
+            stream[2] += 1
+            if stream[2] == len(stream[0]):
+                del streams[size]
+            continue
+        if over is None:
+            return to_preempt, to_start  # every running job left fits, and no waiting job does
+        group = order.locate(over_key, key)  # the first running job of its key
+        quota -= order.gpus_between(cursor, group)
+        cursor = order.locate(over_key, key, after_ties=True)
+        tied = sorted(order.jobs_between(group, cursor), key=_BY_INDEX)
+        for n, job in enumerate(tied):
+            if quota <= 0:
+                to_preempt += tied[n:]
+                break
+            need = order.weight_of(job)
+            if need <= quota:
+                quota -= need
+            else:
+                to_preempt.append(job)
+    to_preempt += order.jobs_between(cursor)  # the quota ran out
+    return to_preempt, to_start
+
+
+def _walk_pairs(running: list[tuple[Any, Job]], pending: dict[int, SizedRun], pending_first_on_ties: bool,
+                quota: float, quota_of: Callable[[Job], float]) -> tuple[list[Job], list[Job]]:
+    """The walk over (key, job) pairs, sorted here, merged with the waiting jobs' streams."""
+    pending_tag, running_tag = (0, 1) if pending_first_on_ties else (1, 0)
     ordered = [(key, running_tag, job.index, job) for key, job in running]
     ordered.sort()
     heap = []  # per GPU count, its next job: (key, tag, trace index, position, entries, jobs)
@@ -110,8 +228,4 @@ def walk_quota(vc: VirtualCluster, ctx: SchedulingContext, running: list[tuple[A
             heapreplace(heap, (key, pending_tag, index, at, entries, jobs))
     if walked < n:
         to_preempt.extend(r[3] for r in ordered[walked:])  # not reached: the quota ran out first
-    for job in to_preempt:
-        ctx.preempt(job)
-    for job in to_start:
-        ctx.try_start(job)
-    return len(to_preempt)
+    return to_preempt, to_start

@@ -153,9 +153,11 @@ class Slurm(EasyBackfill):
         self.priority[job] = self.job_priority(job, now)
 
     def on_run_start(self, job: JobView, vc: VCView) -> None:
+        super().on_run_start(job, vc)
         self._use(job, job.gpu_num, self.now)
 
     def on_run_stop(self, job: JobView, vc: VCView) -> None:
+        super().on_run_stop(job, vc)
         self._use(job, -job.gpu_num, self.now)
 
     def _use(self, job: JobView, gpus: int, now: float) -> None:

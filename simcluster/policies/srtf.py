@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-from bisect import bisect_left, insort
 from operator import itemgetter
 
 from simcluster.cluster import VirtualCluster
@@ -8,6 +7,7 @@ from simcluster.config import SimConfig
 from simcluster.job import Job
 from simcluster.policies.base import POLICIES, Policy, SchedulingContext
 from simcluster.policies.quota import gpu_share, queue_streams, walk_changes_nothing, walk_quota
+from simcluster.policies.running_order import RunningOrder
 from simcluster.policies.sharing import PartnerCost, share_waiting_jobs
 
 
@@ -29,24 +29,19 @@ class ShortestRemainingTimeFirst(Policy):
 
     def __init__(self, config: SimConfig | None = None) -> None:
         super().__init__(config)
-        # per VC, its running jobs as (end of run at full speed, trace index, job), in order: the order of their
-        # remaining times at any instant, kept by the engine's run hooks instead of being sorted at every pass
-        self._by_end: dict[str, list[tuple[float, int, Job]]] = {}
-        self._held: dict[str, int] = {}  # per VC, the GPUs its running jobs hold
-        self._entries: dict[Job, tuple[tuple[float, int, Job], str]] = {}  # a running job → its entry, its VC
+        # per VC, its running jobs by the end of their run at full speed: the order of their remaining times at
+        # any instant, kept by the engine's run hooks instead of being sorted at every pass
+        self._orders: dict[str, RunningOrder] = {}
 
     def on_run_start(self, job: Job, vc: VirtualCluster) -> None:
+        order = self._orders.get(vc.name)
+        if order is None:
+            order = self._orders[vc.name] = RunningOrder()
         # (start + overhead) + work, as the remaining time was always summed: (end - now) is then that same float
-        entry = (job.run_started_at + job.overhead_left + job.work_left, job.index, job)
-        self._entries[job] = (entry, vc.name)
-        insort(self._by_end.setdefault(vc.name, []), entry)
-        self._held[vc.name] = self._held.get(vc.name, 0) + job.gpu_num
+        order.add(job.run_started_at + job.overhead_left + job.work_left, job)
 
     def on_run_stop(self, job: Job, vc: VirtualCluster) -> None:
-        entry, name = self._entries.pop(job)
-        ends = self._by_end[name]
-        del ends[bisect_left(ends, entry)]
-        self._held[name] -= job.gpu_num
+        self._orders[vc.name].remove(job)
 
     def pending_key(self, job: Job) -> float:
         return job.remaining_at(0.0)  # constant while pending
@@ -54,29 +49,13 @@ class ShortestRemainingTimeFirst(Policy):
     def schedule(self, vc: VirtualCluster, ctx: SchedulingContext) -> None:
         if not vc.pending:
             return  # running jobs fit the quota by construction: nothing can change
-        pending, held = vc.pending, self._held.get(vc.name, 0)
-        if len(pending) == 1 and held + pending.first().gpu_num <= vc.total_gpus:  # type: ignore[union-attr]
+        pending, order = vc.pending, self._orders.get(vc.name) or RunningOrder()
+        if len(pending) == 1 and order.gpus + pending.first().gpu_num <= vc.total_gpus:  # type: ignore[union-attr]
             # the one waiting job fits beside every running one: the walk would start it and preempt none
             ctx.try_start(pending.first())  # type: ignore[arg-type]
             return
         now = ctx.now
-        head = pending.first_entry()[0]  # (the head's pending_key, as the queue holds it)
-        ends = self._by_end.get(vc.name, ())
-        # the running jobs shorter than every waiting one come first and fit (they hold the VC's GPUs, which its
-        # quota counts): hand them their GPUs up front, walk only the rest.  Whole GPU counts, so the sum is
-        # exact in any order.  Remaining time (end - now) grows with the end: they are a prefix
-        if not ends or head > ends[-1][0] - now:  # (the longest remaining time: the last end)
-            first_rest = len(ends)  # every running job comes first
-        else:
-            first_rest = bisect_left(ends, head, key=lambda entry: entry[0] - now)
-        rest = ends[first_rest:] if first_rest else ends
-        running = [(end - now, job) for end, _, job in rest]
-        rest_gpus = sum([job.gpu_num for _, _, job in rest])
-        quota_used = held - rest_gpus
-        if walk_changes_nothing(vc, quota_used, rest_gpus):
-            return
-        streams = queue_streams(vc, vc.total_gpus - quota_used)
-        if walk_quota(vc, ctx, running, streams, reserved=quota_used):
+        if walk_quota(vc, ctx, order, key=lambda end: end - now):
             # the preempted jobs' remaining time grew by the overhead, which may let others in: look again
             # at once, as the artifacts' per-second loop does
             ctx.wake_at(now)

@@ -12,7 +12,9 @@ Event-driven: an arrival or completion asks for a decision at the next
 boundary; after a decision the policy sets timers only where the decision
 could change without any event — the first boundary after a running job
 crosses a threshold, and the boundary when a waiting job becomes eligible
-for promotion.
+for promotion.  The running jobs are kept in their order (:class:`~simcluster.sdk.RunningOrder`) as they
+start and stop, and re-filed only when one crosses a threshold (a heap by the time it will), so a decision
+costs what it changes, not a pass over every running job.
 
 With ``overheads = "elasticflow"`` each decision is a round of ElasticFlow's simulator, whose start and
 restart costs (:mod:`simcluster.policies.elasticflow_overheads`) the jobs pay as pauses: the preset
@@ -33,6 +35,7 @@ from simcluster.job import Job, JobState
 from simcluster.policies.base import POLICIES, Policy, SchedulingContext
 from simcluster.policies.elasticflow_overheads import RoundOverheads
 from simcluster.policies.quota import queue_streams, walk_changes_nothing, walk_quota
+from simcluster.policies.running_order import RunningOrder
 from simcluster.sdk import setting
 
 OVERHEAD_MODELS = ("none", "elasticflow")
@@ -64,6 +67,7 @@ class Tiresias(Policy):
     preemptive = True
     reads = panel_fields(TIRESIAS)  # --quantum, --thresholds, --promote-knob
     Settings = TiresiasSettings
+    keeps_order = True  # its run hooks keep each VC's running jobs in order (a subclass with other keys: False)
 
     def __init__(self, config: SimConfig | None = None) -> None:
         super().__init__(config)
@@ -82,8 +86,13 @@ class Tiresias(Policy):
         # promoted), and those queued since the VC's last timers were set
         self._eligible: dict[str, list[tuple[float, int, Job, float]]] = {}
         self._new_eligible: dict[str, list[tuple[float, int, Job, float]]] = {}
-        if self.knob > 0:  # the engine calls a run hook only where one is set: plain tiresias has none
-            self.on_run_stop = self._note_stopped  # type: ignore[method-assign]
+        # per VC, its running jobs by (queue, submit time); the time each will cross its queue's threshold (a heap
+        # of (when, trace index, job, run)); and the jobs whose crossing no pass has set a timer for yet
+        self._orders: dict[str, RunningOrder] = {}
+        self._crossings: dict[str, list[tuple[float, int, Job, int]]] = {}
+        self._unannounced: dict[str, list[tuple[Job, int]]] = {}
+        self._run_of: dict[Job, int] = {}  # a running job → the number of its run (older heap entries are stale)
+        self._runs = 0
 
     def attach(self, cluster: Any) -> None:
         """The overhead model, from the settings (read here: a test may replace them after construction)."""
@@ -112,6 +121,58 @@ class Tiresias(Policy):
 
     def running_key(self, job: Job, now: float) -> Any:
         return (self.queue_of(self.attained(job, now)), job.submit_time)
+
+    # --- the running jobs, kept in order -------------------------------------------------------------
+    def on_run_start(self, job: Job, vc: VirtualCluster) -> None:
+        order = self._orders.get(vc.name)
+        if order is None:
+            order = self._orders[vc.name] = RunningOrder()
+        self._runs += 1
+        self._run_of[job] = run = self._runs
+        now = self.now
+        attained = self.attained(job, now)
+        queue = self.queue_of(attained)
+        order.add((queue, job.submit_time), job)
+        self._note_crossing(vc.name, job, run, queue, attained, now)
+
+    def on_run_stop(self, job: Job, vc: VirtualCluster) -> None:
+        self._orders[vc.name].remove(job)
+        del self._run_of[job]
+        if self.knob > 0:
+            self._note_stopped(job, vc)
+
+    def _note_crossing(self, vc: str, job: Job, run: int, queue: int, attained: float, now: float) -> None:
+        """Note when ``job`` (running, in ``queue`` with ``attained`` service at ``now``) crosses its queue's
+        threshold, and that no timer is set for it yet."""
+        if queue < len(self.thresholds):
+            heappush(self._crossings.setdefault(vc, []),
+                     (now + (self.thresholds[queue] - attained) / job.gpu_num, job.index, job, run))
+        self._unannounced.setdefault(vc, []).append((job, run))
+
+    def running_order(self, vc: VirtualCluster, now: float) -> RunningOrder:
+        """The VC's running jobs by their key at ``now``: those that crossed a threshold since the last look are
+        re-filed (their queue computed as :meth:`running_key` computes it, the same float)."""
+        order = self._orders.get(vc.name)
+        if order is None:
+            order = self._orders[vc.name] = RunningOrder()
+        heap = self._crossings.get(vc.name)
+        horizon = now + 1e-9 * max(1.0, abs(now))  # (a little past now: the crossing time is itself a sum)
+        not_yet = []
+        while heap and heap[0][0] <= horizon:
+            entry = heappop(heap)
+            job, run = entry[2], entry[3]
+            if self._run_of.get(job) != run:
+                continue  # (stale: that run ended)
+            attained = self.attained(job, now)
+            queue = self.queue_of(attained)
+            if queue == order.key_of(job)[0]:
+                not_yet.append(entry)
+                continue
+            order.rekey(job, (queue, job.submit_time))
+            self._note_crossing(vc.name, job, run, queue, attained, now)
+        for entry in not_yet:
+            heappush(heap, entry)  # type: ignore[arg-type]
+        return order
 
     # --- decisions ----------------------------------------------------------------
     def schedule(self, vc: VirtualCluster, ctx: SchedulingContext) -> None:
@@ -149,6 +210,11 @@ class Tiresias(Policy):
         job and keeps its GPUs (while they add up to no more than the VC's).  Only the others are walked,
         and when none is left and no waiting job fits what remains, there is nothing to walk.
         """
+        if self.keeps_order:
+            order = self.running_order(vc, now)
+            self.order_queue(vc, ctx, now)
+            walk_quota(vc, ctx, order, pending_first_on_ties=False)
+            return
         running = self.running_entries(vc, now)
         self.order_queue(vc, ctx, now)
         head_key = self.head_key(vc)
@@ -236,7 +302,16 @@ class Tiresias(Policy):
             # ElasticFlow's simulator, which its overheads count)
         thresholds, last_queue, quantum = self.thresholds, len(self.thresholds), self.quantum
         wake: dict[float, None] = {}  # the running jobs' next crossings, each once, in the order first met
-        for job in vc.running:
+        if self.keeps_order:
+            # a timer stays set until it rings, so only the jobs whose crossing has none yet need one: those that
+            # started, or crossed a threshold, since the last pass that set timers
+            self.running_order(vc, now)
+            run_of = self._run_of
+            noted, self._unannounced[vc.name] = self._unannounced.get(vc.name, []), []
+            running = [job for job, run in noted if run_of.get(job) == run]
+        else:
+            running = vc.running  # type: ignore[assignment]
+        for job in running:
             attained = self.attained(job, now) if self._forgiven else \
                 job.gpu_num * (job.busy_time + (now - job.run_started_at))  # (attained, inlined)
             queue = bisect_left(thresholds, attained)  # queue_of, inlined

@@ -8,7 +8,7 @@ from typing import Any
 
 from simcluster.cluster import VirtualCluster
 from simcluster.job import Job
-from simcluster.policies.base import POLICIES, SchedulingContext
+from simcluster.policies.base import POLICIES, Policy, SchedulingContext
 from simcluster.policies.tiresias import Tiresias
 
 
@@ -110,9 +110,14 @@ class TiresiasGittins(Tiresias):
     """
 
     REFRESH_SECONDS = 3600.0
+    keeps_order = False  # a running job's index moves as it runs: its keys are computed at every decision
+    on_run_start = Policy.on_run_start
+    on_run_stop = Policy.on_run_stop
 
     def __init__(self, config=None) -> None:
         super().__init__(config)
+        if self.knob > 0:  # the engine calls a run hook only where one is set
+            self.on_run_stop = self._note_stopped  # type: ignore[method-assign]
         self.gittins = GittinsIndex()
         self._next_refresh = float("-inf")
         self._queue_version: dict[str, int] = {}

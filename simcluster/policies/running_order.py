@@ -1,0 +1,289 @@
+"""A VC's running jobs kept in a policy's order, with the GPUs they hold summed by position.
+
+A preemptive policy walks running and waiting jobs in one order (:func:`~simcluster.policies.quota.walk_quota`).
+Sorting every running job at every pass makes a pass cost what runs, not what changed; on a cluster of tens of
+thousands of GPUs that is most of a run.  A :class:`RunningOrder` is kept up to date by the policy's run hooks
+instead (``on_run_start`` adds a job, ``on_run_stop`` removes it), and answers what the walk asks in about
+O(√n): where a key falls, how many GPUs the jobs before a position hold, and which job is the first that no
+longer fits a budget.  The order must not change while jobs run, only when the policy re-keys a job (remove,
+then add): srtf's end times, Tiresias' (queue, submit time) between threshold crossings, EASY's expected ends.
+
+It is a list of sorted blocks (each with its GPU sum and last entry), the layout of ``sortedcontainers``, so an
+insertion moves at most one block's worth of references.
+
+>>> from simcluster.job import Job
+>>> jobs = [Job(index=i, job_id=str(i), vc="v", gpu_num=g, submit_time=0, duration=10) for i, g in enumerate([4, 2, 8])]
+>>> order = RunningOrder()
+>>> for end, job in zip([300.0, 100.0, 200.0], jobs):
+...     order.add(end, job)
+>>> [j.job_id for j in order], order.gpus
+(['1', '2', '0'], 14)
+>>> at = order.locate(150.0)  # the first job whose key is 150 or more: job 2, after job 1's 2 GPUs
+>>> order.job_at(at).job_id, order.gpus_before(at)
+('2', 2)
+>>> over, fitted = order.first_over(order.start, 9)  # 2 + 8 > 9: job 2 is the first that does not fit
+>>> order.job_at(over).job_id, fitted
+('2', 2)
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterator
+from itertools import accumulate
+from typing import Any
+
+from simcluster.job import Job
+
+Entry = tuple[Any, int, Job]  # (the policy's key, trace index, job): unique and totally ordered
+Position = tuple[int, int]  # (block, offset within it); (blocks, 0) is the end
+KeyMap = Callable[[Any], Any]  # a stored key → the key the walk compares (monotone: srtf's end → end - now)
+
+_LOAD = 256  # entries per block: a block splits at twice this
+
+
+def gpu_count(job: Job) -> int:
+    """What a running job uses of its VC's quota unless a policy says otherwise: its GPUs."""
+    return job.gpu_num
+
+
+def _same(key: Any) -> Any:
+    return key
+
+
+class RunningOrder:
+    """Running jobs sorted by (key, trace index), each weighing its GPUs (``weight``: job → its share of the
+    quota, whole GPUs by default); see the module's example."""
+
+    __slots__ = ("_blocks", "_entry_of", "_lasts", "_sums", "_weight", "_weights", "gpus")
+
+    def __init__(self, weight: Callable[[Job], int] = gpu_count) -> None:
+        self._blocks: list[list[Entry]] = []
+        self._weights: list[list[int]] = []
+        self._sums: list[int] = []
+        self._lasts: list[Entry] = []
+        self._entry_of: dict[Job, Entry] = {}
+        self._weight = weight
+        self.gpus = 0  # what every job here holds
+
+    # --- keeping it up to date ----------------------------------------------------------------------------
+    def add(self, key: Any, job: Job) -> None:
+        """File ``job`` under ``key`` (it must not be here yet)."""
+        entry, weight = (key, job.index, job), self._weight(job)
+        self._entry_of[job] = entry
+        self.gpus += weight
+        blocks, lasts = self._blocks, self._lasts
+        if not blocks:
+            blocks.append([entry])
+            self._weights.append([weight])
+            self._sums.append(weight)
+            lasts.append(entry)
+            return
+        b = bisect_left(lasts, entry)
+        if b == len(blocks):
+            b -= 1
+            lasts[b] = entry
+        block = blocks[b]
+        i = bisect_left(block, entry)
+        block.insert(i, entry)
+        self._weights[b].insert(i, weight)
+        self._sums[b] += weight
+        if len(block) > 2 * _LOAD:
+            self._split(b)
+
+    def remove(self, job: Job) -> None:
+        """Take ``job`` out."""
+        entry = self._entry_of.pop(job)
+        b = bisect_left(self._lasts, entry)
+        block = self._blocks[b]
+        i = bisect_left(block, entry)
+        del block[i]
+        weight = self._weights[b].pop(i)
+        self._sums[b] -= weight
+        self.gpus -= weight
+        if block:
+            self._lasts[b] = block[-1]
+        else:
+            del self._blocks[b], self._weights[b], self._sums[b], self._lasts[b]
+
+    def rekey(self, job: Job, key: Any) -> None:
+        """Move ``job`` to ``key``."""
+        self.remove(job)
+        self.add(key, job)
+
+    def _split(self, b: int) -> None:
+        block, weights = self._blocks[b], self._weights[b]
+        self._blocks[b + 1:b + 1] = [block[_LOAD:]]
+        self._weights[b + 1:b + 1] = [weights[_LOAD:]]
+        del block[_LOAD:], weights[_LOAD:]
+        self._sums[b:b + 1] = [sum(weights), sum(self._weights[b + 1])]
+        self._lasts[b:b + 1] = [block[-1], self._blocks[b + 1][-1]]
+
+    # --- reading it -----------------------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self._entry_of)
+
+    def __bool__(self) -> bool:
+        return bool(self._entry_of)
+
+    def __contains__(self, job: Job) -> bool:
+        return job in self._entry_of
+
+    def __iter__(self) -> Iterator[Job]:
+        """The jobs in order (over a snapshot of the blocks: re-keying meanwhile is safe)."""
+        return (entry[2] for block in list(self._blocks) for entry in list(block))
+
+    def items(self, first: Position = (0, 0)) -> Iterator[tuple[Any, Job]]:
+        """(key, job) in order, from ``first``."""
+        b, i = first
+        blocks = self._blocks
+        if b < len(blocks):
+            yield from ((entry[0], entry[2]) for entry in blocks[b][i:])
+            for block in blocks[b + 1:]:
+                yield from ((entry[0], entry[2]) for entry in block)
+
+    def count_from(self, first: Position) -> int:
+        """How many jobs from ``first`` on."""
+        b, i = first
+        blocks = self._blocks
+        return len(blocks[b]) - i + sum(map(len, blocks[b + 1:])) if b < len(blocks) else 0
+
+    def key_of(self, job: Job) -> Any:
+        return self._entry_of[job][0]
+
+    @property
+    def start(self) -> Position:
+        return (0, 0)
+
+    @property
+    def end(self) -> Position:
+        return (len(self._blocks), 0)
+
+    def locate(self, probe: Any, key: KeyMap = _same, after_ties: bool = False) -> Position:
+        """The position of the first job whose ``key(stored key)`` is at least ``probe`` (``after_ties``: more
+        than ``probe``), or the end."""
+        find = bisect_right if after_ties else bisect_left
+        lasts = self._lasts
+        b = find(lasts, probe, key=lambda entry: key(entry[0]))
+        if b == len(lasts):
+            return (b, 0)
+        return (b, find(self._blocks[b], probe, key=lambda entry: key(entry[0])))
+
+    def job_at(self, at: Position) -> Job:
+        b, i = at
+        return self._blocks[b][i][2]
+
+    def key_at(self, at: Position) -> Any:
+        b, i = at
+        return self._blocks[b][i][0]
+
+    def gpus_before(self, at: Position) -> int:
+        """What the jobs before ``at`` hold."""
+        b, i = at
+        if b == len(self._blocks):
+            return self.gpus
+        return sum(self._sums[:b]) + sum(self._weights[b][:i])
+
+    def gpus_between(self, first: Position, stop: Position) -> int:
+        """What the jobs from ``first`` up to ``stop`` (excluded) hold."""
+        (b1, i1), (b2, i2) = first, stop
+        if b1 == b2:
+            return sum(self._weights[b1][i1:i2]) if b1 < len(self._blocks) else 0
+        total = sum(self._weights[b1][i1:]) + sum(self._sums[b1 + 1:b2])
+        return total + sum(self._weights[b2][:i2]) if b2 < len(self._blocks) else total
+
+    def gpus_from(self, first: Position, at_least: int) -> bool:
+        """Whether the jobs from ``first`` to the end hold at least ``at_least`` GPUs (summed from the end, so it
+        stops early when a few of the last blocks hold that many)."""
+        if at_least <= 0:
+            return True
+        b1, i1 = first
+        sums, held = self._sums, 0
+        for b in range(len(sums) - 1, b1, -1):
+            held += sums[b]
+            if held >= at_least:
+                return True
+        if b1 < len(sums):
+            held += sum(self._weights[b1][i1:])
+        return held >= at_least
+
+    def first_over(self, first: Position, budget: float) -> tuple[Position | None, int]:
+        """Walking from ``first``, every job fits ``budget`` until the one returned: (its position, what the jobs
+        before it from ``first`` hold), or (None, what they all hold) when every one fits."""
+        b, i = first
+        if b == len(self._blocks):
+            return None, 0
+        weights, sums = self._weights, self._sums
+        head = sum(weights[b][i:])
+        if head > budget:
+            running = list(accumulate(weights[b][i:]))
+            k = bisect_right(running, budget)  # the first whose running sum passes the budget
+            return (b, i + k), (running[k - 1] if k else 0)
+        after = list(accumulate(sums[b + 1:]))
+        k = bisect_right(after, budget - head)  # the first block that the budget does not hold whole
+        held = head + (after[k - 1] if k else 0)
+        if k == len(after):
+            return None, held
+        b += 1 + k
+        running = list(accumulate(weights[b]))
+        k = bisect_right(running, budget - held)
+        return (b, k), held + (running[k - 1] if k else 0)
+
+    def reach(self, first: Position, budgets: list[float]) -> list[Position | None]:
+        """For each budget, :meth:`first_over`'s position (None: every job from ``first`` fits it), summing once."""
+        b, i = first
+        if b == len(self._blocks):
+            return [None] * len(budgets)
+        weights, sums = self._weights, self._sums
+        head = list(accumulate(weights[b][i:]))
+        after: list[int] | None = None  # running sums of the blocks after b, made when a budget outlasts block b
+        blocks: dict[int, list[int]] = {}  # running sums within a later block
+        found: list[Position | None] = []
+        for budget in budgets:
+            k = bisect_right(head, budget)
+            if k < len(head):
+                found.append((b, i + k))
+                continue
+            if after is None:
+                after = list(accumulate(sums[b + 1:]))
+            rest = budget - head[-1]
+            k = bisect_right(after, rest)
+            if k == len(after):
+                found.append(None)
+                continue
+            later = b + 1 + k
+            within = blocks.get(later)
+            if within is None:
+                within = blocks[later] = list(accumulate(weights[later]))
+            found.append((later, bisect_right(within, rest - (after[k - 1] if k else 0))))
+        return found
+
+    @property
+    def weight_of(self) -> Callable[[Job], int]:
+        """What a job weighs here (its GPUs, by default)."""
+        return self._weight
+
+    def following(self, at: Position) -> Position:
+        """The position after ``at``."""
+        b, i = at
+        return (b + 1, 0) if i + 1 >= len(self._blocks[b]) else (b, i + 1)
+
+    def jobs_between(self, first: Position, stop: Position | None = None) -> list[Job]:
+        """The jobs from ``first`` up to ``stop`` (None: the end), in order."""
+        b1, i1 = first
+        b2, i2 = stop if stop is not None else self.end
+        blocks, found = self._blocks, []
+        for b in range(b1, min(b2 + 1, len(blocks))):
+            lo = i1 if b == b1 else 0
+            hi = i2 if b == b2 else len(blocks[b])
+            found += [entry[2] for entry in blocks[b][lo:hi]]
+        return found
+
+    def check(self) -> None:
+        """Assert the blocks' invariants (for tests)."""
+        flat = [e for block in self._blocks for e in block]
+        assert flat == sorted(flat) and len(flat) == len(self._entry_of)
+        assert all(block for block in self._blocks)
+        assert self._lasts == [block[-1] for block in self._blocks]
+        assert self._sums == [sum(w) for w in self._weights]
+        assert self.gpus == sum(self._sums)
