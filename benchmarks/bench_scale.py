@@ -18,6 +18,16 @@ users table) and to write the folder; wall seconds of load + simulation, peak RS
 its parent's peak) and that peak less the interpreter's own after imports, per job, the write included.
 Writing the trace is not timed.
 
+Policies by cluster size (``--series``): fifo and every event-driven built-in policy on one synthetic trace
+per size — by default 8,192/16,384/32,768/65,536 GPUs (one VC of 8-GPU nodes) with 12.2 jobs per GPU (100k …
+800k jobs), GPU counts powers of two up to 256 (multi-node jobs hold most of the GPU time), log-normal
+durations up to 3 days, Poisson arrivals, realised offered load held at 0.9 (:mod:`simcluster.traces.synth`),
+seed 1 — each run in a fresh interpreter that draws the trace (not timed) and simulates it: sim CPU-s, its
+ratio to fifo's at the same size, and the growth exponent (the slope of log CPU over log GPUs, least
+squares over the series), with each run's peak memory per job, preemptions and avg JCT.  A run that passes
+``--series-timeout`` is reported as such.  ``--series-policies`` and ``--series-sizes`` (GPUS/JOBS,…) pick
+others.
+
 A 10M-job run may also be split by VC across processes (``lucid-sim sweep --split-vcs always``, see the
 manual's Performance page, docs/performance.md); ``--split-recipe`` measures that command: wall time and the peak of the
 summed RSS of the sweep's processes, sampled every 0.2 s.
@@ -81,6 +91,12 @@ def main() -> None:
     parser.add_argument("--vcs", type=int, default=10)
     parser.add_argument("--load", type=float, default=0.7)
     parser.add_argument("--policy", default="fifo")
+    parser.add_argument("--series", action="store_true", help="Every policy by cluster size (see above).")
+    parser.add_argument("--series-policies", default=",".join(SERIES_POLICIES))
+    parser.add_argument("--series-sizes", default=",".join(f"{g}/{j}" for g, j in SERIES_SIZES),
+                        help="GPUS/JOBS, comma-separated.")
+    parser.add_argument("--series-trace", default=SERIES_TRACE, help="The synthetic trace's shape and load.")
+    parser.add_argument("--series-timeout", type=float, default=3600.0, help="Seconds a run may take.")
     args = parser.parse_args()
     console = Console(width=150)
     console.print("[dim]CPU seconds from time.process_time; wall seconds and memory on a shared machine "
@@ -92,6 +108,8 @@ def main() -> None:
         console.print(scale_table(sizes, args, console))
     if args.split_recipe:
         console.print(recipe_table(args))
+    if args.series:
+        console.print(series_table(args, console))
 
 
 def startup_table() -> Table:
@@ -154,6 +172,84 @@ def scale_table(sizes: list[int], args: argparse.Namespace, console: Console) ->
                           f"{r['avg_jct']:,.0f}")
             console.print(f"[dim]{n:,} jobs: {r['wall']:.1f} s, {r['peak_mib']:,.0f} MiB[/]")
     return table
+
+
+SERIES_POLICIES = ("fifo", "sjf", "qssf", "srtf", "tiresias", "tiresias-gittins", "fifo-backfill", "easy-backfill",
+                   "slurm", "sjf-ffs", "sjf-bsbf", "srtf-ars", "srtf-wrs", "lucid")
+SERIES_SIZES = ((8_192, 100_000), (16_384, 200_000), (32_768, 400_000), (65_536, 800_000))
+SERIES_TRACE = ("sizes=pow2:256,decay=1.6,durations=lognormal:mu=7,sigma=1.8,max=259200,arrivals=poisson,"
+                "load=0.9,vcs=1,seed=1")
+
+SERIES_RUN = r"""
+import json, re, sys, time
+from pathlib import Path
+def rss_mib():
+    return int(re.search(r"VmHWM:\s*(\d+)", Path("/proc/self/status").read_text()).group(1)) / 1024
+from simcluster.api import simulate
+from simcluster.config import SimConfig
+from simcluster.traces.synth import spec_from_text, synthesize
+trace = synthesize(spec_from_text(sys.argv[1]))
+base = rss_mib()
+s = simulate(trace, SimConfig(policy=sys.argv[2])).summary
+print(json.dumps(dict(sim_cpu=s["sim_cpu_seconds"], avg_jct=s["avg_jct"], avg_queue=s["avg_queue"],
+    preemptions=s["preemptions"], jobs=s["jobs"], peak_mib=rss_mib(), base_mib=base)))
+"""
+
+
+def series_table(args: argparse.Namespace, console: Console) -> Table:
+    """Each policy's sim CPU at each size, its ratio to fifo's and its growth exponent."""
+    import math
+
+    policies = [p for p in args.series_policies.split(",") if p]
+    sizes = [tuple(int(v) for v in size.split("/")) for size in args.series_sizes.split(",") if size]
+    runs: dict[tuple[str, int], dict | str] = {}
+    for gpus, jobs in sizes:
+        spec = f"jobs={jobs},nodes={gpus // 8},{args.series_trace}"
+        for policy in ["fifo", *[p for p in policies if p != "fifo"]]:
+            with console.status(f"{policy} on {gpus:,} GPUs, {jobs:,} jobs"):
+                try:
+                    done = subprocess.run([sys.executable, "-c", SERIES_RUN, spec, policy], cwd=ROOT, check=False,
+                                          capture_output=True, text=True, timeout=args.series_timeout)
+                    runs[policy, gpus] = (json.loads(done.stdout.strip().splitlines()[-1]) if done.returncode == 0
+                                          else f"failed: {done.stderr.strip().splitlines()[-1:]}")
+                except subprocess.TimeoutExpired:
+                    runs[policy, gpus] = f"> {args.series_timeout:,.0f} s"
+            shown = runs[policy, gpus]
+            console.print(f"[dim]{policy} on {gpus:,} GPUs: " + (f"{shown['sim_cpu']:.1f} sim CPU-s, avg JCT "
+                          f"{shown['avg_jct']:,.0f} s" if isinstance(shown, dict) else shown) + "[/]")
+    table = Table(title=f"Policies by cluster size ({args.series_trace}); sim CPU-s (× fifo)", title_justify="left")
+    table.add_column("policy")
+    for gpus, jobs in sizes:
+        table.add_column(f"{gpus // 1024}k GPUs / {jobs // 1000}k jobs", justify="right")
+    for col in ("exponent", "bytes / job (largest)", "preemptions (largest)", "avg JCT s (largest)"):
+        table.add_column(col, justify="right")
+    for policy in ["fifo", *[p for p in policies if p != "fifo"]]:
+        cells, points = [], []
+        for gpus, _ in sizes:
+            run, fifo = runs[policy, gpus], runs["fifo", gpus]
+            if not isinstance(run, dict):
+                cells.append(str(run))
+                continue
+            points.append((math.log(gpus), math.log(max(run["sim_cpu"], 1e-9))))
+            ratio = f" ({run['sim_cpu'] / fifo['sim_cpu']:.1f}×)" if isinstance(fifo, dict) else ""
+            cells.append(f"{run['sim_cpu']:,.1f}{ratio}")
+        last = runs[policy, sizes[-1][0]]
+        extra = [f"{(last['peak_mib'] - last['base_mib']) * 2**20 / last['jobs']:,.0f}", f"{last['preemptions']:,}",
+                 f"{last['avg_jct']:,.0f}"] if isinstance(last, dict) else ["", "", ""]
+        table.add_row(policy, *cells, f"{growth_exponent(points):.2f}" if len(points) > 1 else "", *extra)
+    return table
+
+
+def growth_exponent(points: list[tuple[float, float]]) -> float:
+    """The least-squares slope of (log size, log CPU) points: CPU ∝ size^slope.
+
+    >>> import math
+    >>> round(growth_exponent([(math.log(s), math.log(3 * s ** 1.5)) for s in (1, 2, 4, 8)]), 3)
+    1.5
+    """
+    mx = sum(x for x, _ in points) / len(points)
+    my = sum(y for _, y in points) / len(points)
+    return sum((x - mx) * (y - my) for x, y in points) / sum((x - mx) ** 2 for x, _ in points)
 
 
 def recipe_command(args: argparse.Namespace, out: Path) -> list[str]:

@@ -54,6 +54,7 @@ class Node:
     shared: int = 0  # GPUs holding two or more
     extra: int = 0  # jobs beyond the first on each GPU, summed over GPUs
     bucket: int | None = None  # the free-count bucket the node is filed under
+    unshared_bucket: int | None = None  # its VC's bucket of nodes by GPUs not holding two or more jobs
     milli: list[int] | None = None  # thousandths in use per GPU, kept only when jobs take fractions
     bit: int = field(init=False, repr=False)  # 1 << index: the node's bit in its VC's buckets
     # the jobs on each GPU, built when first asked for (sharing, fractions) and kept from then on;
@@ -278,7 +279,10 @@ class Pool:
 
     def nodes_with_free(self, k: int) -> Iterator[Node]:
         """Up nodes with exactly ``k`` free GPUs, in node order."""
-        mask = self.buckets[k] if k < len(self.buckets) else 0
+        return self._nodes_in(self.buckets[k] if k < len(self.buckets) else 0)
+
+    def _nodes_in(self, mask: int) -> Iterator[Node]:
+        """The nodes of the bits of ``mask``, in node order."""
         while mask:
             low = mask & -mask
             yield self.nodes[low.bit_length() - 1]
@@ -331,10 +335,21 @@ class VirtualCluster(Pool):
         # the fewest GPUs a monotone placement found no room for since GPUs were last freed here: no job asking
         # for as many or more can be placed until then (the engine skips the search)
         self.unplaceable = NO_LIMIT
+        self.fractional = False  # whether jobs may take fractions of its GPUs (track_fractions)
         self.fastest_first = self.gpu_types  # its GPU types, fastest first (the cluster sets it)
+        # unshared[k]: bit i set <=> node i is up and k of its GPUs hold fewer than two jobs (what a job may share)
+        self.unshared = [0] * (self.gpus_per_node + 1)
+        for node in members:
+            node.unshared_bucket = node.gpu_count
+            self.unshared[node.gpu_count] |= node.bit
+
+    def nodes_with_unshared(self, k: int) -> Iterator[Node]:
+        """Up nodes with exactly ``k`` GPUs that hold fewer than two jobs (idle or held by one), in node order."""
+        return self._nodes_in(self.unshared[k] if k < len(self.unshared) else 0)
 
     def track_fractions(self) -> None:
         """Count thousandths in use per GPU from now on (a run with jobs that take GPU fractions)."""
+        self.fractional = True
         for node in self.nodes:
             if node.milli is None:
                 node.milli = [WHOLE if holders else 0 for holders in node.gpus]
@@ -349,6 +364,13 @@ class VirtualCluster(Pool):
             node.bucket = after
             if node.pool is not self:
                 node.pool._move(node.slot, before, after)  # type: ignore[union-attr]
+        unshared = node.gpu_count - node.shared if node.up else None
+        if unshared != node.unshared_bucket:
+            if node.unshared_bucket is not None:
+                self.unshared[node.unshared_bucket] &= ~node.bit
+            if unshared is not None:
+                self.unshared[unshared] |= node.bit
+            node.unshared_bucket = unshared
         self.used_gpus += used_delta
         self.totals.used += used_delta
         if shared_delta or extra_delta:  # only sharing changes these: integrate them over time

@@ -22,7 +22,7 @@ from simcluster.policies.allocations import apply_allocations, layout_of, nodes_
 from simcluster.policies.base import POLICIES, Policy, SchedulingContext, start_in_order_until_blocked
 from simcluster.policies.interval import IntervalPolicy
 from simcluster.policies.quota import gpu_share, queue_streams, walk_changes_nothing, walk_quota
-from simcluster.policies.running_order import RunningOrder
+from simcluster.policies.running_order import Minus, RunningOrder
 from simcluster.queue import submit_order
 from simcluster.views import ClusterView, JobView, NodeView, PoolView, QueueView, VCView
 
@@ -34,6 +34,7 @@ __all__ = [
     "IntervalPolicy",
     "JobState",
     "JobView",
+    "Minus",
     "NodeView",
     "Placement",
     "Plan",

@@ -16,14 +16,20 @@ from unittest.mock import patch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from simcluster.api import simulate
 from simcluster.config import SimConfig
 from simcluster.engine import Simulation
 from simcluster.job import Job
 from simcluster.placement.consolidate import Consolidate
 from simcluster.policies.easy_backfill import EasyBackfill, reservation
-from simcluster.policies.running_order import RunningOrder
+from simcluster.policies.running_order import Minus, RunningOrder
+from simcluster.policies.sharing import may_share_on
+from simcluster.policies.sharing import shared_plan as real_plan
 from simcluster.policies.slurm import Slurm
+from simcluster.policies.srtf_ars import SrtfAllShared
 from simcluster.policies.tiresias import Tiresias
+from simcluster.tables import load_tables
+from simcluster.traces.synth import SynthSpec, synthesize
 
 # --- RunningOrder against a sorted list ---------------------------------------------------------------------
 
@@ -68,6 +74,9 @@ def check_against_a_sorted_list(steps, probes, budgets) -> None:
             assert at == position(n)
             assert order.gpus_before(at) == sum(weights[:n]) and order.count_from(at) == len(flat) - n
             assert [j for _, j in order.items(at)] == [job for _, _, job in flat[n:]] == order.jobs_between(at)
+            for mapped in (Minus(3.5), lambda k: k - 3.5):  # a key map: searched near, or called at every step
+                m = (bisect_right if after else bisect_left)([k - 3.5 for k, _, _ in flat], probe)
+                assert order.locate(probe, mapped, after_ties=after) == position(m)
     for budget in budgets:
         for start in (0, len(flat) // 3):
             running = list(accumulate(weights[start:]))
@@ -180,3 +189,98 @@ def test_placements_are_skipped_on_a_congested_cluster():
     outcome(random_jobs(7, 300), config, placement=skipping)
     outcome(random_jobs(7, 300), config, placement=searching)
     assert skipping.calls < searching.calls * 0.8
+
+
+# --- sharing: searches that stop early, against the scan of every node ------------------------------------------
+
+def scanned_plan(job, vc, ctx, partner_cost):
+    """shared_plan as it was: every node's usable GPUs, then the best node or the most usable nodes first."""
+    config, costs = ctx.config, {}
+    max_jobs, memory = config.max_jobs_per_gpu, job.memory
+
+    def usable(node):
+        shareable = []
+        limit = node.gpu_memory or config.gpu_memory
+        for i, holders in enumerate(node.gpus):
+            if not holders or len(holders) >= max_jobs or holders[0].gpu_milli < 1000:
+                continue
+            if node.memory_used(i) + memory > limit:
+                continue
+            worst = 0.0
+            for resident in holders:
+                if resident not in costs:
+                    costs[resident] = partner_cost(job, resident)
+                if costs[resident] is None:
+                    break
+                worst = max(worst, costs[resident])
+            else:
+                shareable.append((worst, i))
+        return list(node.free_ids), sorted(shareable)
+
+    need = job.gpu_num
+    one_node = need <= vc.gpus_per_node
+    candidates = [(node, *usable(node)) for node in vc.nodes if node.up and node.used and job.speed_on(node.gpu_type)
+                  and (not one_node or may_share_on(node, need, max_jobs))]
+    if one_node:
+        best = None
+        for node, idle, shareable in candidates:
+            shared_needed = need - len(idle)
+            if 0 < shared_needed <= len(shareable):
+                key = (shared_needed, sum(c for c, _ in shareable[:shared_needed]), node.index)
+                if best is None or key < best[0]:
+                    best = (key, node, idle + [i for _, i in shareable[:shared_needed]])
+        return None if best is None else [(best[1], sorted(best[2]))]
+    pool = sorted(candidates + [(node, list(node.free_ids), []) for node in vc.nodes
+                                if node.up and not node.used and job.speed_on(node.gpu_type)],
+                  key=lambda c: (-(len(c[1]) + len(c[2])), c[0].index))
+    plan, left = [], need
+    for node, idle, shareable in pool:
+        take = (idle + [i for _, i in shareable])[:left]
+        if take:
+            plan.append((node, sorted(take)))
+            left -= len(take)
+        if not left:
+            return plan
+    return None
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 10_000), policy=st.sampled_from(["sjf-ffs", "sjf-bsbf", "srtf-ars", "srtf-wrs"]),
+       max_jobs=st.sampled_from([2, 3]), mtbf=st.sampled_from([0.0, 40_000.0]))
+def test_shared_plans_stop_early_and_choose_as_the_scan_of_every_node(seed, policy, max_jobs, mtbf):
+    """Jobs of one node's GPUs or of several (up to 32 on nodes of 8), slowdowns of the default model."""
+    trace = synthesize(SynthSpec(jobs=250, nodes=6, vcs=1, load=1.6, sizes="pow2:32", seed=seed))
+    checked = [0]
+
+    def both(job, vc, ctx, partner_cost):
+        plan = real_plan(job, vc, ctx, partner_cost)
+        assert plan == scanned_plan(job, vc, ctx, partner_cost)
+        checked[0] += 1
+        return plan
+
+    config = SimConfig(policy=policy, max_jobs_per_gpu=max_jobs, node_mtbf=mtbf, node_repair=900,
+                       on_no_progress="abandon", until=300_000.0)
+    with patch("simcluster.policies.sharing.shared_plan", both), patch("simcluster.policies.sjf_sharing.shared_plan", both):
+        simulate(trace, config)
+    assert checked[0] > 0
+
+
+class WalkingSrtfArs(SrtfAllShared):
+    """srtf-ars walking every running job at every pass, even where every waiting job fits."""
+
+    def _every_waiting_job_fits(self, vc, ctx):
+        return False
+
+
+@settings(max_examples=12, deadline=None)
+@given(seed=st.integers(0, 10_000), max_jobs=st.sampled_from([2, 3]), load=st.sampled_from([0.5, 1.6]))
+def test_srtf_sharing_starts_every_waiting_job_without_a_walk_as_the_walk_would(seed, max_jobs, load):
+    trace = synthesize(SynthSpec(jobs=250, nodes=6, vcs=1, load=load, sizes="pow2:32", seed=seed))
+    config = SimConfig(policy="srtf-ars", max_jobs_per_gpu=max_jobs, until=300_000.0)
+    colocation = load_tables(trace, config, True).colocation
+    runs = []
+    for policy in (SrtfAllShared(config), WalkingSrtfArs(config)):
+        jobs = trace.make_jobs()
+        Simulation(jobs, trace.vc_nodes, config, colocation=colocation, policy=policy).run()
+        runs.append([(j.start_time, j.end_time, j.preemptions, j.shared_seconds) for j in jobs])
+    assert runs[0] == runs[1]

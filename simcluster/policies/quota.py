@@ -15,6 +15,7 @@ nothing costs a few searches per GPU count — or as a list of (key, job) pairs,
 
 from __future__ import annotations
 
+from bisect import insort
 from collections.abc import Callable
 from heapq import heapify, heappop, heapreplace
 from operator import attrgetter
@@ -115,67 +116,64 @@ def _walk_order(vc: VirtualCluster, order: RunningOrder, key: KeyMap, pending_fi
 
     At each step the next change is either the first waiting job (in walk order) that fits what the running jobs
     before it leave, or the first running job that no longer fits; the running jobs before either are handed
-    their GPUs in one sum.  Only each GPU count's first waiting job is looked at (the quota only shrinks, so
-    when it does not fit at its turn no later one of its count does), and whether it fits is one comparison:
-    a job of g GPUs fits at its turn if it comes before the first running job that passes ``quota - g``.  A
-    running job that does not fit is walked with the jobs of its key, in trace order, as the pairs walk
+    their GPUs in one sum.  Only each GPU count's first waiting job is looked at, in walk order (the quota only
+    shrinks, so when one does not fit at its turn no later one of its count does), and whether it fits is one
+    search: a job of g GPUs fits at its turn if it comes before the first running job that passes ``quota -
+    g``.  A running job that does not fit is walked with the jobs of its key, in trace order, as the pairs walk
     sorts them.
     """
-    pending = vc.pending
     tag = 0 if pending_first else 1  # a waiting job's place among running ones of its key
-    streams = {size: [entries, jobs, first] for size, (entries, jobs, first) in pending.runs_by_size(quota).items()
-               if first < len(entries)}
+    # each GPU count's first waiting job, in walk order: (key, tag, trace index, GPUs, [entries, jobs, position])
+    heads = sorted((entries[first][0], tag, entries[first][1], size, [entries, jobs, first])
+                   for size, (entries, jobs, first) in vc.pending.runs_by_size(quota).items() if first < len(entries))
     to_preempt: list[Job] = []
     to_start: list[Job] = []
     while quota > 0:
-        sizes = [size for size in streams if size <= quota]
-        if len(sizes) < len(streams):
-            streams = {size: streams[size] for size in sizes}  # the others never fit again: the quota only shrinks
-        over, *limits = order.reach(cursor, [quota, *[quota - size for size in sizes]])
+        over, _ = order.first_over(cursor, quota)
         over_key = key(order.key_at(over)) if over is not None else None
-        best: tuple[tuple[Any, int, int], int] | None = None  # (walk key, size) of the next waiting job to start
-        blocked = []  # (walk key, size) of the reached GPU counts whose first waiting job does not fit
-        for size, limit in zip(sizes, limits):
-            entries, _, at = streams[size]
-            first_key, index = entries[at]
+        chosen = -1  # the head that starts next, if one fits before the overflow
+        for n, (first_key, _, _, size, _) in enumerate(heads):
             if over_key is not None and not (first_key <= over_key if pending_first else first_key < over_key):
-                continue  # after the next running job that does not fit: not reached yet
-            walk_key = (first_key, tag, index)
-            if limit is None or (first_key <= key(order.key_at(limit)) if pending_first
-                                 else first_key < key(order.key_at(limit))):
-                if best is None or walk_key < best[0]:
-                    best = (walk_key, size)
-            else:
-                blocked.append((walk_key, size))
-        for walk_key, size in blocked:
-            if best is None or walk_key < best[0]:  # its turn comes before the next change: it is its real turn
-                del streams[size]  # and every later job of its count, since the quota only shrinks
-        if best is not None:
-            (first_key, _, _), size = best
-            place = order.locate(first_key, key, after_ties=not pending_first)
-            quota -= order.gpus_between(cursor, place) + size
-            cursor = place
-            stream = streams[size]
-            to_start.append(stream[1][stream[2]])  # type: ignore[arg-type]
-            stream[2] += 1
-            if stream[2] == len(stream[0]):
-                del streams[size]
+                break  # this one and those after it come after the running job that does not fit
+            if size <= quota:
+                limit, _ = order.first_over(cursor, quota - size)
+                if limit is None or (first_key <= key(order.key_at(limit)) if pending_first
+                                     else first_key < key(order.key_at(limit))):
+                    chosen = n
+                    break
+            # (else: it does not fit at its turn, nor will any later job of its GPU count)
+        else:
+            n = len(heads)
+        if chosen < 0:
+            del heads[:n]  # every head before the overflow is dead
+            if over is None:
+                return to_preempt, to_start  # every running job left fits, and no waiting job does
+            group = order.locate(over_key, key)  # the first running job of its key
+            quota -= order.gpus_between(cursor, group)
+            cursor = order.locate(over_key, key, after_ties=True)
+            tied = sorted(order.jobs_between(group, cursor), key=_BY_INDEX) if order.following(group) != cursor \
+                else [order.job_at(group)]
+            for m, job in enumerate(tied):
+                if quota <= 0:
+                    to_preempt += tied[m:]
+                    break
+                need = order.weight_of(job)
+                if need <= quota:
+                    quota -= need
+                else:
+                    to_preempt.append(job)
             continue
-        if over is None:
-            return to_preempt, to_start  # every running job left fits, and no waiting job does
-        group = order.locate(over_key, key)  # the first running job of its key
-        quota -= order.gpus_between(cursor, group)
-        cursor = order.locate(over_key, key, after_ties=True)
-        tied = sorted(order.jobs_between(group, cursor), key=_BY_INDEX)
-        for n, job in enumerate(tied):
-            if quota <= 0:
-                to_preempt += tied[n:]
-                break
-            need = order.weight_of(job)
-            if need <= quota:
-                quota -= need
-            else:
-                to_preempt.append(job)
+        first_key, _, _, size, stream = heads[chosen]
+        del heads[:chosen + 1]  # those before it are dead
+        place = order.locate(first_key, key, after_ties=not pending_first)
+        quota -= order.gpus_between(cursor, place) + size
+        cursor = place
+        entries, jobs, at = stream
+        to_start.append(jobs[at])  # type: ignore[arg-type]
+        at += 1
+        if at < len(entries):
+            stream[2] = at
+            insort(heads, (entries[at][0], tag, entries[at][1], size, stream))
     to_preempt += order.jobs_between(cursor)  # the quota ran out
     return to_preempt, to_start
 

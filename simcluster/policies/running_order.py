@@ -40,6 +40,7 @@ Position = tuple[int, int]  # (block, offset within it); (blocks, 0) is the end
 KeyMap = Callable[[Any], Any]  # a stored key → the key the walk compares (monotone: srtf's end → end - now)
 
 _LOAD = 256  # entries per block: a block splits at twice this
+_AFTER = float("inf")  # an index above every trace index
 
 
 def gpu_count(job: Job) -> int:
@@ -51,17 +52,44 @@ def _same(key: Any) -> Any:
     return key
 
 
+class Minus:
+    """The key map ``stored - offset`` (srtf: end of run - now = remaining time), which :meth:`RunningOrder.locate`
+    searches without calling it at every step: it searches the stored keys for ``probe + offset``, then steps
+    to where the exact comparison says (float rounding may move the answer by a job or two).
+
+    >>> Minus(100.0)(350.0), Minus(100.0).stored(250.0)
+    (250.0, 350.0)
+    """
+
+    __slots__ = ("offset",)
+
+    def __init__(self, offset: float) -> None:
+        self.offset = offset
+
+    def __call__(self, stored: float) -> float:
+        return stored - self.offset
+
+    def stored(self, probe: float) -> float:
+        """About the stored key that maps to ``probe``."""
+        return probe + self.offset
+
+
 class RunningOrder:
     """Running jobs sorted by (key, trace index), each weighing its GPUs (``weight``: job → its share of the
-    quota, whole GPUs by default); see the module's example."""
+    quota, whole GPUs by default); see the module's example.
 
-    __slots__ = ("_blocks", "_entry_of", "_lasts", "_sums", "_weight", "_weights", "gpus")
+    Running sums are kept per block and over the blocks, rebuilt where a job came or went since they were
+    last read: a pass's searches then cost two bisections each."""
+
+    __slots__ = ("_blocks", "_ends", "_entry_of", "_lasts", "_running", "_sums", "_weight", "_weights", "gpus")
 
     def __init__(self, weight: Callable[[Job], int] = gpu_count) -> None:
         self._blocks: list[list[Entry]] = []
         self._weights: list[list[int]] = []
         self._sums: list[int] = []
         self._lasts: list[Entry] = []
+        self._running: list[list[int] | None] = []  # per block, the running sums of its weights (None: stale)
+        self._ends: list[int] | None = None  # the running sums of the blocks' sums (None: stale)
         self._entry_of: dict[Job, Entry] = {}
         self._weight = weight
         self.gpus = 0  # what every job here holds
@@ -72,11 +100,13 @@ class RunningOrder:
         entry, weight = (key, job.index, job), self._weight(job)
         self._entry_of[job] = entry
         self.gpus += weight
+        self._ends = None
         blocks, lasts = self._blocks, self._lasts
         if not blocks:
             blocks.append([entry])
             self._weights.append([weight])
             self._sums.append(weight)
+            self._running.append(None)
             lasts.append(entry)
             return
         b = bisect_left(lasts, entry)
@@ -88,6 +118,7 @@ class RunningOrder:
         block.insert(i, entry)
         self._weights[b].insert(i, weight)
         self._sums[b] += weight
+        self._running[b] = None
         if len(block) > 2 * _LOAD:
             self._split(b)
 
@@ -101,10 +132,12 @@ class RunningOrder:
         weight = self._weights[b].pop(i)
         self._sums[b] -= weight
         self.gpus -= weight
+        self._ends = None
         if block:
             self._lasts[b] = block[-1]
+            self._running[b] = None
         else:
-            del self._blocks[b], self._weights[b], self._sums[b], self._lasts[b]
+            del self._blocks[b], self._weights[b], self._sums[b], self._lasts[b], self._running[b]
 
     def rekey(self, job: Job, key: Any) -> None:
         """Move ``job`` to ``key``."""
@@ -118,6 +151,54 @@ class RunningOrder:
         del block[_LOAD:], weights[_LOAD:]
         self._sums[b:b + 1] = [sum(weights), sum(self._weights[b + 1])]
         self._lasts[b:b + 1] = [block[-1], self._blocks[b + 1][-1]]
+        self._running[b:b + 1] = [None, None]
+
+    # --- running sums ------------------------------------------------------------------------------------
+    def _block_ends(self) -> list[int]:
+        """What the jobs up to the end of each block hold."""
+        ends = self._ends
+        if ends is None:
+            ends = self._ends = list(accumulate(self._sums))
+        return ends
+
+    def _within(self, b: int) -> list[int]:
+        """What the jobs of block ``b`` up to each of them (included) hold."""
+        running = self._running[b]
+        if running is None:
+            running = self._running[b] = list(accumulate(self._weights[b]))
+        return running
+
+    def gpus_before(self, at: Position) -> int:
+        """What the jobs before ``at`` hold."""
+        b, i = at
+        if b == len(self._blocks):
+            return self.gpus
+        before = self._block_ends()[b - 1] if b else 0
+        return before + self._within(b)[i - 1] if i else before
+
+    def gpus_between(self, first: Position, stop: Position) -> int:
+        """What the jobs from ``first`` up to ``stop`` (excluded) hold."""
+        return self.gpus_before(stop) - self.gpus_before(first)
+
+    def first_over(self, first: Position, budget: float) -> tuple[Position | None, int]:
+        """Walking from ``first``, every job fits ``budget`` until the one returned: (its position, what the jobs
+        before it from ``first`` hold), or (None, what they all hold) when every one fits."""
+        base = self.gpus_before(first)
+        over = self._passing(first[0], base + budget)
+        return over, (self.gpus_before(over) if over is not None else self.gpus) - base
+
+    def reach(self, first: Position, budgets: list[float]) -> list[Position | None]:
+        """For each budget, :meth:`first_over`'s position (None: every job from ``first`` fits it)."""
+        base, b = self.gpus_before(first), first[0]
+        return [self._passing(b, base + budget) for budget in budgets]
+
+    def _passing(self, b: int, total: float) -> Position | None:
+        """The first position, in block ``b`` or later, whose jobs up to it (included) hold more than ``total``."""
+        ends = self._block_ends()
+        b = bisect_right(ends, total, b)
+        if b == len(ends):
+            return None
+        return (b, bisect_right(self._within(b), total - (ends[b - 1] if b else 0)))
 
     # --- reading it -----------------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -152,6 +233,11 @@ class RunningOrder:
         return self._entry_of[job][0]
 
     @property
+    def weight_of(self) -> Callable[[Job], int]:
+        """What a job weighs here (its GPUs, by default)."""
+        return self._weight
+
+    @property
     def start(self) -> Position:
         return (0, 0)
 
@@ -162,12 +248,31 @@ class RunningOrder:
     def locate(self, probe: Any, key: KeyMap = _same, after_ties: bool = False) -> Position:
         """The position of the first job whose ``key(stored key)`` is at least ``probe`` (``after_ties``: more
         than ``probe``), or the end."""
+        if key is _same:  # (an entry is (key, index, job): (probe,) sorts before every entry of key probe, and
+            # (probe, inf) after every one, so the search compares no job)
+            bound = (probe, _AFTER) if after_ties else (probe,)
+            b = bisect_left(self._lasts, bound)
+            return (b, 0) if b == len(self._lasts) else (b, bisect_left(self._blocks[b], bound))
+        if isinstance(key, Minus):
+            return self._locate_near(self.locate(key.stored(probe), _same, after_ties), probe, key, after_ties)
         find = bisect_right if after_ties else bisect_left
         lasts = self._lasts
         b = find(lasts, probe, key=lambda entry: key(entry[0]))
         if b == len(lasts):
             return (b, 0)
         return (b, find(self._blocks[b], probe, key=lambda entry: key(entry[0])))
+
+    def _locate_near(self, at: Position, probe: Any, key: KeyMap, after_ties: bool) -> Position:
+        """:meth:`locate`'s answer from a position next to it: step while the exact comparison says so."""
+        def past(position: Position) -> bool:  # whether the job there is at or after where ``probe`` goes
+            mapped = key(self.key_at(position))
+            return mapped > probe if after_ties else mapped >= probe
+
+        while at != self.start and past(before := self.preceding(at)):
+            at = before
+        while at != self.end and not past(at):
+            at = self.following(at)
+        return at
 
     def job_at(self, at: Position) -> Job:
         b, i = at
@@ -177,96 +282,15 @@ class RunningOrder:
         b, i = at
         return self._blocks[b][i][0]
 
-    def gpus_before(self, at: Position) -> int:
-        """What the jobs before ``at`` hold."""
-        b, i = at
-        if b == len(self._blocks):
-            return self.gpus
-        return sum(self._sums[:b]) + sum(self._weights[b][:i])
-
-    def gpus_between(self, first: Position, stop: Position) -> int:
-        """What the jobs from ``first`` up to ``stop`` (excluded) hold."""
-        (b1, i1), (b2, i2) = first, stop
-        if b1 == b2:
-            return sum(self._weights[b1][i1:i2]) if b1 < len(self._blocks) else 0
-        total = sum(self._weights[b1][i1:]) + sum(self._sums[b1 + 1:b2])
-        return total + sum(self._weights[b2][:i2]) if b2 < len(self._blocks) else total
-
-    def gpus_from(self, first: Position, at_least: int) -> bool:
-        """Whether the jobs from ``first`` to the end hold at least ``at_least`` GPUs (summed from the end, so it
-        stops early when a few of the last blocks hold that many)."""
-        if at_least <= 0:
-            return True
-        b1, i1 = first
-        sums, held = self._sums, 0
-        for b in range(len(sums) - 1, b1, -1):
-            held += sums[b]
-            if held >= at_least:
-                return True
-        if b1 < len(sums):
-            held += sum(self._weights[b1][i1:])
-        return held >= at_least
-
-    def first_over(self, first: Position, budget: float) -> tuple[Position | None, int]:
-        """Walking from ``first``, every job fits ``budget`` until the one returned: (its position, what the jobs
-        before it from ``first`` hold), or (None, what they all hold) when every one fits."""
-        b, i = first
-        if b == len(self._blocks):
-            return None, 0
-        weights, sums = self._weights, self._sums
-        head = sum(weights[b][i:])
-        if head > budget:
-            running = list(accumulate(weights[b][i:]))
-            k = bisect_right(running, budget)  # the first whose running sum passes the budget
-            return (b, i + k), (running[k - 1] if k else 0)
-        after = list(accumulate(sums[b + 1:]))
-        k = bisect_right(after, budget - head)  # the first block that the budget does not hold whole
-        held = head + (after[k - 1] if k else 0)
-        if k == len(after):
-            return None, held
-        b += 1 + k
-        running = list(accumulate(weights[b]))
-        k = bisect_right(running, budget - held)
-        return (b, k), held + (running[k - 1] if k else 0)
-
-    def reach(self, first: Position, budgets: list[float]) -> list[Position | None]:
-        """For each budget, :meth:`first_over`'s position (None: every job from ``first`` fits it), summing once."""
-        b, i = first
-        if b == len(self._blocks):
-            return [None] * len(budgets)
-        weights, sums = self._weights, self._sums
-        head = list(accumulate(weights[b][i:]))
-        after: list[int] | None = None  # running sums of the blocks after b, made when a budget outlasts block b
-        blocks: dict[int, list[int]] = {}  # running sums within a later block
-        found: list[Position | None] = []
-        for budget in budgets:
-            k = bisect_right(head, budget)
-            if k < len(head):
-                found.append((b, i + k))
-                continue
-            if after is None:
-                after = list(accumulate(sums[b + 1:]))
-            rest = budget - head[-1]
-            k = bisect_right(after, rest)
-            if k == len(after):
-                found.append(None)
-                continue
-            later = b + 1 + k
-            within = blocks.get(later)
-            if within is None:
-                within = blocks[later] = list(accumulate(weights[later]))
-            found.append((later, bisect_right(within, rest - (after[k - 1] if k else 0))))
-        return found
-
-    @property
-    def weight_of(self) -> Callable[[Job], int]:
-        """What a job weighs here (its GPUs, by default)."""
-        return self._weight
-
     def following(self, at: Position) -> Position:
         """The position after ``at``."""
         b, i = at
         return (b + 1, 0) if i + 1 >= len(self._blocks[b]) else (b, i + 1)
+
+    def preceding(self, at: Position) -> Position:
+        """The position before ``at`` (not the start)."""
+        b, i = at
+        return (b, i - 1) if i else (b - 1, len(self._blocks[b - 1]) - 1)
 
     def jobs_between(self, first: Position, stop: Position | None = None) -> list[Job]:
         """The jobs from ``first`` up to ``stop`` (None: the end), in order."""

@@ -27,7 +27,9 @@ model, or for jobs of a trace with a throughput table (Gavel's), its pairs.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
+from heapq import heappop, heappush
 
 from simcluster.cluster import Node, VirtualCluster
 from simcluster.job import Job
@@ -113,19 +115,11 @@ def shared_plan(job: Job, vc: VirtualCluster, ctx: SchedulingContext, partner_co
         return list(node.free_ids), shareable
 
     need = job.gpu_num
-    one_node = need <= vc.gpus_per_node
-    candidates = [(node, *usable(node)) for node in vc.nodes if node.up and node.used and job.speed_on(node.gpu_type)
-                  and (not one_node or may_share_on(node, need, max_jobs))]
-    if one_node:
-        best = None
-        for node, idle, shareable in candidates:
-            shared_needed = need - len(idle)
-            if shared_needed <= 0 or shared_needed > len(shareable):
-                continue
-            key = (shared_needed, sum(c for c, _ in shareable[:shared_needed]), node.index)
-            if best is None or key < best[0]:
-                best = (key, node, idle + [i for _, i in shareable[:shared_needed]])
-        return None if best is None else [(best[1], sorted(best[2]))]
+    if need <= vc.gpus_per_node:
+        return _one_node_plan(job, vc, usable, max_jobs, partner_cost is share_anyone)
+    if max_jobs == 2:
+        return _nodes_plan(job, vc, usable)
+    candidates = [(node, *usable(node)) for node in vc.nodes if node.up and node.used and job.speed_on(node.gpu_type)]
     idle_nodes: list[tuple[Node, list[int], list[tuple[float, int]]]] = [
         (node, list(node.free_ids), []) for node in vc.nodes if node.up and not node.used and job.speed_on(node.gpu_type)]
     pool = sorted(candidates + idle_nodes, key=lambda c: (-(len(c[1]) + len(c[2])), c[0].index))
@@ -139,6 +133,68 @@ def shared_plan(job: Job, vc: VirtualCluster, ctx: SchedulingContext, partner_co
         if not left:
             return plan
     return None
+
+
+def _one_node_plan(job: Job, vc: VirtualCluster, usable: Callable[[Node], tuple[list[int], list[tuple[float, int]]]],
+                   max_jobs: int, free_of_cost: bool) -> Plan | None:
+    """The node that needs the fewest shared GPUs, then the cheapest partners, then the first: nodes are looked at
+    by idle GPUs, most first (a node with k idle GPUs shares ``need - k``), so the search stops at the first
+    count of idle GPUs where some node will do; with partners that cost nothing, at the first such node."""
+    need = job.gpu_num
+    for idle_count in range(min(need, len(vc.buckets)) - 1, -1, -1):
+        shared_needed = need - idle_count
+        best: tuple[tuple[float, int], Node, list[int]] | None = None
+        for node in vc.nodes_with_free(idle_count):
+            if not node.used or not job.speed_on(node.gpu_type) or not may_share_on(node, need, max_jobs):
+                continue
+            idle, shareable = usable(node)
+            if shared_needed > len(shareable):
+                continue
+            key = (sum(c for c, _ in shareable[:shared_needed]), node.index)
+            if best is None or key < best[0]:
+                best = (key, node, idle + [i for _, i in shareable[:shared_needed]])
+                if free_of_cost:
+                    break  # (every key's cost is 0: the first node wins)
+        if best is not None:
+            return [(best[1], sorted(best[2]))]
+    return None
+
+
+def _nodes_plan(job: Job, vc: VirtualCluster, usable: Callable[[Node], tuple[list[int], list[tuple[float, int]]]]
+                ) -> Plan | None:
+    """:func:`shared_plan` for a job of more than a node's GPUs where a GPU holds at most two jobs: the nodes with
+    the most usable GPUs (idle ones, then shareable ones), ties by node order, until the job has its GPUs.
+
+    A node's usable GPUs are at most those holding fewer than two jobs (the VC files its nodes by that count),
+    so nodes are looked at by that count, most first: a node is taken once no node not yet looked at can come
+    before it, and the search stops when the job has its GPUs, not after every node."""
+    left, plan = job.gpu_num, []
+    found: list[tuple[int, int, Node, list[int], list[tuple[float, int]]]] = []  # (-usable, index, ...), a heap
+
+    def take_found(bound: int, index: float) -> int:
+        """Take the nodes found that come before any node with at most ``bound`` usable GPUs from ``index`` on."""
+        nonlocal left
+        while found and (-found[0][0] > bound or (-found[0][0] == bound and found[0][1] < index)):
+            _, _, node, idle, shareable = heappop(found)
+            take = (idle + [i for _, i in shareable])[:left]
+            if take:
+                plan.append((node, sorted(take)))
+                left -= len(take)
+                if not left:
+                    break
+        return left
+
+    for bound in range(len(vc.unshared) - 1, -1, -1):
+        for node in vc.nodes_with_unshared(bound):
+            if not job.speed_on(node.gpu_type):
+                continue
+            if not take_found(bound, node.index):
+                return plan
+            idle, shareable = usable(node) if node.used else (list(node.free_ids), [])
+            heappush(found, (-(len(idle) + len(shareable)), node.index, node, idle, shareable))
+        if not take_found(bound, math.inf):
+            return plan
+    return plan if not take_found(-1, math.inf) else None
 
 
 def share_waiting_jobs(vc: VirtualCluster, ctx: SchedulingContext, partner_cost: PartnerCost,

@@ -7,7 +7,7 @@ from simcluster.config import SimConfig
 from simcluster.job import Job
 from simcluster.policies.base import POLICIES, Policy, SchedulingContext
 from simcluster.policies.quota import gpu_share, queue_streams, walk_changes_nothing, walk_quota
-from simcluster.policies.running_order import RunningOrder
+from simcluster.policies.running_order import Minus, RunningOrder
 from simcluster.policies.sharing import PartnerCost, share_waiting_jobs
 
 
@@ -55,7 +55,7 @@ class ShortestRemainingTimeFirst(Policy):
             ctx.try_start(pending.first())  # type: ignore[arg-type]
             return
         now = ctx.now
-        if walk_quota(vc, ctx, order, key=lambda end: end - now):
+        if walk_quota(vc, ctx, order, key=Minus(now)):  # (end - now: the remaining time)
             # the preempted jobs' remaining time grew by the overhead, which may let others in: look again
             # at once, as the artifacts' per-second loop does
             ctx.wake_at(now)
@@ -66,8 +66,10 @@ class SrtfSharing(ShortestRemainingTimeFirst):
     (:mod:`simcluster.policies.sharing`), each variant with its rule for a partner (:meth:`partner_cost`).
 
     A job's speed varies with its partners and a shared GPU counts as a fraction of one for each of its jobs
-    (:func:`~simcluster.policies.quota.gpu_share`), so every pass walks every running job with its remaining
-    time then (not srtf's order of end times: its run hooks are off).
+    (:func:`~simcluster.policies.quota.gpu_share`), so a pass that may preempt walks every running job with its
+    remaining time then (not srtf's order of end times: its run hooks are off).  A pass where the running jobs'
+    shares and every waiting job's GPUs fit the VC together (the walk would start every waiting job in queue
+    order and preempt none) starts them without the walk.
     """
 
     shares_gpus = True
@@ -81,9 +83,27 @@ class SrtfSharing(ShortestRemainingTimeFirst):
     def schedule(self, vc: VirtualCluster, ctx: SchedulingContext) -> None:
         if not vc.pending:
             return
-        self._walk(vc, ctx)
+        if self._every_waiting_job_fits(vc, ctx):
+            for job in list(vc.pending):  # (the walk's order, the queue's: every one of them fits its turn)
+                ctx.try_start(job)
+        else:
+            self._walk(vc, ctx)
         if vc.pending:
             share_waiting_jobs(vc, ctx, self.partner_cost(ctx))
+
+    def _every_waiting_job_fits(self, vc: VirtualCluster, ctx: SchedulingContext) -> bool:
+        """Whether the running jobs' shares and every waiting job's GPUs fit the VC's GPUs together, where that
+        is exact: a GPU holds at most two whole-GPU jobs, so that the jobs on a GPU in use share it whole (each
+        with half, or one with all of it) and together hold the VC's GPUs in use.  (Thirds would sum with
+        rounding that the walk's own sums need not share.)"""
+        if ctx.config.max_jobs_per_gpu > 2 or vc.fractional:
+            return False
+        room = vc.total_gpus - vc.used_gpus
+        for job in vc.pending:
+            room -= job.gpu_num
+            if room < 0:
+                return False
+        return True
 
     def _walk(self, vc: VirtualCluster, ctx: SchedulingContext) -> None:
         now = ctx.now
