@@ -284,3 +284,29 @@ def test_srtf_sharing_starts_every_waiting_job_without_a_walk_as_the_walk_would(
         Simulation(jobs, trace.vc_nodes, config, colocation=colocation, policy=policy).run()
         runs.append([(j.start_time, j.end_time, j.preemptions, j.shared_seconds) for j in jobs])
     assert runs[0] == runs[1]
+
+
+# --- lucid: pair candidates kept by the run hooks ------------------------------------------------------------
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 10_000), mtbf=st.sampled_from([0.0, 40_000.0]), choice=st.sampled_from(["best", "first"]))
+def test_lucid_keeps_its_pair_candidates_as_the_running_exclusive_jobs_in_start_order(seed, mtbf, choice):
+    trace = synthesize(SynthSpec(jobs=250, nodes=6, vcs=2, load=1.6, seed=seed))
+    config = SimConfig(policy="lucid", lucid_sharing="always", pair_choice=choice, node_mtbf=mtbf, node_repair=900,
+                       on_no_progress="abandon", until=300_000.0, estimator="oracle")
+    sim = Simulation(trace.make_jobs(), trace.vc_nodes, config, colocation=load_tables(trace, config, True).colocation)
+    policy, schedule, checked = sim.policy, sim.policy.schedule, [0]
+
+    def checking(vc, ctx):
+        kept = {size: [job for _, job in jobs] for size, jobs in policy._exclusive.get(vc.name, {}).items() if jobs}
+        snapshot: dict[int, list] = {}
+        for job in vc.running:
+            if not job.sharing:
+                snapshot.setdefault(job.gpu_num, []).append(job)
+        assert kept == snapshot
+        checked[0] += bool(snapshot)
+        schedule(vc, ctx)
+
+    policy.schedule = checking
+    sim.run()
+    assert checked[0] and policy.counts["paired"] > 0

@@ -66,7 +66,9 @@ they learn only from what a scheduler would know when it decides.
 
 from __future__ import annotations
 
+from bisect import bisect_left, insort
 from collections import Counter, defaultdict
+from operator import itemgetter
 from typing import Any
 
 from simcluster.cluster import Cluster, VirtualCluster
@@ -74,7 +76,7 @@ from simcluster.config import LUCID, SimConfig, panel_fields
 from simcluster.estimators import EstimateQuality, make_estimator
 from simcluster.estimators.from_file import TieOrder
 from simcluster.job import UNKNOWN_WORKLOAD as UNKNOWN
-from simcluster.job import Job, table_keys
+from simcluster.job import Job, JobState, table_keys
 from simcluster.policies.base import POLICIES, Policy, SchedulingContext
 from simcluster.queue import JobQueue
 from simcluster.throughputs import PAIR_FLOOR
@@ -136,6 +138,11 @@ class Lucid(Policy):
             self.packing = LabelledScores(c.sharing_labels)
         self.forecaster: Any = None  # built at the first submission (it needs to know when the trace starts)
         self.counts: defaultdict[str, int] = defaultdict(int)
+        # per VC and GPU count, its running exclusive jobs in start order (a pair's candidates), kept by the run
+        # hooks: (the job's start number, job), sorted; a job that stops sharing goes back to its place
+        self._exclusive: dict[str, defaultdict[int, list[tuple[int, Job]]]] = {}
+        self._started: dict[Job, int] = {}  # a running job → its start number
+        self._starts = 0
 
     # --- the profiling partition ------------------------------------------------
     def partitions(self) -> dict[str, int]:
@@ -173,6 +180,21 @@ class Lucid(Policy):
             self.counts["profiled_beside"] += 1  # short-only: profiled in a pass of its own, at no cost to it
         return None
 
+    def on_run_start(self, job: Job, vc: VirtualCluster) -> None:
+        number = self._started.get(job)
+        if number is None:
+            self._starts += 1
+            number = self._started[job] = self._starts
+        if not job.sharing:
+            insort(self._exclusive.setdefault(vc.name, defaultdict(list))[job.gpu_num], (number, job))
+
+    def on_run_stop(self, job: Job, vc: VirtualCluster) -> None:
+        number = self._started[job] if job.state is JobState.RUNNING else self._started.pop(job)
+        exclusive = self._exclusive[vc.name][job.gpu_num]
+        at = bisect_left(exclusive, number, key=itemgetter(0))
+        if at < len(exclusive) and exclusive[at][1] is job:
+            del exclusive[at]
+
     def pending_key(self, job: Job) -> tuple[float, ...]:
         if job.queue_vc == PROFILER:
             return (job.gpu_num, self.ties.rank(job))  # least-GPU-first, then trace order
@@ -196,51 +218,44 @@ class Lucid(Policy):
     def _run_vc(self, vc: VirtualCluster, ctx: SchedulingContext) -> None:
         share = self._sharing_on(ctx.now)
         backfill = share and self.config.backfill_while_sharing
-        partners: dict[int, list[Job]] | None = None  # running exclusive jobs by GPU count, built when needed
+        exclusive = self._exclusive.setdefault(vc.name, defaultdict(list))  # (kept by the run hooks)
         no_room: set[int] = set()  # GPU counts that found no idle GPUs in this pass (starts only take GPUs)
         for job in list(vc.pending):
             size = job.gpu_num
             if share and size <= vc.gpus_per_node:
-                if partners is None:
-                    partners = defaultdict(list)
-                    for running in vc.running:
-                        if not running.sharing:
-                            partners[running.gpu_num].append(running)
-                candidates = partners[size]
+                candidates = exclusive[size]
                 partner = self._partner(job, candidates, ctx) if candidates else None
-                if partner is not None:
-                    candidates.remove(partner)
+                if partner is not None:  # (it shares from now on: the run hooks take it out of the candidates)
                     ctx.start_on(job, [(node, list(ids)) for node, ids in partner.allocation])
                     self.counts["paired"] += 1
                     continue
             if size in no_room:
                 continue
-            if ctx.try_start(job):
-                if partners is not None:
-                    partners[size].append(job)
-            elif backfill:
+            if not ctx.try_start(job):
+                if not backfill:
+                    return
                 no_room.add(size)
-            else:
-                return
 
-    def _partner(self, job: Job, candidates: list[Job], ctx: SchedulingContext) -> Job | None:
+    def _partner(self, job: Job, candidates: list[tuple[int, Job]], ctx: SchedulingContext) -> Job | None:
         score = self._score(job, ctx) if job.gpu_milli >= 1000 else None  # GPU fractions share by fraction
         if score is None:
             return None
-        config, priority = self.config, self._priority[job]
-        first = config.pair_choice == "first"
+        config, priorities, scores = self.config, self._priority, self._scores
+        priority, memory_limit, most, ratio = self._priority[job], config.gpu_memory, config.max_score_sum, \
+            config.pair_priority_ratio
+        first, throughputs, memory = config.pair_choice == "first", ctx.throughputs, job.memory
         best: tuple[tuple[int, int], Job] | None = None
-        for other in candidates:  # in start order
-            if job.memory + other.memory > config.gpu_memory or other.gpu_milli < 1000:
+        for _, other in candidates:  # in start order
+            if memory + other.memory > memory_limit or other.gpu_milli < 1000:
                 continue
             if job.speeds is not None and not all(job.speed_on(node.gpu_type) for node, _ in other.allocation):
                 continue  # its partner's GPUs are of a type it cannot run on
-            if not can_share(job, other, ctx.throughputs):
+            if throughputs is not None and not can_share(job, other, throughputs):
                 continue
-            other_score = self._score(other, ctx)
-            if other_score is None or score + other_score > config.max_score_sum:
+            other_score = scores[other] if other in scores else self._score(other, ctx)
+            if other_score is None or score + other_score > most:
                 continue
-            if priority > config.pair_priority_ratio * self._priority[other]:
+            if priority > ratio * priorities[other]:
                 continue
             if first:
                 return other
