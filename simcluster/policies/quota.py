@@ -15,7 +15,7 @@ nothing costs a few searches per GPU count — or as a list of (key, job) pairs,
 
 from __future__ import annotations
 
-from bisect import insort
+from bisect import bisect_left, bisect_right, insort
 from collections.abc import Callable
 from heapq import heapify, heappop, heapreplace
 from operator import attrgetter
@@ -98,16 +98,23 @@ def _walk_kept(vc: VirtualCluster, order: RunningOrder, key: KeyMap, pending_fir
     pending = vc.pending
     if not pending:
         return [], []
+    if len(order) <= SMALL_ORDER:  # a few: their keys at once, the rest stepped through (cheaper than jumping)
+        keys, jobs, weights = order.listed(key)
+        first = 0
+        if order.gpus <= quota:
+            first = (bisect_left if pending_first else bisect_right)(keys, pending.first_entry()[0])
+            quota -= sum(weights[:first])
+            if pending.none_fits(quota):
+                return [], []  # the rest fit too, and no waiting job fits what they leave
+        rest = list(zip(keys[first:], jobs[first:]))
+        return _walk_pairs(rest, queue_streams(vc, quota), pending_first, quota, order.weight_of)
     cursor = order.start
     if order.gpus <= quota:
         cursor = order.locate(pending.first_entry()[0], key, after_ties=not pending_first)
         quota -= order.gpus_before(cursor)
         if pending.none_fits(quota):
-            return [], []  # the rest fit too, and no waiting job fits what they leave
-    if order.count_from(cursor) > SMALL_ORDER:
-        return _walk_order(vc, order, key, pending_first, quota, cursor)
-    rest = [(key(stored), job) for stored, job in order.items(cursor)]  # (a few: stepping costs less than jumping)
-    return _walk_pairs(rest, queue_streams(vc, quota), pending_first, quota, order.weight_of)
+            return [], []
+    return _walk_order(vc, order, key, pending_first, quota, cursor)
 
 
 def _walk_order(vc: VirtualCluster, order: RunningOrder, key: KeyMap, pending_first: bool, quota: float,

@@ -223,6 +223,17 @@ class RunningOrder:
             for block in blocks[b + 1:]:
                 yield from ((entry[0], entry[2]) for entry in block)
 
+    def listed(self, key: KeyMap = _same) -> tuple[list[Any], list[Job], list[int]]:
+        """Every job's mapped key, the jobs and their weights, in order (for a walk over a few jobs)."""
+        entries = [entry for block in self._blocks for entry in block] if len(self._blocks) != 1 else self._blocks[0]
+        if isinstance(key, Minus):
+            offset = key.offset
+            keys = [entry[0] - offset for entry in entries]
+        else:
+            keys = [key(entry[0]) for entry in entries]
+        weights = [w for block in self._weights for w in block] if len(self._weights) != 1 else self._weights[0]
+        return keys, [entry[2] for entry in entries], weights
+
     def count_from(self, first: Position) -> int:
         """How many jobs from ``first`` on."""
         b, i = first
