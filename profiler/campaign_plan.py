@@ -33,6 +33,7 @@ as ``"model,batchsize,amp"`` (the trace's own columns; one GPU per job)::
 from __future__ import annotations
 
 import json
+import math
 import random
 import tomllib
 from collections.abc import Callable, Iterable, Sequence
@@ -58,6 +59,7 @@ _MEASURE_OPTIONS = {  # TOML name -> MeasureSettings field
     "warmup_steps": "warmup_steps",
 }  # fmt: skip
 _RUN_OPTIONS = {"sample_hz": "sample_hz", "startup_timeout": "startup_timeout_s", "seed": "seed"}
+MAX_PLAN_BYTES = 10 << 20  # a plan of every pair of hundreds of configurations is a few hundred KB
 
 
 class PlanError(ValueError):
@@ -161,9 +163,14 @@ def config_text(config: JobConfig) -> str:
 def read_plan(path: Path, resolve: Resolver) -> CampaignPlan:
     """Read and check a plan; PlanError naming the file, the stage and the entry at fault."""
     try:
-        document = tomllib.loads(path.read_text())
+        if path.stat().st_size > MAX_PLAN_BYTES:
+            raise PlanError(f"{path}: {path.stat().st_size:,} bytes, more than a plan may be ({MAX_PLAN_BYTES:,})")
+        document = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise PlanError(f"{path}: cannot be read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise PlanError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.object[exc.start:exc.start + 1]!r}); a "
+                        "plan is a TOML file") from None
     except tomllib.TOMLDecodeError as exc:
         raise PlanError(f"{path}: not valid TOML: {exc}") from None
     head = document.get("campaign")
@@ -188,11 +195,17 @@ def _options(table: object, path: Path) -> tuple[MeasureSettings, dict[str, Any]
     for name, value in table.items():
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise PlanError(f"{path}, [measure], {name}: expected a number, got {value!r}")
+        if not math.isfinite(value):  # TOML has nan and inf, which no comparison refuses
+            raise PlanError(f"{path}, [measure], {name}: must be a finite number, got {value!r}")
+        if name in ("cv_windows", "warmup_steps", "seed") and not isinstance(value, int):
+            raise PlanError(f"{path}, [measure], {name}: expected a whole number, got {value!r}")
+    run = {_RUN_OPTIONS[k]: v for k, v in table.items() if k in _RUN_OPTIONS}
     try:
         measure = MeasureSettings(**{_MEASURE_OPTIONS[k]: v for k, v in table.items() if k in _MEASURE_OPTIONS})
+        RunSettings(device="cpu", measure=measure, **run)  # its own checks (sample_hz, startup_timeout)
     except ValueError as exc:
         raise PlanError(f"{path}, [measure]: {exc}") from None
-    return measure, {_RUN_OPTIONS[k]: v for k, v in table.items() if k in _RUN_OPTIONS}
+    return measure, run
 
 
 def _stage(entry: object, number: int, path: Path, resolve: Resolver) -> Stage:

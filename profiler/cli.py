@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -57,6 +57,7 @@ from profiler.cli_options import (
     run_settings,
     table_path,
 )
+from simcluster.cli.common import terminate_as_interrupt
 
 if TYPE_CHECKING:  # torch and the tables' pandas load only when a command runs: --help stays fast
     from profiler.plan import JobConfig, PairConfig
@@ -64,7 +65,18 @@ if TYPE_CHECKING:  # torch and the tables' pandas load only when a command runs:
 
 DEFAULT_OUT_DIR = Path("results/profile")
 
-app = typer.Typer(
+class _App(typer.Typer):
+    """Commands whose number options are finite (``--time-limit nan`` is an error, not an endless row), and
+    which SIGTERM stops as Ctrl-C does (:class:`simcluster.cli.help.CheckedCommand`)."""
+
+    def command(self, *args: Any, **kwargs: Any) -> Any:
+        from simcluster.cli.help import CheckedCommand
+
+        kwargs.setdefault("cls", CheckedCommand)
+        return super().command(*args, **kwargs)
+
+
+app = _App(
     help=__doc__,
     no_args_is_help=True,
     add_completion=False,
@@ -160,10 +172,10 @@ def single(
     selection = {"command": "single", "configurations": len(configs)}
     nvml = prepare_run(out, settings, gpu_nums, selection, console)
     try:
-        with RichSweepObserver(console, len(pending), "single") as observer:
+        with terminate_as_interrupt(), RichSweepObserver(console, len(pending), "single") as observer:
             summary = sweep_single(configs, table, get_workload, settings, observer, nvml, retry_failed)
-    except KeyboardInterrupt:
-        raise interrupted(console, table) from None
+    except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM: the workers are ended, every row kept
+        raise interrupted(console, table, stop) from None
     finally:
         if nvml is not None:
             nvml.close()
@@ -276,12 +288,12 @@ def pair(
     if solos_missing:
         write_metadata(solo_path, describe_environment(settings, max(gpu_nums), nvml), settings, selection)
     try:
-        with RichSweepObserver(console, len(pending), "pairs") as observer:
+        with terminate_as_interrupt(), RichSweepObserver(console, len(pending), "pairs") as observer:
             summary = sweep_pairs(
                 pairs, table, solo_table, get_workload, settings, observer, nvml, retry_failed
             )
-    except KeyboardInterrupt:
-        raise interrupted(console, table) from None
+    except KeyboardInterrupt as stop:
+        raise interrupted(console, table, stop) from None
     finally:
         if nvml is not None:
             nvml.close()

@@ -80,7 +80,9 @@ def campaign(
     from profiler.pool import WorkerPool
     from profiler.progress import RichSweepObserver
     from profiler.runner import JobRequest
+    from simcluster.cli.common import exit_code, interrupted_by, terminate_as_interrupt
     from simcluster.colocation import TableError
+    from simcluster.results import OutputError, check_writable
     from workloads import get_workload
 
     console = Console(stderr=as_json)
@@ -95,6 +97,10 @@ def campaign(
     try:
         environment = describe_environment(settings, 1, nvml)
         folder = out or _folder(plan, gpu_type_name(str(environment["device_name"])))
+        try:
+            check_writable(folder, "--out" if out else "the plan's out")
+        except OutputError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--out" if out else "PLAN.toml") from None
         for name in ("single.csv", "pair.csv", "pair_repeats.csv"):
             conflict = resume_conflict(folder / name, environment)
             if conflict:
@@ -108,24 +114,32 @@ def campaign(
             _show_plan(console, plan, tables, retry_failed, settings)
             return
         selection = {"command": "campaign", "plan": plan.name, "plan_file": str(plan_file)}
-        for name in ("single.csv", "pair.csv", "pair_repeats.csv"):
-            write_metadata(folder / name, environment, settings, selection)
-        chunk = _chunk_record(plan, plan_file, environment, minutes, max_rows)
-        index = record_chunk(folder, chunk)
-        began = time.monotonic()
+        began, index = time.monotonic(), None
         try:
-            with WorkerPool(settings, nvml) as pool, RichSweepObserver(console, len(pending), "campaign") as observer:
-                summary = run_campaign(
-                    plan, tables, get_workload, settings, pool.run, observer,
-                    budget=Budget(minutes, max_rows), retry_failed=retry_failed,
-                    held=lambda c: pool.holds(JobRequest(get_workload(c.model), c.batchsize, c.amp, 1)),
-                )  # fmt: skip
-                chunk["workers_started"], chunk["builds"] = pool.started, pool.builds
-        except KeyboardInterrupt:
-            record_chunk(folder, chunk | _ended(began, tables.added, "interrupted (Ctrl-C)"), index)
-            console.print(f"\n[yellow]interrupted.[/] {folder} holds every row measured so far; "
-                          "run the same command again to resume.")
-            raise typer.Exit(130) from None
+            with terminate_as_interrupt():  # SIGTERM as Ctrl-C: the workers ended, every row kept
+                for name in ("single.csv", "pair.csv", "pair_repeats.csv"):
+                    write_metadata(folder / name, environment, settings, selection)
+                chunk = _chunk_record(plan, plan_file, environment, minutes, max_rows)
+                index = record_chunk(folder, chunk)
+                with (WorkerPool(settings, nvml) as pool,
+                      RichSweepObserver(console, len(pending), "campaign") as observer):
+                    summary = run_campaign(
+                        plan, tables, get_workload, settings, pool.run, observer,
+                        budget=Budget(minutes, max_rows), retry_failed=retry_failed,
+                        held=lambda c: pool.holds(JobRequest(get_workload(c.model), c.batchsize, c.amp, 1)),
+                    )  # fmt: skip
+                    chunk["workers_started"], chunk["builds"] = pool.started, pool.builds
+        except KeyboardInterrupt as stop:
+            if index is not None:
+                record_chunk(folder, chunk | _ended(began, tables.added, f"interrupted ({interrupted_by(stop)})"),
+                             index)
+            console.print(f"\n[yellow]interrupted ({interrupted_by(stop)}).[/] {folder} holds every row measured "
+                          "so far; run the same command again to resume.")
+            raise typer.Exit(exit_code(stop)) from None
+        except OutputError as exc:  # a table or metadata.json that cannot be written: a read-only folder, a full disk
+            Console(stderr=True).print(f"[bold red]error:[/] {exc}; the rows measured before are kept",
+                                       highlight=False)
+            raise typer.Exit(1) from None
     finally:
         if nvml is not None:
             nvml.close()

@@ -227,15 +227,18 @@ def run_settings(
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
     chosen = size.value if size is not None else ("full" if device == "cuda" else "tiny")
-    return RunSettings(
-        device=device,
-        size=chosen,  # type: ignore[arg-type]
-        measure=measure,
-        sample_hz=sample_hz,
-        startup_timeout_s=startup_timeout,
-        seed=seed,
-        cpu_threads=cpu_threads,
-    )
+    try:
+        return RunSettings(
+            device=device,
+            size=chosen,  # type: ignore[arg-type]
+            measure=measure,
+            sample_hz=sample_hz,
+            startup_timeout_s=startup_timeout,
+            seed=seed,
+            cpu_threads=cpu_threads,
+        )
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
 
 
 def open_table(path: Path, kind: str) -> ResultTable:
@@ -296,9 +299,13 @@ def row_state(status: str | None, retry_failed: bool) -> str:
     return f"done ({status}), skip"
 
 
-def interrupted(console: Console, table: ResultTable) -> typer.Exit:
+def interrupted(console: Console, table: ResultTable, stop: BaseException | None = None) -> typer.Exit:
+    """Say what an interrupted sweep kept; the exit status: 130 after Ctrl-C, 143 after SIGTERM."""
+    from simcluster.cli.common import exit_code, interrupted_by
+
+    why = f" ({interrupted_by(stop)})" if stop is not None else ""
     console.print(
-        f"\n[yellow]interrupted.[/] {table.path} holds the {len(table)} row(s) measured so far; "
+        f"\n[yellow]interrupted{why}.[/] {table.path} holds the {len(table)} row(s) measured so far; "
         "run the same command again to resume."
     )
-    return typer.Exit(130)
+    return typer.Exit(exit_code(stop) if stop is not None else 130)

@@ -30,6 +30,11 @@ Clock = Callable[[], float]
 DEFAULT_CLOCK: Clock = time.monotonic
 
 
+MAX_TIME_LIMIT_S = 3600  # a row's measurement: an hour at most (the plans take 8 s, the sweeps 60)
+MAX_WARMUP_STEPS = 100_000
+MAX_CV_WINDOWS = 1_000
+
+
 @dataclass(frozen=True, slots=True)
 class MeasureSettings:
     """When a throughput measurement starts and stops."""
@@ -47,6 +52,14 @@ class MeasureSettings:
     )
 
     def __post_init__(self) -> None:
+        for name in ("window_s", "cv_target", "time_limit_s"):  # NaN passes every comparison below: not this one
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+                raise ValueError(f"{name} must be a finite number, got {value!r}")
+        for name, most in (("warmup_steps", MAX_WARMUP_STEPS), ("cv_windows", MAX_CV_WINDOWS),
+                           ("time_limit_s", MAX_TIME_LIMIT_S)):  # a run's cost grows with each
+            if getattr(self, name) > most:
+                raise ValueError(f"{name} must be at most {most:,}, got {getattr(self, name)!r}")
         if self.warmup_steps < 0:
             raise ValueError(f"warmup_steps must be >= 0, got {self.warmup_steps}")
         if self.window_s <= 0:

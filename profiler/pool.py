@@ -65,6 +65,7 @@ class _Slot:
 
     def end(self) -> None:
         if self.process.is_alive():
+            self.stop.set()  # a worker measuring stops at its next check, then reads the exit
             self.commands.put(("exit",))
             self.process.join(timeout=5.0)
         if self.process.is_alive():

@@ -61,6 +61,10 @@ class RunSettings:
     def __post_init__(self) -> None:
         if self.device not in ("cuda", "cpu"):
             raise ValueError(f"device must be 'cuda' or 'cpu', got {self.device!r}")
+        for name, most in (("sample_hz", 1000.0), ("startup_timeout_s", 86400.0)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= most:
+                raise ValueError(f"{name} must be a number above 0 and at most {most:g}, got {value!r}")
 
 
 @dataclass(frozen=True, slots=True)

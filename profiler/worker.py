@@ -240,6 +240,15 @@ def _free_memory(device: torch.device) -> None:
         torch.cuda.empty_cache()
 
 
+def _answer(answers: Any, message: tuple[Any, ...]) -> None:
+    """Send ``message`` to the parent; a parent gone (killed, or ended by SIGTERM) ends this worker quietly,
+    without the BrokenPipeError traceback nobody is left to read."""
+    try:
+        answers.send(message)
+    except (BrokenPipeError, EOFError, OSError):
+        raise SystemExit(0) from None
+
+
 def resident_main(task: ResidentTask, commands: Any, answers: Any, stop: Any) -> None:
     """Entry point of a resident worker process (``spawn``): serve commands until told to exit."""
     device = torch.device(task.device)
@@ -261,12 +270,12 @@ def resident_main(task: ResidentTask, commands: Any, answers: Any, stop: Any) ->
                 if device.type == "cuda":
                     torch.cuda.reset_peak_memory_stats(device)
                 seconds_per_step = warm_up(job.step, warmup_steps)
-                answers.send((run, ("ready", index, 0, seconds_per_step, _device_uuid(device))))
+                _answer(answers, (run, ("ready", index, 0, seconds_per_step, _device_uuid(device))))
             elif command[0] == "measure":
                 _, _, _, origin, window_s = command
 
                 def report(window: Window, run: int = run, index: int = index) -> None:
-                    answers.send((run, ("window", index, window)))
+                    _answer(answers, (run, ("window", index, window)))
 
                 steps = run_windows(
                     job.step,
@@ -276,9 +285,11 @@ def resident_main(task: ResidentTask, commands: Any, answers: Any, stop: Any) ->
                     should_stop=lambda: stop.is_set() or not _parent_alive(),
                     check_every=_check_every(seconds_per_step, device, distributed=False),
                 )
-                answers.send((run, ("final", index, _peak_memory_mib(device, distributed=False), steps)))
+                _answer(answers, (run, ("final", index, _peak_memory_mib(device, distributed=False), steps)))
+        except SystemExit:  # the parent is gone (_answer): nothing to report, nobody to report it to
+            raise
         except BaseException as exc:  # noqa: BLE001 - a failed job becomes a row; the pool starts a new worker
-            answers.send((run, ("failed", index, 0, describe_failure(exc))))
+            _answer(answers, (run, ("failed", index, 0, describe_failure(exc))))
             if os.environ.get("LUCID_PROFILE_TRACEBACK"):
                 traceback.print_exc()
             raise SystemExit(1) from None

@@ -1,9 +1,11 @@
 """Errors about input files: :class:`TraceError` names the file, line and field; :class:`RowProblems`
-gathers the bad rows of a table.  The bottom floor: traces, colocation tables, cluster specs and side files
-all raise them, so this module imports nothing of simcluster."""
+gathers the bad rows of a table; :class:`OutputError` and :class:`WriteError` are about what is written.
+The bottom floor: traces, colocation tables, cluster specs, side files and every writer raise them, so this
+module imports nothing of simcluster."""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -32,7 +34,46 @@ class TraceError(ValueError):
             where += f", line {self.line}"
         if self.field is not None:
             where += f", field '{self.field}'"
-        return f"{where}: {self.message}"
+        return readable(f"{where}: {self.message}")
+
+
+LONGEST_WORD = 200
+
+
+def readable(message: str) -> str:
+    """``message`` with every run of more than :data:`LONGEST_WORD` non-blank characters (a value quoted from a
+    file) cut to its start and end and its length, so that an error stays one readable paragraph.
+
+    >>> readable("bad value " + "7" * 1000 + " here")
+    'bad value 777777777777777777777777777777777777777777777777777777777777…777777777777777777777777777777 (1,000 characters) here'
+    """
+    if len(message) <= LONGEST_WORD:
+        return message
+
+    def cut(found: re.Match[str]) -> str:
+        word = found.group(0)
+        return f"{word[:60]}…{word[-30:]} ({len(word):,} characters)"
+
+    return re.sub(rf"\S{{{LONGEST_WORD + 1},}}", cut, message)
+
+
+class OutputError(ValueError):
+    """A folder that may not be written or replaced; the message says why and what to do instead."""
+
+
+class WriteError(OutputError, OSError):
+    """Writing failed part-way (a read-only folder, a full disk): nothing was left behind.  An
+    :class:`OutputError` for the commands, which say it in one paragraph, and an ``OSError`` for code that
+    catches those.
+
+    >>> str(cannot_write("results", PermissionError(13, "Permission denied")))
+    'cannot write into results: Permission denied; nothing was written'
+    """
+
+
+def cannot_write(place: str | Path, exc: OSError) -> WriteError:
+    """The :class:`WriteError` of a failed write into the folder ``place``."""
+    return WriteError(f"cannot write into {place}: {exc.strerror or exc}; nothing was written")
 
 
 class RowProblems:

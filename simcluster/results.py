@@ -13,7 +13,7 @@ directory and any folder above it, and any folder that holds one of the run's in
 >>> check_output(root / "notes", "run")  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-simcluster.results.OutputError: --out ...: holds files simcluster did not write (notes.txt); nothing was written. ...
+simcluster.errors.OutputError: --out ...: holds files simcluster did not write (notes.txt); nothing was written. ...
 >>> folder = write_folder(root / "run", {}, {"summary.json": "{}"}, kind="run")
 >>> sorted(p.name for p in folder.iterdir()), check_output(folder, "run") == folder.resolve()
 (['.simcluster.json', 'summary.json'], True)
@@ -32,15 +32,13 @@ from typing import Any
 
 import pandas as pd
 
+from simcluster.atomic import umask
+from simcluster.errors import OutputError, WriteError, cannot_write
 from simcluster.fast_csv import write_csv
 
 FORMATS = ("csv", "parquet")
 MARKER = ".simcluster.json"  # in every folder written here: {"kind": ..., "files": [...]}
 FOREIGN_SHOWN = 5  # foreign files named in an error; the rest are counted
-
-
-class OutputError(ValueError):
-    """A folder that may not be written or replaced; the message says why and what to do instead."""
 
 
 def check_output(out: str | os.PathLike[str], kind: str, inputs: Iterable[str | os.PathLike[str]] = (),
@@ -49,7 +47,8 @@ def check_output(out: str | os.PathLike[str], kind: str, inputs: Iterable[str | 
     :class:`OutputError`.
 
     Refused always: a file; the root, home or current folder or any folder above the current one; a folder
-    that is or holds one of ``inputs``.  Refused unless ``overwrite``: an existing folder that is not empty
+    that is or holds one of ``inputs``; a place that cannot be written (below a file, or in a folder this
+    user may not write: :func:`writable_place`).  Refused unless ``overwrite``: an existing folder that is not empty
     and is not a ``kind`` folder holding only what simcluster wrote into it.  ``option`` names the option in
     the message.
     """
@@ -66,6 +65,7 @@ def check_output(out: str | os.PathLike[str], kind: str, inputs: Iterable[str | 
         if source == path or path in source.parents:
             raise OutputError(f"{shown}: that folder holds an input of this run ({given}); replacing it would "
                               f"delete the input. Give another folder, e.g. {option} results/NAME")
+    writable_place(path.parent, shown)
     if not path.exists() or not any(path.iterdir()) or overwrite:
         return path
     marker = read_marker(path)
@@ -83,6 +83,31 @@ def check_output(out: str | os.PathLike[str], kind: str, inputs: Iterable[str | 
     return path
 
 
+def writable_place(folder: Path, shown: str) -> None:
+    """:class:`OutputError` unless a folder can be made (or written) at ``folder``: it, or its nearest existing
+    ancestor, is a folder that this user may write into.  Checked before any work; a write that fails later
+    (a full disk) is a :class:`WriteError`."""
+    place = Path(folder)
+    while not place.exists() and place != place.parent:
+        place = place.parent
+    if not place.is_dir():
+        raise OutputError(f"{shown}: cannot write there: {place} is a file, not a folder")
+    if not os.access(place, os.W_OK | os.X_OK):
+        raise OutputError(f"{shown}: cannot write into {place}: permission denied (a read-only folder?); give "
+                          "a folder you may write into")
+
+
+def check_writable(out: str | os.PathLike[str], option: str = "--out") -> Path:
+    """The resolved folder ``out`` if results can be written in it as it grows (a sweep's folder): not a file,
+    and in a place this user may write; else :class:`OutputError`."""
+    path = Path(out).expanduser().resolve()
+    shown = f"{option} {out}"
+    if path.exists() and not path.is_dir():
+        raise OutputError(f"{shown}: is a file, not a folder; give a folder for the results")
+    writable_place(path, shown)
+    return path
+
+
 def read_marker(folder: Path) -> dict[str, Any] | None:
     """The marker of a folder we wrote, or ``None`` (no marker, or one we cannot read)."""
     try:
@@ -92,15 +117,68 @@ def read_marker(folder: Path) -> dict[str, Any] | None:
     return marker if isinstance(marker, dict) else None
 
 
-def mark_folder(folder: str | os.PathLike[str], kind: str, files: Iterable[str] = ()) -> Path:
-    """Write the marker that says simcluster wrote ``folder`` as a ``kind`` folder holding ``files``.
+def table_problem(path: str | os.PathLike[str], rows: int | None, summary: dict[str, Any] | None = None
+                  ) -> str | None:
+    """What is wrong with a table of a folder simcluster wrote, read back with ``rows`` rows (None: a CSV's
+    lines are counted instead, without parsing it): a CSV whose last line is cut (it does not end a row),
+    or another count of rows than it was written with (the folder's marker says; for a run's ``jobs`` table
+    of an older folder without counts, ``summary``'s finished plus unfinished jobs bound it from below).
+    None when it is whole; the text names the file.
+
+    >>> import tempfile
+    >>> folder = write_folder(Path(tempfile.mkdtemp()) / "run", {"jobs.csv": pd.DataFrame({"a": [1, 2]})}, kind="run")
+    >>> table_problem(folder / "jobs.csv", 2) is None, table_problem(folder / "jobs.csv", 1)
+    (True, '...jobs.csv: holds 1 row(s) where 2 were written: the file was cut short or changed; write it again')
+    """
+    path = Path(path)
+    if path.suffix == ".csv":
+        try:
+            with path.open("rb") as handle:
+                handle.seek(0, os.SEEK_END)
+                if handle.tell():
+                    handle.seek(-1, os.SEEK_END)
+                    if handle.read(1) != b"\n":
+                        return (f"{path}: its last row is cut short (the file ends in the middle of a line); "
+                                "write it again")
+                if rows is None:  # lines less the header (the CSV we write puts no line break inside a field)
+                    handle.seek(0)
+                    rows = sum(block.count(b"\n") for block in iter(lambda: handle.read(1 << 20), b"")) - 1
+        except OSError as exc:
+            return f"{path}: cannot be read: {exc.strerror or exc}"
+    if rows is None:
+        return None
+    marker = read_marker(path.parent) or {}
+    written = (marker.get("rows") or {}).get(path.name)
+    if isinstance(written, int) and written != rows:
+        return (f"{path}: holds {rows:,} row(s) where {written:,} were written: the file was cut short or "
+                "changed; write it again")
+    if written is None and summary and path.stem == "jobs":
+        try:
+            least = int(summary.get("jobs") or 0) + int(summary.get("unfinished_jobs") or 0)
+        except (TypeError, ValueError):
+            return None
+        if rows < least:
+            return (f"{path}: holds {rows:,} job(s) but summary.json counts {least:,}: the file was cut short; "
+                    "write it again")
+    return None
+
+
+def mark_folder(folder: str | os.PathLike[str], kind: str, files: Iterable[str] = (),
+                rows: dict[str, int] | None = None) -> Path:
+    """Write the marker that says simcluster wrote ``folder`` as a ``kind`` folder holding ``files`` (and
+    ``rows``: the rows of each table, which :func:`table_problem` holds a table to when it is read back).
 
     For folders that grow in place (a sweep's): call :func:`check_output` first.
     """
     folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    marker = {"kind": kind, "written_by": "simcluster", "files": sorted(set(files))}
-    (folder / MARKER).write_text(json.dumps(marker, indent=1) + "\n")
+    marker: dict[str, Any] = {"kind": kind, "written_by": "simcluster", "files": sorted(set(files))}
+    if rows:
+        marker["rows"] = dict(sorted(rows.items()))
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / MARKER).write_text(json.dumps(marker, indent=1) + "\n")
+    except OSError as exc:
+        raise cannot_write(folder, exc) from None
     return folder
 
 
@@ -116,8 +194,12 @@ def write_folder(out: Path, tables: dict[str, pd.DataFrame], texts: dict[str, st
     """
     out = Path(out)
     check_output(out, kind, inputs, overwrite)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+        os.chmod(tmp, 0o777 & ~umask())  # as a plain mkdir makes it (mkdtemp's is 0700: colleagues could not read it)
+    except OSError as exc:
+        raise cannot_write(out.parent, exc) from None
     try:
         for name, frame in tables.items():
             if name.endswith(".parquet"):
@@ -130,7 +212,8 @@ def write_folder(out: Path, tables: dict[str, pd.DataFrame], texts: dict[str, st
             (tmp / name).write_text(text)
         for name, data in (files or {}).items():
             (tmp / name).write_bytes(data)
-        mark_folder(tmp, kind, [*tables, *(texts or {}), *(files or {})])
+        mark_folder(tmp, kind, [*tables, *(texts or {}), *(files or {})],
+                    rows={name: len(frame) for name, frame in tables.items()})
         old = None
         if out.exists():
             old = out.with_name(f".{out.name}.old-{os.getpid()}")
@@ -138,8 +221,10 @@ def write_folder(out: Path, tables: dict[str, pd.DataFrame], texts: dict[str, st
         tmp.rename(out)
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
-    except BaseException:
+    except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(exc, OSError) and not isinstance(exc, WriteError):  # a full disk, a folder made read-only
+            raise cannot_write(out.parent, exc) from None
         raise
     return out
 

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from simcluster.errors import TraceError
+from simcluster.limits import check_csv, shown
 
 
 def read_side_csv(path: str | Path, what: str, required: Sequence[str]) -> pd.DataFrame:
@@ -16,6 +17,7 @@ def read_side_csv(path: str | Path, what: str, required: Sequence[str]) -> pd.Da
     path = Path(path)
     if not path.is_file():
         raise TraceError(path, f"{what} not found")
+    check_csv(path)  # its header and lines within bounds, before it is parsed
     try:
         frame = pd.read_csv(path, dtype=str, keep_default_na=False)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
@@ -31,4 +33,4 @@ def reject_first(path: str | Path, frame: pd.DataFrame, column: str, bad: pd.Ser
     """TraceError at the first row where ``bad`` holds, naming its line and value."""
     if bad.any():
         row = int(np.flatnonzero(bad.to_numpy())[0])
-        raise TraceError(path, f"{problem}: {frame[column].iloc[row]!r}", line=row + 2, field=column)
+        raise TraceError(path, f"{problem}: {shown(frame[column].iloc[row])}", line=row + 2, field=column)

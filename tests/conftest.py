@@ -23,3 +23,47 @@ def make_trace(rows: list[tuple], vc_nodes: dict[str, int]) -> JobLog:
     frame.insert(0, "job_id", [f"j{i}" for i in range(len(rows))])
     frame["user"] = "u"
     return JobLog("test", frame, vc_nodes)
+
+
+@pytest.fixture
+def read_only_folder(tmp_path, monkeypatch) -> Path:
+    """A folder nobody may write into, root included: made immutable (``chattr +i``, which stops root, where
+    chmod does not); where chattr is refused, writes into it are made to fail as a read-only file system's
+    do (``os.access``, ``os.mkdir`` and ``os.open`` say EROFS for paths inside it)."""
+    import errno
+    import os
+    import shutil
+    import subprocess
+
+    folder = tmp_path / "read-only"
+    folder.mkdir()
+    (folder / "kept.txt").write_text("mine")
+    chattr = shutil.which("chattr")
+    if chattr and subprocess.run([chattr, "+i", str(folder)], capture_output=True, check=False).returncode == 0:
+        yield folder
+        subprocess.run([chattr, "-i", str(folder)], capture_output=True, check=False)
+        return
+    inside = str(folder.resolve())
+
+    def below(path) -> bool:
+        return os.path.abspath(os.fsdecode(path)).startswith(inside)
+
+    real_access, real_mkdir, real_open = os.access, os.mkdir, os.open
+
+    def access(path, mode, *args, **kwargs):
+        return False if below(path) and mode & os.W_OK else real_access(path, mode, *args, **kwargs)
+
+    def mkdir(path, *args, **kwargs):
+        if below(path):
+            raise OSError(errno.EROFS, "Read-only file system", os.fsdecode(path))
+        return real_mkdir(path, *args, **kwargs)
+
+    def open_(path, flags, *args, **kwargs):
+        if below(path) and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT):
+            raise OSError(errno.EROFS, "Read-only file system", os.fsdecode(path))
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "access", access)
+    monkeypatch.setattr(os, "mkdir", mkdir)
+    monkeypatch.setattr(os, "open", open_)
+    yield folder

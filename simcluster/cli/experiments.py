@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from simcluster.cli.common import app, err, fail, out
+from simcluster.cli.common import app, err, exit_code, fail, interrupted_by, out, terminate_as_interrupt
 from simcluster.paths import DEFAULT_TRACE
 
 
@@ -44,10 +44,11 @@ def sweep(
     replicas: Annotated[int, typer.Option(min=0, help="Run every combination on N replicas of its trace made by "
                                           "--perturb (the same replicas for every policy); print each figure's "
                                           "mean with a 95 % interval and the policies' paired differences.")] = 0,
-    perturb: Annotated[str, typer.Option(help="How replicas are made: bootstrap (resample days; bootstrap:by=user "
-                                         "resamples users, bootstrap:block=SECONDS sets the block), jitter "
-                                         "(jitter:arrival=SECONDS,sigma=S) or seeds. See docs/uncertainty.md.")
-                       ] = "bootstrap",
+    perturb: Annotated[str | None, typer.Option(help="How replicas are made: bootstrap (resample days; "
+                                                "bootstrap:by=user resamples users, bootstrap:block=SECONDS sets the "
+                                                "block), jitter (jitter:arrival=SECONDS,sigma=S) or seeds. See "
+                                                "docs/uncertainty.md. [default: bootstrap]", show_default=False)
+                       ] = None,
     deadlines: Annotated[str | None, typer.Option(help="A,B: every job without a deadline gets submit + U(A, B) × "
                                                   "duration (seeded by each run's seed); summary.json then has "
                                                   "deadline_satisfaction.", show_default=False)] = None,
@@ -78,23 +79,23 @@ def sweep(
         if deadlines is not None:
             base = SimConfig.from_settings({"deadlines": deadlines}, "--deadlines", base=base)
     except ConfigError as exc:
-        fail(str(exc))
+        fail(exc)
     try:
         specs = build_grid(trace or [str(DEFAULT_TRACE)], split_list(policy, "--policy"), parse_seeds(seed),
                            parse_sets(settings or []), fmt, base=base, vc_config=vc_config, replicas=replicas,
-                           perturb=perturb if replicas else None)
+                           perturb=perturb)
         said = {n.text for n in ignored_setting_notes(specs)}
         if not quiet:
             for text in sorted(said):
                 err.print(f"[yellow]note:[/] {text}", highlight=False)
-        with sweep_display(err, live=live, quiet=quiet) as listener:
+        with terminate_as_interrupt(), sweep_display(err, live=live, quiet=quiet) as listener:
             outcome = run_sweep(specs, out_dir, backend=backend, workers=workers, ray_address=ray_address,
                                 split_vcs=split_vcs, listener=listener)
     except SweepError as exc:
-        fail(str(exc))
-    except KeyboardInterrupt:
-        fail(f"interrupted: finished runs are kept in {out_dir} (runs.csv lists them); "
-              "run the same command again to resume", 130)
+        fail(exc)
+    except KeyboardInterrupt as stop:  # Ctrl-C, or SIGTERM: the workers are ended, finished runs kept
+        fail(f"interrupted ({interrupted_by(stop)}): finished runs are kept in {out_dir} (runs.csv lists them); "
+             "run the same command again to resume", exit_code(stop))
     if not quiet:
         print_sweep_outcome(out, outcome, out_dir)
         for text in outcome.notes:
@@ -124,10 +125,13 @@ def run_replicas(values: dict[str, Any], config: Any, target: Path, quiet: bool)
         specs = build_grid([str(values["trace"] or DEFAULT_TRACE)], [config.policy], [config.seed],
                            fmt=values["fmt"], base=config, vc_config=values["vc_config"], replicas=values["replicas"],
                            perturb=values["perturb"], trace_options=options)
-        with sweep_display(err, live=False, quiet=quiet) as listener:
+        with terminate_as_interrupt(), sweep_display(err, live=False, quiet=quiet) as listener:
             outcome = run_sweep(specs, target, listener=listener)
     except SweepError as exc:
-        fail(str(exc))
+        fail(exc)
+    except KeyboardInterrupt as stop:
+        fail(f"interrupted ({interrupted_by(stop)}): finished replicas are kept in {target} (runs.csv lists them); "
+             "run the same command again to resume", exit_code(stop))
     if not quiet:
         print_sweep_outcome(out, outcome, target)
     report_replicas(outcome.rows, target, quiet or values["as_json"])
@@ -196,8 +200,9 @@ def report(
     replicas: Annotated[int, typer.Option(min=0, help="Intervals for runs that are not replicas: resample each "
                                           "run's days N times, the schedule held fixed (runs from `sweep "
                                           "--replicas` get theirs without this).")] = 0,
-    perturb: Annotated[str, typer.Option(help="With --replicas: bootstrap (days) or bootstrap:block=SECONDS.")
-                       ] = "bootstrap",
+    perturb: Annotated[str | None, typer.Option(help="With --replicas: bootstrap (days) or "
+                                                "bootstrap:block=SECONDS. [default: bootstrap]", show_default=False)
+                       ] = None,
     seed: Annotated[int, typer.Option(help="With --replicas: the seed of the resampling.")] = 0,
     gantt_window: Annotated[str | None, typer.Option(help="Stretch of time the Gantt charts show, START:END from "
                                                      "the first submission (e.g. 0:6h, 2d:3d); default: the whole "
@@ -205,6 +210,9 @@ def report(
                                                      show_default=False)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the comparison table and the files written as JSON "
                                           "(implies --quiet).")] = False,
+    allow_missing: Annotated[bool, typer.Option("--allow-missing", help="Report a sweep without the runs its "
+                                                "runs.csv lists whose folders are gone or cut short (the notes "
+                                                "name them); without it they are an error.")] = False,
 ) -> None:
     """Compare runs: per configuration (trace + settings; seeds aggregated: mean, min–max; replicas: mean and
     95 % interval), per VC and overall (CSV, Markdown, HTML), PNG plots, and an interactive page (report.html)
@@ -216,9 +224,10 @@ def report(
     try:
         check_output(out_dir, "report", folders, overwrite)
         made = write_report(folders, out_dir, overwrite, baseline=baseline, replicas=replicas, perturb=perturb,
-                            seed=seed, gantt_window=parse_window(gantt_window) if gantt_window else None)
+                            seed=seed, gantt_window=parse_window(gantt_window) if gantt_window else None,
+                            allow_missing=allow_missing)
     except (ReportError, OutputError, ValueError) as exc:
-        fail(str(exc))
+        fail(exc)
     if as_json:
         from simcluster.results import to_json
 

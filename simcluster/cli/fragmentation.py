@@ -20,9 +20,10 @@ def fragmentation(
     placement: Annotated[str, typer.Option(help="Placements, comma-separated, or all: random-fit (also: random), "
                                            "dotprod, gpu-clustering, gpu-packing, bestfit, fgd.")] = "all",
     seeds: Annotated[str, typer.Option(help="Seeds: a range 42-51 and/or a list 1,2,3 (FGD's published runs: "
-                                       "42-51).")] = "42-51",
+                                       "42-51); at most 10,000.")] = "42-51",
     inflate: Annotated[float, typer.Option(help="GPU demand that arrives, as a multiple of the cluster's GPUs "
-                                           "(pods drawn again from the trace until it is reached).")] = 1.3,
+                                           "(pods drawn again from the trace until it is reached); above 0, at "
+                                           "most 10.")] = 1.3,
     node_list: Annotated[Path | None, typer.Option(help="Node list CSV (sn,cpu_milli,memory_mib,gpu,model). "
                                                    "Default: openb_node_list_gpu_node.csv beside the pods.",
                                                    show_default=False)] = None,
@@ -44,15 +45,17 @@ def fragmentation(
     from rich.table import Table
 
     from simcluster.fragmentation import fragmentation_study, parse_placements, parse_seeds, write_study
+    from simcluster.limits import MAX_INFLATE, number
     from simcluster.paths import resolve_data
     from simcluster.results import OutputError, check_output
     from simcluster.traces.errors import TraceError
 
-    try:
+    try:  # every option before any work
         placements, seed_list = parse_placements(placement), parse_seeds(seeds)
+        number(inflate, "--inflate", above=0, high=MAX_INFLATE)
         check_output(out_dir, "fragmentation", [resolve_data(trace)], overwrite)
     except (ValueError, OutputError) as exc:
-        fail(str(exc))
+        fail(exc)
     quiet = quiet or as_json
     progress = Progress(TextColumn("[bold]fragmentation"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                         TextColumn("{task.description}"), console=err, disable=quiet, transient=True)
@@ -65,11 +68,11 @@ def fragmentation(
         try:
             result = fragmentation_study(trace, placements, seed_list, inflate, node_list, on_run=advance)
         except (TraceError, ValueError) as exc:
-            fail(str(exc))
+            fail(exc)
     try:
         write_study(result, out_dir, overwrite)
     except OutputError as exc:
-        fail(str(exc))
+        fail(exc)
     summary = result.at(at)
     if as_json:
         print(json.dumps({"arrived_pct": at, "cpu_seconds": round(result.cpu_seconds, 2),

@@ -14,11 +14,13 @@ Commands get this help by being made with :class:`HelpCommand` (groups: :class:`
 from __future__ import annotations
 
 import inspect
+import math
 import re
 import typing
 from pathlib import Path
 from typing import Any
 
+import typer
 from rich.console import Console, Group, RenderableType
 from rich.panel import Panel
 from rich.text import Text
@@ -34,11 +36,57 @@ _ANNOTATION_METAVARS = {int: "INT", float: "NUMBER", str: "TEXT", Path: "PATH", 
 _OPTION_RE = re.compile(r"(?<![\w/-])--?[A-Za-z][\w-]*")
 
 
-class HelpCommand(TyperCommand):
-    """A Typer command whose ``--help`` is :func:`print_help`'s."""
+class CheckedCommand(TyperCommand):
+    """A Typer command whose number options are finite, and which SIGTERM stops as Ctrl-C does.
+
+    Click's float type reads ``nan`` and ``inf`` as numbers, and a range (``min=0``) lets NaN through (no
+    comparison with it is true), so every float option is checked here, once the command line is parsed and
+    before the command runs.  While it runs, SIGTERM raises :class:`~simcluster.cli.common.Terminated` (a
+    KeyboardInterrupt) where the command is, so that it cleans up as after Ctrl-C; a command that does not
+    say more itself then ends with ``error: interrupted (SIGTERM)`` and exit status 143.
+    """
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        rest = super().parse_args(ctx, args)
+        check_finite(ctx, self.params)
+        return rest
+
+    def invoke(self, ctx: Any) -> Any:
+        from simcluster.cli.common import Terminated, exit_code, fail, terminate_as_interrupt
+
+        try:
+            with terminate_as_interrupt():
+                return super().invoke(ctx)
+        except Terminated as stop:
+            fail("interrupted (SIGTERM)", exit_code(stop))
+
+
+def check_finite(ctx: Any, params: list[Any]) -> None:
+    """``typer.BadParameter`` for the first float option whose value (or one of whose values) is NaN or an
+    infinity."""
+    for param in params:
+        value = ctx.params.get(param.name)
+        values = value if isinstance(value, (list, tuple)) else [value]
+        if any(isinstance(v, float) and not math.isfinite(v) for v in values):
+            raise typer.BadParameter(f"must be a finite number, got {value!r}", ctx=ctx, param=param)
+
+
+class HelpCommand(CheckedCommand):
+    """A Typer command whose ``--help`` is :func:`print_help`'s, whose number options are finite and which
+    SIGTERM stops as Ctrl-C (:class:`CheckedCommand`), and whose output errors (a folder that may not be written, a write that failed
+    on a read-only folder or a full disk) end it with one paragraph, never a traceback."""
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
         print_help(self, ctx)
+
+    def invoke(self, ctx: Any) -> Any:
+        from simcluster.cli.common import fail
+        from simcluster.errors import OutputError
+
+        try:
+            return super().invoke(ctx)
+        except OutputError as exc:  # a command that did not say it itself
+            fail(exc)
 
 
 class HelpGroup(TyperGroup):

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
-from simcluster.cli.common import app, err, fail, out
+from simcluster.cli.common import app, err, exit_code, fail, interrupted_by, out, terminate_as_interrupt
 from simcluster.cli.options import (
     config_parameters,
     config_source_parameters,
@@ -150,9 +150,10 @@ def replica_parameters() -> list[Any]:
         parameter("replicas", Annotated[int, typer.Option(
             min=0, help="Run on N replicas of the trace made by --perturb instead of once; --out becomes a sweep "
             "folder, and each figure is printed with its 95 % interval.", rich_help_panel=OUTPUT)], 0),
-        parameter("perturb", Annotated[str, typer.Option(
+        parameter("perturb", Annotated[str | None, typer.Option(
             help="How replicas are made: bootstrap (days; bootstrap:by=user), jitter (jitter:arrival=S,sigma=X) "
-            "or seeds. See docs/uncertainty.md.", rich_help_panel=OUTPUT)], "bootstrap"),
+            "or seeds. See docs/uncertainty.md. [default: bootstrap]", rich_help_panel=OUTPUT,
+            show_default=False)], None),
     ]
 
 
@@ -176,6 +177,20 @@ def run(ctx: typer.Context, **values: Any) -> None:
     fmt, quiet, live = values["fmt"], values["quiet"] or values["as_json"], values["live"]
     if fmt not in FORMATS:
         fail(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    if values["perturb"] is not None or values["replicas"]:  # the replicas' settings, before any work
+        from simcluster.experiments.replicas import PerturbationError, parse_perturbation
+        from simcluster.limits import MAX_REPLICAS
+
+        try:
+            parse_perturbation(values["perturb"] or "bootstrap")
+        except PerturbationError as exc:
+            fail(str(exc))
+        if not values["replicas"]:
+            fail(f"--perturb needs --replicas N (N ≥ 1): without replicas --perturb {values['perturb']} perturbs "
+                 "nothing")
+        if values["replicas"] > MAX_REPLICAS:
+            fail(f"--replicas must be at most {MAX_REPLICAS:,} (200 already steady a 95 % interval's ends), got "
+                 f"{values['replicas']:,}")
     trace = values["trace"] or DEFAULT_TRACE
     try:
         config = config_from(ctx, values)
@@ -205,14 +220,19 @@ def run(ctx: typer.Context, **values: Any) -> None:
                       + "; ".join(f"{n} × {why}" for why, n in loaded.skipped.most_common()))
         print_warnings(warnings)
     from simcluster.metrics.placements import Placements
+    from simcluster.results import OutputError, to_json, write_run
 
     where = Placements() if values["placements"] else None
-    result = simulate_with_progress(loaded, config, quiet=quiet, live=live, observers=[where] if where else [])
-
-    from simcluster.results import to_json, write_run
-
-    tables = result.tables() | ({"placements": where.frame()} if where else {})
-    write_run(target, tables, result.summary, fmt, inputs=inputs, overwrite=values["overwrite"])
+    try:
+        with terminate_as_interrupt():
+            result = simulate_with_progress(loaded, config, quiet=quiet, live=live,
+                                            observers=[where] if where else [])
+            tables = result.tables() | ({"placements": where.frame()} if where else {})
+            write_run(target, tables, result.summary, fmt, inputs=inputs, overwrite=values["overwrite"])
+    except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM: the folder is written whole or not at all
+        fail(f"interrupted ({interrupted_by(stop)}): nothing was written to {target}", exit_code(stop))
+    except OutputError as exc:  # a read-only folder, a full disk: nothing was written
+        fail(exc)
     if values["as_json"]:
         print(to_json(result.summary))
     elif not quiet:

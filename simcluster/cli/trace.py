@@ -52,14 +52,19 @@ def trace_synth(
     workloads), or of chosen sizes, durations and arrivals at a held load (docs/synthetic.md); or like
     Gavel's."""
     from simcluster.cli.gavel import synth_gavel
+    from simcluster.results import check_writable
     from simcluster.traces.realised import realised_by_vc
     from simcluster.traces.synth import SynthSpec, save_trace, synthesize
 
+    try:  # a place that cannot be written: said before anything is drawn
+        check_writable(out_dir.parent if style == "gavel" and out_dir.suffix == ".trace" else out_dir)
+    except ValueError as exc:
+        fail(exc)
     if style == "gavel":
         try:
             out.print(synth_gavel(out_dir, jobs, jobs_per_hour, seed), highlight=False)
         except (ValueError, OSError) as exc:
-            fail(str(exc))
+            fail(exc)
         return
     if style != "venus":
         fail(f"--style must be venus or gavel, got {style!r}")
@@ -69,11 +74,11 @@ def trace_synth(
                          hold_load=hold_load)
         trace = synthesize(spec)  # a load that cannot be held, sizes that do not fit: nothing written
     except ValueError as exc:
-        fail(str(exc))
+        fail(exc)
     try:
         folder = save_trace(trace, out_dir)
     except ValueError as exc:  # results.OutputError: --out holds files simcluster did not write, or is `.`
-        fail(str(exc))
+        fail(exc)
     out.print(f"wrote {jobs:,} jobs on {nodes} nodes × {gpus_per_node} GPUs in {vcs} VCs to [bold]{folder}[/]")
     realised = realised_by_vc(trace.frame, trace.vc_nodes, gpus_per_node)["cluster"]
     why = (f"held at --load {load:g}" if spec.holds_load else f"--load {load:g} is the total work's: "
@@ -87,7 +92,7 @@ def _load(values: dict[str, Any], sized: bool) -> Any:
     try:
         return load_trace_from(values, sized=sized)
     except (TraceError, ValueError) as exc:
-        fail(str(exc))
+        fail(exc)
 
 
 JSON_OPTION = parameter("as_json", Annotated[bool, typer.Option("--json", help="Print it as one JSON document.")],
@@ -156,13 +161,13 @@ def trace_convert(ctx: typer.Context, **values: Any) -> None:
     try:
         check_target(values["out_dir"], values["trace"], values["overwrite"])
     except ValueError as exc:
-        fail(str(exc))
+        fail(exc)
     loaded = _load(values, sized=True)
     try:
         gpus = cluster_gpus(values["cluster"]) if values.get("cluster") and not isinstance(loaded, JobLog) else None
         frame, vc_nodes, notes = job_log(loaded, values["gpus_per_node"], values.get("nodes"), gpus)
     except ValueError as exc:
-        fail(str(exc))
+        fail(exc)
     provenance = {
         "source": loaded.source, "format": loaded.format,
         "time_rule": getattr(loaded, "time_rule", "seconds, as given"),

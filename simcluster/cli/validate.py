@@ -84,7 +84,7 @@ def validate(
                              earlier_jobs=earlier_jobs, columns={k.strip(): v.strip() for k, v in given.items()})
             result.write(target, overwrite, top)
     except (ValidateError, TraceError, OutputError) as exc:
-        fail(str(exc))
+        fail(exc)
     if as_json:
         print(to_json(result.as_dict(top)))
         return
@@ -93,7 +93,8 @@ def validate(
 
 
 def _count_or_min(value: str) -> str | int:
-    return int(value) if value.strip().isdigit() else value.strip()
+    text = value.strip()
+    return int(text) if text.isdigit() and len(text) < 19 else text  # (a longer one: said to be out of range)
 
 
 def print_validation(result: Any, top: int) -> None:

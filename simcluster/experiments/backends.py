@@ -91,11 +91,15 @@ class LocalBackend:
     def close(self, cancel: bool) -> None:
         if self._pool is None:
             return
+        processes = list(getattr(self._pool, "_processes", {}).values())
         if cancel:  # interrupted: do not wait for runs in progress (their folders are written atomically)
-            for process in list(getattr(self._pool, "_processes", {}).values()):
+            for process in processes:
                 process.terminate()
         self._pool.shutdown(wait=not cancel, cancel_futures=cancel)
         self._pool = None
+        if cancel:  # ended before the sweep says so: no run is written after it has stopped
+            for process in processes:
+                process.join(5.0)
 
 
 class RayBackend:

@@ -44,6 +44,7 @@ import numpy as np
 import pandas as pd
 
 from simcluster.config import SimConfig
+from simcluster.limits import MAX_BLOCKS, LimitError, number, shown
 from simcluster.traces.base import Trace
 
 PERTURBATIONS = ("bootstrap", "jitter", "seeds")
@@ -77,6 +78,9 @@ class Perturbation:
 
 _OPTIONS: dict[str, dict[str, type]] = {"bootstrap": {"by": str, "block": float},
                                         "jitter": {"arrival": float, "sigma": float}, "seeds": {}}
+# the range of each number (docs/uncertainty.md): a block of a minute to the bound of a trace's times; arrivals
+# moved by up to that bound; durations scaled by LogNormal(0, σ ≤ 3), whose 99.9th percentile is 10,000×
+_RANGES = {"block": (60.0, 1e9), "arrival": (0.0, 1e9), "sigma": (0.0, 3.0)}
 
 
 def parse_perturbation(text: str) -> Perturbation:
@@ -88,23 +92,25 @@ def parse_perturbation(text: str) -> Perturbation:
     name, _, rest = text.strip().partition(":")
     if name not in PERTURBATIONS:
         raise PerturbationError(f"--perturb must be one of {', '.join(PERTURBATIONS)} (options after a colon, e.g. "
-                                f"bootstrap:by=user, jitter:sigma=0.2), got {text!r}")
+                                f"bootstrap:by=user, jitter:sigma=0.2), got {shown(text)}")
     values: dict[str, Any] = {}
     for item in filter(None, (p.strip() for p in rest.split(","))):
         key, sep, value = item.partition("=")
         kind = _OPTIONS[name].get(key.strip())
         if not sep or kind is None:
             takes = ", ".join(_OPTIONS[name]) or "no options"
-            raise PerturbationError(f"--perturb {text!r}: {name} takes {takes}; got {item!r}")
+            raise PerturbationError(f"--perturb {shown(text)}: {name} takes {takes}; got {shown(item)}")
+        if kind is str:
+            values[key.strip()] = value.strip()
+            continue
+        low, high = _RANGES[key.strip()]
         try:
-            values[key.strip()] = kind(value.strip())
-        except ValueError:
-            raise PerturbationError(f"--perturb {text!r}: {key} must be a number, got {value!r}") from None
+            values[key.strip()] = number(value, f"--perturb {shown(text)}: {key.strip()}", low=low, high=high)
+        except LimitError as exc:
+            raise PerturbationError(str(exc)) from None
     found = Perturbation(name, **values)
     if found.by not in ("day", "user"):
-        raise PerturbationError(f"--perturb {text!r}: by must be day or user")
-    if not found.block > 0 or found.arrival < 0 or found.sigma < 0:
-        raise PerturbationError(f"--perturb {text!r}: block must be positive, arrival and sigma non-negative")
+        raise PerturbationError(f"--perturb {shown(text)}: by must be day or user")
     return found
 
 
@@ -150,6 +156,10 @@ def resample_days(frame: pd.DataFrame, rng: np.random.Generator, block: float) -
     keeping their offsets within it.  As many blocks as the trace spans, empty ones included."""
     submit = frame["submit_time"].to_numpy(dtype=float)
     start = np.floor(submit.min() / block) * block
+    blocks = (submit.max() - start) // block + 1
+    if blocks > MAX_BLOCKS:
+        raise PerturbationError(f"the trace spans {blocks:,.0f} blocks of {block:g} s, more than the limit of "
+                                f"{MAX_BLOCKS:,} a replica draws: give a longer block (bootstrap:block=SECONDS)")
     day = ((submit - start) // block).astype(np.int64)
     days = int(day.max()) + 1
     drawn = rng.integers(days, size=days)
@@ -344,6 +354,9 @@ def posthoc_bootstrap(jobs: Mapping[str, pd.DataFrame], replicas: int, seed: int
     firsts = [float(frame["submit_time"].min()) for frame in jobs.values() if len(frame)]
     start = np.floor(min(firsts, default=0.0) / block) * block
     days = max((int((float(f["submit_time"].max()) - start) // block) + 1 for f in jobs.values() if len(f)), default=1)
+    if days > MAX_BLOCKS:
+        raise PerturbationError(f"the runs span {days:,} blocks of {block:g} s, more than the limit of {MAX_BLOCKS:,}"
+                                " a replica draws: give a longer block (bootstrap:block=SECONDS)")
     draws = [np.bincount(replica_rng(seed, i).integers(days, size=days), minlength=days) for i in range(replicas)]
     found: dict[str, dict[str, dict[int, float]]] = {}
     for label, frame in jobs.items():

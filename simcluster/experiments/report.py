@@ -38,7 +38,8 @@ from simcluster.experiments import interactive, plots
 from simcluster.experiments.aggregate import FIGURES, Configuration, aggregate, configurations, trace_of
 from simcluster.experiments.pictures import Pictures, gather
 from simcluster.experiments.uncertainty import interval_cell, posthoc_uncertainty, replica_uncertainty
-from simcluster.results import write_folder
+from simcluster.limits import MAX_REPLICAS, check_csv, shown
+from simcluster.results import table_problem, write_folder
 
 RUN_COLUMNS = ["run", "label", "policy", "trace", "seed", "vc", *FIGURES]
 PLOTS = ("avg_jct.png", "jct_cdf.png", "queue_cdf.png", "queue_by_vc.png", "utilization.png", "pending.png")
@@ -61,16 +62,33 @@ class RunRecord:
         return str(self.summary.get("policy", "?"))
 
     def _table(self, name: str, columns: list[str]) -> pd.DataFrame:
+        """The table ``name`` of the run, as it was written: a file cut short or changed is an error naming it."""
         for suffix in ("csv", "parquet"):
             path = self.folder / f"{name}.{suffix}"
             if path.is_file():
                 try:
                     if suffix == "csv":
-                        return pd.read_csv(path, usecols=columns)
-                    return pd.read_parquet(path, columns=columns)
-                except (ValueError, OSError) as exc:
-                    raise ReportError(f"{path}: cannot read columns {', '.join(columns)} ({exc})") from None
+                        check_csv(path)
+                        frame = pd.read_csv(path, usecols=columns)
+                    else:
+                        frame = pd.read_parquet(path, columns=columns)
+                except (ValueError, OSError) as exc:  # (a TraceError from check_csv too)
+                    why = shown(str(exc), 300)
+                    raise ReportError(f"{path}: cannot read columns {', '.join(columns)} ({why})") from None
+                problem = table_problem(path, len(frame), self.summary)
+                if problem is not None:
+                    raise ReportError(problem)
+                return frame
         raise ReportError(f"{self.folder}: no {name}.csv or {name}.parquet")
+
+    def problem(self) -> str | None:
+        """What makes the run unfit to report, found without reading its tables whole: no jobs table, or one
+        cut short (:func:`~simcluster.results.table_problem`); None when it looks whole."""
+        for suffix in ("csv", "parquet"):
+            path = self.folder / f"jobs.{suffix}"
+            if path.is_file():
+                return table_problem(path, None, self.summary)
+        return f"{self.folder}: no jobs.csv or jobs.parquet"
 
     def jobs(self) -> pd.DataFrame:
         """vc, jct, queue, submit_time of the finished jobs."""
@@ -96,19 +114,26 @@ class RunRecord:
         return self._table("placements", ["job_id", "vc", "node", "gpu_type", "gpus", "start", "end"])
 
 
-def collect(paths: Iterable[Path]) -> list[RunRecord]:
-    """The runs under ``paths`` (run folders, sweep folders), labelled uniquely."""
+def collect(paths: Iterable[Path], allow_missing: bool = False, left_out: list[str] | None = None
+            ) -> list[RunRecord]:
+    """The runs under ``paths`` (run folders, sweep folders), labelled uniquely.
+
+    A run folder whose jobs table is cut short, and a sweep whose ``runs.csv`` lists a finished run whose
+    folder is gone or incomplete, are errors naming them; with ``allow_missing`` such runs of a sweep are
+    left out instead, and said in ``left_out``.
+    """
     records: list[RunRecord] = []
     for path in map(Path, paths):
         if not path.exists():
             raise ReportError(f"{path}: no such folder")
         if (path / "summary.json").is_file():
-            records.append(_record(path.name, path))
+            record = _record(path.name, path)
+            problem = record.problem()
+            if problem is not None:
+                raise ReportError(problem)
+            records.append(record)
         elif (path / "runs.csv").is_file() or (path / "runs").is_dir():
-            found = sorted(p for p in (path / "runs").glob("*/summary.json")) if (path / "runs").is_dir() else []
-            if not found:
-                raise ReportError(f"{path}: a sweep folder with no finished run (no runs/*/summary.json)")
-            records.extend(_record(p.parent.name, p.parent, source=path.name) for p in found)
+            records.extend(_sweep_records(path, allow_missing, left_out if left_out is not None else []))
         else:
             raise ReportError(f"{path}: neither a run folder (no summary.json) nor a sweep folder (no runs.csv)")
     labels = [r.label for r in records]
@@ -118,12 +143,56 @@ def collect(paths: Iterable[Path]) -> list[RunRecord]:
     return records
 
 
+def _sweep_records(path: Path, allow_missing: bool, left_out: list[str]) -> list[RunRecord]:
+    """The finished runs of the sweep folder ``path``: every run its ``runs.csv`` lists as ok must be there,
+    whole (see :func:`collect`)."""
+    listed: list[str] = []
+    if (path / "runs.csv").is_file():
+        try:
+            check_csv(path / "runs.csv")
+            runs = pd.read_csv(path / "runs.csv", dtype={"run_id": str, "status": str}, keep_default_na=False,
+                               usecols=lambda c: c in ("run_id", "status"))
+        except (ValueError, OSError) as exc:
+            raise ReportError(f"{path / 'runs.csv'}: cannot be read ({shown(str(exc), 300)})") from None
+        if {"run_id", "status"} - set(runs.columns):
+            raise ReportError(f"{path / 'runs.csv'}: not a sweep's runs.csv (no run_id and status columns)")
+        listed = [r for r, status in zip(runs["run_id"], runs["status"], strict=True) if status == "ok"]
+    found = {p.parent.name for p in (path / "runs").glob("*/summary.json")} if (path / "runs").is_dir() else set()
+    records, missing = [], []
+    for name in sorted(found | set(listed)):
+        if name not in found:
+            missing.append(f"{name} (its folder is gone)")
+            continue
+        record = _record(name, path / "runs" / name, source=path.name)
+        problem = record.problem()
+        if problem is not None:
+            missing.append(f"{name} ({problem})")
+            continue
+        records.append(record)
+    if missing:
+        if not allow_missing:
+            raise ReportError(f"{path}: runs.csv lists {len(missing)} finished run(s) that cannot be read: "
+                              f"{_named(missing)}. Run the sweep again to redo them, or add --allow-missing to "
+                              "report without them")
+        left_out.append(f"{path}: left out {len(missing)} run(s) listed in runs.csv: {_named(missing)}")
+    if not records:
+        raise ReportError(f"{path}: a sweep folder with no finished run (no runs/*/summary.json)")
+    return records
+
+
+def _named(items: Sequence[str], shown_at_most: int = 5) -> str:
+    more = len(items) - shown_at_most
+    return "; ".join(items[:shown_at_most]) + (f"; and {more} more" if more > 0 else "")
+
+
 def _record(label: str, folder: Path, source: str = "") -> RunRecord:
     path = folder / "summary.json"
     try:
         summary = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
         raise ReportError(f"{path}: not readable JSON ({exc})") from None
+    if not isinstance(summary, dict):
+        raise ReportError(f"{path}: not a run summary (a JSON object)")
     missing = [k for k in ("policy", "per_vc", "avg_jct") if k not in summary]
     if missing:
         raise ReportError(f"{path}: not a run summary (missing {', '.join(missing)})")
@@ -370,8 +439,8 @@ class Report:
 
 
 def write_report(paths: Sequence[Path], out: Path, overwrite: bool = False, baseline: str | None = None,
-                 replicas: int = 0, perturb: str = "bootstrap", seed: int = 0,
-                 gantt_window: tuple[float, float] | None = None) -> Report:
+                 replicas: int = 0, perturb: str | None = None, seed: int = 0,
+                 gantt_window: tuple[float, float] | None = None, allow_missing: bool = False) -> Report:
     """Collect the runs under ``paths``, write the report folder ``out`` atomically, return the tables.
 
     ``out`` is replaced only if it is a report folder simcluster wrote, or with ``overwrite``
@@ -380,9 +449,17 @@ def write_report(paths: Sequence[Path], out: Path, overwrite: bool = False, base
     configuration on the same trace (:func:`~simcluster.experiments.aggregate.baseline_of`).
     Runs that are replicas (``sweep --replicas``), or ``replicas`` > 0 (a post-hoc bootstrap of the runs over
     their trace's days), give each figure a 95 % interval and pairs of configurations their paired difference
-    (:mod:`simcluster.experiments.uncertainty`).
+    (:mod:`simcluster.experiments.uncertainty`).  A missing or cut input is an error naming it; with
+    ``allow_missing`` the runs of a sweep that cannot be read are left out, and the notes name them.
     """
-    records = collect(paths)
+    if perturb is not None and not replicas:
+        raise ReportError(f"--perturb needs --replicas N (N ≥ 1): without replicas --perturb {shown(perturb)} "
+                          "resamples nothing")
+    if not 0 <= replicas <= MAX_REPLICAS:
+        raise ReportError(f"--replicas must be from 0 to {MAX_REPLICAS:,}, got {replicas:,}")
+    perturb = perturb or "bootstrap"
+    left_out: list[str] = []
+    records = collect(paths, allow_missing, left_out)
     groups = configurations(records)
     if baseline is not None and not any(g.policy == baseline for g in groups):
         raise ReportError(f"--baseline {baseline}: no run of that policy among "
@@ -409,7 +486,7 @@ def write_report(paths: Sequence[Path], out: Path, overwrite: bool = False, base
         "report.html": html_page(table, images, [str(p) for p in paths], interactive.charts(pictures)).encode(),
     }
     write_folder(Path(out), {}, files=files, kind="report", inputs=paths, overwrite=overwrite)
-    notes = [f"{row.label}: {row.notes}" for row in table.itertuples() if row.vc == "all" and row.notes]
+    notes = left_out + [f"{row.label}: {row.notes}" for row in table.itertuples() if row.vc == "all" and row.notes]
     if baseline is not None:
         notes += [f"{row.label}: no {baseline} run on its trace to compare with" for row in table.itertuples()
                   if row.vc == "all" and not row.baseline]

@@ -67,11 +67,12 @@ from simcluster.experiments.runs import (
     with_identity,
 )
 from simcluster.experiments.split import Part, execute_part, merge_parts, splittable, vcs_of
+from simcluster.limits import MAX_BLOCKS, MAX_REPLICAS, MAX_RUNS
 from simcluster.paths import resolve_data
 from simcluster.plugins import PluginError, display_name, resolve_policy, resolved_config
 from simcluster.policies.base import settings_fields
 from simcluster.registry import UnknownPlugin
-from simcluster.results import FORMATS, write_run
+from simcluster.results import FORMATS, OutputError, check_writable, write_run
 from simcluster.traces import TraceError
 from simcluster.traces.synth import synthesize
 
@@ -151,12 +152,20 @@ def build_grid(traces: Sequence[str], policies: Sequence[str], seeds: Sequence[i
     """
     if fmt not in FORMATS:
         raise SweepError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
-    if replicas < 0 or (perturb is not None and not replicas):
-        raise SweepError("--perturb needs --replicas N (N ≥ 1)" if replicas >= 0 else "--replicas must be ≥ 0")
     try:
-        made = parse_perturbation(perturb or "bootstrap") if replicas else None
+        made = parse_perturbation(perturb or "bootstrap") if replicas or perturb is not None else None
     except PerturbationError as exc:
         raise SweepError(str(exc)) from None
+    if replicas < 0 or (perturb is not None and not replicas):
+        raise SweepError(f"--perturb needs --replicas N (N ≥ 1): without replicas --perturb {perturb} perturbs nothing"
+                         if replicas >= 0 else "--replicas must be ≥ 0")
+    if replicas > MAX_REPLICAS:
+        raise SweepError(f"--replicas must be at most {MAX_REPLICAS:,} (200 already steady a 95 % interval's ends), "
+                         f"got {replicas:,}")
+    grid = len(traces) * len(policies) * len(seeds) * math.prod(len(v) for v in (sets or {}).values())
+    if grid * max(replicas, 1) > MAX_RUNS:
+        raise SweepError(f"the sweep would have {grid * max(replicas, 1):,} runs, more than the limit of {MAX_RUNS:,}; "
+                         "split it into several sweeps")
     options = tuple(sorted((k, v) for k, v in (trace_options or {}).items() if v is not None))
     sets = sets or {}
     vcs = None
@@ -290,14 +299,28 @@ def _trace_names(traces: Sequence[str]) -> list[str]:
 
 
 def check_traces(specs: Sequence[RunSpec]) -> None:
-    """Load every distinct trace once in this process, so bad input stops the sweep before it starts."""
+    """Load every distinct trace once in this process, so bad input stops the sweep before it starts (a
+    trace too long for its replicas' bootstrap blocks too)."""
+    perturbs: dict[str, set[str]] = {}
+    for s in specs:
+        if s.perturb is not None:
+            perturbs.setdefault(s.trace, set()).add(s.perturb)
     for trace, gpn, vcs, options in dict.fromkeys((s.trace, s.config.gpus_per_node, s.vc_config, s.trace_options)
                                                   for s in specs):
         try:
             if trace.startswith(SYNTH_PREFIX):
                 synth_spec(trace, gpn)
-            else:
-                load_trace_arg(trace, gpn, vcs, options)
+                continue
+            loaded = load_trace_arg(trace, gpn, vcs, options)
+            for text in perturbs.get(trace, ()):
+                made = parse_perturbation(text)
+                if made.kind == "bootstrap" and made.by == "day" and len(loaded.frame):
+                    submit = loaded.frame["submit_time"]
+                    blocks = (float(submit.max()) - float(submit.min()) // made.block * made.block) // made.block + 1
+                    if blocks > MAX_BLOCKS:
+                        raise SweepError(f"{trace}: spans {blocks:,.0f} blocks of {made.block:g} s, more than the "
+                                         f"limit of {MAX_BLOCKS:,} a replica draws; give a longer block "
+                                         "(--perturb bootstrap:block=SECONDS)")
         except (TraceError, ValueError) as exc:
             raise SweepError(str(exc)) from None
 
@@ -437,9 +460,12 @@ def run_sweep(specs: Sequence[RunSpec], out: Path, *, backend: str = "local", wo
                          "`if __name__ == \"__main__\":`)")
     listener = listener or SweepListener()
     out = Path(out)
+    try:
+        check_writable(out)
+    except OutputError as exc:
+        raise SweepError(str(exc)) from None
     check_traces(specs)
-    for stale in (out / "runs").glob(".*.tmp"):  # left by a worker killed mid-write (one sweep per folder)
-        shutil.rmtree(stale, ignore_errors=True)
+    _remove_stale(out)
     keys = list(dict.fromkeys(k for s in specs for k, _ in s.params))
     if any(s.replica is not None for s in specs):
         keys += ["replica", "perturb"]
@@ -533,10 +559,19 @@ def _run_queue(todo: list[RunSpec], out: Path, backend: str, workers: int | None
                 else:
                     record(value)
     finally:
-        runner.close(cancel=bool(queue or in_flight))
+        cancel = bool(queue or in_flight)
+        runner.close(cancel=cancel)
+        if cancel:  # what the runs ended in flight left of their folders (each is written whole or not at all)
+            _remove_stale(out)
         table.flush()
         outcome.wall_seconds = time.perf_counter() - t0
     return finish()
+
+
+def _remove_stale(out: Path) -> None:
+    """The temporary folders of runs whose worker was killed mid-write (one sweep per folder)."""
+    for stale in (out / "runs").glob(".*.tmp"):
+        shutil.rmtree(stale, ignore_errors=True)
 
 
 @contextmanager

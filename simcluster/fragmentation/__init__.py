@@ -24,6 +24,7 @@ import pandas as pd
 from simcluster.fragmentation.rules import ALIASES, RULE_NAMES
 from simcluster.fragmentation.study import COLUMNS, levels, run
 from simcluster.fragmentation.workload import arrival_sequence, load_openb
+from simcluster.limits import MAX_INFLATE, MAX_SEEDS, number, shown
 from simcluster.paths import resolve_data
 
 __all__ = ["RULE_NAMES", "StudyResult", "fragmentation_study", "parse_placements", "parse_seeds", "plot_unallocated",
@@ -86,16 +87,22 @@ def parse_seeds(text: str) -> list[int]:
     >>> parse_seeds("42-44,7")
     [42, 43, 44, 7]
     """
-    seeds: list[int] = []
+    seeds: dict[int, None] = {}
     for part in (p.strip() for p in text.split(",")):
         low, dash, high = part.partition("-")
         try:
-            seeds += list(range(int(low), int(high) + 1)) if dash else [int(part)]
+            first, last = (int(low), int(high)) if dash else (int(part), int(part))
         except ValueError:
-            raise ValueError(f"--seeds: expected integers or ranges such as 42-51, got {part!r}") from None
+            raise ValueError(f"--seeds: expected integers or ranges such as 42-51, got {shown(part)}") from None
+        if not 0 <= first <= last < 2**63:  # (Go's seeds are int64)
+            raise ValueError(f"--seeds: a range runs from a seed to a larger one, each from 0 to 2^63 - 1; got "
+                             f"{shown(part)}")
+        if len(seeds) + (last - first + 1) > MAX_SEEDS:  # counted before any list is built
+            raise ValueError(f"--seeds: more than {MAX_SEEDS:,} seeds ({shown(text)}); FGD's study takes 10")
+        seeds.update(dict.fromkeys(range(first, last + 1)))
     if not seeds:
         raise ValueError("--seeds: no seed given")
-    return list(dict.fromkeys(seeds))
+    return list(seeds)
 
 
 def fragmentation_study(trace: str | Path, placements: Sequence[str] = RULE_NAMES, seeds: Sequence[int] = PAPER_SEEDS,
@@ -107,8 +114,7 @@ def fragmentation_study(trace: str | Path, placements: Sequence[str] = RULE_NAME
     ``inflate``: the GPU demand that arrives, as a multiple of the cluster's GPUs (FGD: 1.3).
     ``on_run(placement, seed)`` is called after each run (progress).
     """
-    if inflate <= 0:
-        raise ValueError(f"--inflate must be positive, got {inflate}")
+    inflate = number(inflate, "--inflate", above=0, high=MAX_INFLATE)  # (pods are drawn until it is reached)
     cluster, pods = load_openb(resolve_data(trace), node_list and resolve_data(node_list))
     workload = pods.typical()
     cpu0 = time.process_time()

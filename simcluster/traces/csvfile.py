@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
 from simcluster.errors import TraceError
+from simcluster.limits import MAX_HEADER_BYTES, check_csv, check_header
 
 DELIMITERS = {",": "comma", ";": "semicolon", "\t": "tab", "|": "pipe"}
 _NAMED = {**{name: d for d, name in DELIMITERS.items()}, "\\t": "\t"}
@@ -64,11 +65,18 @@ def detect_delimiter(header: str) -> str:
 
 
 def first_line(path: Path) -> str | None:
-    """The file's first line without its end, or None for a file that is not readable text."""
+    """The file's first line without its end, or None for a file that is not readable text; TraceError for a
+    first line no table's header is (longer than :data:`~simcluster.limits.MAX_HEADER_BYTES`, or of more than
+    :data:`~simcluster.limits.MAX_COLUMNS` columns), read with bounded memory."""
     try:
-        with path.open(newline="", encoding="utf-8-sig") as handle:
-            return handle.readline().rstrip("\r\n")
-    except (OSError, UnicodeDecodeError):
+        with path.open("rb") as handle:
+            head = handle.read(MAX_HEADER_BYTES + 1)
+    except OSError:
+        return None
+    check_header(head, str(path))
+    try:
+        return head.split(b"\n", 1)[0].decode("utf-8-sig").rstrip("\r")
+    except UnicodeDecodeError:
         return None
 
 
@@ -92,10 +100,11 @@ def read_csv(path: Path, delimiter: str | None = None) -> pd.DataFrame:
     """Every field as text ("" where empty), blank lines kept (so rows map to file lines)."""
     if not path.is_file():
         raise TraceError(path, "no such file")
-    sep = file_delimiter(path, delimiter)
-    plain = _read_plain_csv(path, sep)
+    sep = file_delimiter(path, delimiter)  # (its header checked: see first_line)
+    plain = _read_plain_csv(path, sep)  # (Arrow refuses a row longer than its 1 MiB blocks)
     if plain is not None:
         return plain
+    check_csv(path)  # no line beyond the limit, before pandas builds anything of it
     try:
         return pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, skipinitialspace=True,
                            skip_blank_lines=False)

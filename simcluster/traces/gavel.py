@@ -30,6 +30,7 @@ import pandas as pd
 
 from simcluster.config import setting
 from simcluster.errors import TraceError
+from simcluster.limits import check_csv
 from simcluster.throughputs import ThroughputTable, job_key, job_type_name, load_throughputs
 from simcluster.traces.hetero import FRAME_COLUMNS, HeteroTrace
 from simcluster.traces.sizing import MAX_GPUS
@@ -84,6 +85,7 @@ def load_gavel_trace(path: str | Path, *, skip_invalid: bool = False) -> HeteroT
     path = Path(path)
     if not path.is_file():
         raise TraceError(path, "no such file")
+    check_csv(path)  # no line beyond the limit (a .trace is a tab-separated table without a header)
     try:
         lines = path.read_text().splitlines()
     except UnicodeDecodeError as exc:

@@ -29,9 +29,11 @@ import numpy as np
 import pandas as pd
 
 from simcluster.config import setting
+from simcluster.limits import MAX_JOBS, MAX_USERS
 from simcluster.results import write_folder
 from simcluster.traces.joblog import JobLog
 from simcluster.traces.realised import realised_load
+from simcluster.traces.sizing import MAX_GPUS
 from simcluster.traces.synth_shapes import (
     GPU_COUNTS,  # noqa: F401 — the Venus shapes, where callers have always found them
     LOG_DURATION_MEAN,  # noqa: F401
@@ -120,6 +122,13 @@ class SynthSpec:
         for name in ("jobs", "nodes", "vcs", "gpus_per_node", "users"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        for name, most in (("jobs", MAX_JOBS), ("users", MAX_USERS)):  # each costs memory: bounded before drawing
+            if getattr(self, name) > most:
+                raise ValueError(f"{name} must be at most {most:,}, got {getattr(self, name):,}")
+        if self.nodes * self.gpus_per_node > MAX_GPUS:
+            raise ValueError(f"{self.nodes:,} nodes × {self.gpus_per_node:,} GPUs would be "
+                             f"{self.nodes * self.gpus_per_node:,} GPUs, more than the limit of {MAX_GPUS:,} GPUs a "
+                             "simulation may have")
         if self.vcs > self.nodes:
             raise ValueError(f"cannot split {self.nodes} nodes into {self.vcs} VCs")
         if not 0 < self.load or not math.isfinite(self.load):

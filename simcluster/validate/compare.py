@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from simcluster.limits import MAX_BINS, LimitError, check_csv, number
+from simcluster.results import table_problem
 from simcluster.validate.record import (
     EARLIER_JOBS,
     BinRecord,
@@ -31,6 +33,7 @@ from simcluster.validate.record import (
 
 DAY = 86400.0
 DEFAULT_BIN = 600.0  # seconds: the bins of a per-job record (an aggregate record brings its own)
+MIN_BIN, MAX_BIN = 1.0, 1e9  # seconds: the range of --bin
 
 
 @dataclass(frozen=True)
@@ -187,8 +190,10 @@ def validate(run: Any, recorded: str | os.PathLike[str] | Record, *, epoch: str 
     """
     if earlier_jobs not in EARLIER_JOBS:
         raise ValidateError(f"--earlier-jobs must be one of {', '.join(EARLIER_JOBS)}, got {earlier_jobs!r}")
-    if not bin_seconds > 0:
-        raise ValidateError(f"--bin must be a positive number of seconds, got {bin_seconds!r}")
+    try:
+        bin_seconds = number(bin_seconds, "--bin", low=MIN_BIN, high=MAX_BIN)
+    except LimitError as exc:
+        raise ValidateError(f"{exc} (seconds)") from None
     jobs, summary, run_name = read_run(run)
     if epoch is None:
         epoch = run_epoch(summary)
@@ -204,6 +209,11 @@ def validate(run: Any, recorded: str | os.PathLike[str] | Record, *, epoch: str 
             f"{record.source} covers {_when(first, epoch)} to {_when(last, epoch)} but the window is "
             f"{_when(lo, epoch)} to {_when(hi, epoch)}: no overlap. Does the run count time from another "
             "epoch? Give --epoch (the wall-clock time of the run's second 0), or --start/--end")
+    width = bin_seconds if isinstance(record, JobRecord) else record.bin_seconds
+    if (hi - lo) / width > MAX_BINS:
+        raise ValidateError(f"the window ({_when(lo, epoch)} to {_when(hi, epoch)}) holds {(hi - lo) / width:,.0f} "
+                            f"bins of {width:g} s, more than the limit of {MAX_BINS:,}: give a wider --bin, or "
+                            "--start/--end")
     edges = record.grid(lo, hi, bin_seconds)
     notes = []
     if edges[0] > lo or edges[-1] < hi:
@@ -237,19 +247,36 @@ def read_run(run: Any) -> tuple[pd.DataFrame, dict[str, Any], str]:
     found = [folder / name for name in ("jobs.csv", "jobs.parquet") if (folder / name).is_file()]
     if not found:
         raise ValidateError(f"{folder}: no jobs.csv or jobs.parquet; give a folder `lucid-sim run` wrote")
+    if not (folder / "summary.json").is_file():
+        raise ValidateError(f"{folder}: no summary.json, which every run folder has (it says the run's trace and "
+                            "its time zero); give a whole folder `lucid-sim run` wrote, or run it again")
     try:
-        jobs = pd.read_parquet(found[0]) if found[0].suffix == ".parquet" else pd.read_csv(found[0])
+        summary = json.loads((folder / "summary.json").read_text())
     except (OSError, ValueError) as exc:
+        raise ValidateError(f"{folder / 'summary.json'}: not readable JSON ({exc}); run it again") from None
+    if not isinstance(summary, dict):
+        raise ValidateError(f"{folder / 'summary.json'}: not a run's summary (a JSON object)")
+    try:
+        if found[0].suffix == ".parquet":
+            jobs = pd.read_parquet(found[0])
+        else:
+            check_csv(found[0])
+            jobs = pd.read_csv(found[0])
+    except (OSError, ValueError) as exc:  # (a TraceError from check_csv too)
         raise ValidateError(f"{found[0]}: cannot be read as a table: {exc}") from None
     missing = [c for c in ("submit_time", "start_time", "end_time", "gpu_num") if c not in jobs]
     if missing:
         raise ValidateError(f"{found[0]}: missing column(s) {', '.join(missing)}")
-    summary: dict[str, Any] = {}
-    if (folder / "summary.json").is_file():
-        try:
-            summary = json.loads((folder / "summary.json").read_text())
-        except ValueError as exc:
-            raise ValidateError(f"{folder / 'summary.json'}: not JSON ({exc})") from None
+    problem = table_problem(found[0], len(jobs), summary)
+    if problem is not None:
+        raise ValidateError(problem)
+    if jobs.empty:
+        raise ValidateError(f"{found[0]}: holds no job; there is nothing to compare")
+    try:
+        jobs = jobs.astype({c: float for c in ("submit_time", "start_time", "end_time", "gpu_num")})
+    except (TypeError, ValueError) as exc:
+        raise ValidateError(f"{found[0]}: its times and GPU counts are not all numbers ({exc}); "
+                            "write it again") from None
     return jobs, summary, str(folder)
 
 

@@ -45,6 +45,7 @@ import numpy as np
 import pandas as pd
 
 from simcluster.experiments.plots import binned_mean
+from simcluster.limits import check_csv, shown
 from simcluster.paths import resolve_data
 from simcluster.traces.errors import TraceError
 
@@ -53,6 +54,8 @@ BIN_FIELDS = {"time": "time", "submitted": "submit_gpu_job", "started": "start_g
               "gpus_started": "start_gpu_num", "gpus_ended": "end_gpu_num"}
 JOB_FIELDS = {"submit_time": "submit_time", "start_time": "start_time", "end_time": "end_time", "gpu_num": "gpu_num"}
 UNIX_FROM = 10**9  # numbers at least this are Unix epoch seconds (as the trace loader reads them)
+MAX_SECONDS = 10**11  # a time (seconds, or Unix time) this large is no time of a cluster's: the year 5138
+MAX_COUNT = 10**9  # jobs or GPUs in one bin of an aggregate record
 EARLIER_JOBS = ("first", "count")
 
 
@@ -196,9 +199,10 @@ def read_record(path: str | os.PathLike[str], epoch: str | None = None, columns:
                             f"{', '.join([*BIN_FIELDS, *JOB_FIELDS])}")
     if not path.is_file():
         raise ValidateError(f"{path}: no such file")
+    check_csv(path)  # its header and lines within bounds, before a parser builds anything
     try:
         frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError) as exc:
         raise TraceError(path, f"not a readable CSV file ({exc})") from exc
     header = set(frame.columns)
     bins = {**BIN_FIELDS, **{k: v for k, v in given.items() if k in BIN_FIELDS}}
@@ -252,8 +256,13 @@ def seconds(column: pd.Series, epoch: str | None, path: Path | str, name: str) -
     text = column.astype(str).str.strip()
     filled = text != ""
     numbers = pd.to_numeric(text.where(filled), errors="coerce")
-    if numbers[filled].notna().all():
+    if numbers[filled].notna().sum() * 2 > int(filled.sum()):  # mostly numbers: seconds (or Unix time)
+        frame = pd.DataFrame({name: text})
+        _require(path, frame, name, (filled & numbers.isna()).to_numpy(), "not a number")
         values = numbers.to_numpy(dtype=float, na_value=np.nan)
+        _require(path, frame, name, filled.to_numpy() & ~np.isfinite(values), "not a finite number")
+        _require(path, frame, name, np.abs(np.nan_to_num(values)) >= MAX_SECONDS,
+                 f"beyond the bound of {MAX_SECONDS:.0e} s (milliseconds?)")
         if filled.any() and np.nanmin(values) >= UNIX_FROM:
             zero = _epoch(epoch, path, name, "Unix times")
             values = values - (zero.tz_convert("UTC").tz_localize(None) if zero.tzinfo else zero).timestamp()
@@ -288,16 +297,17 @@ def _epoch(epoch: str | None, path: Path | str, name: str, what: str) -> pd.Time
 
 def _counts(path: Path, frame: pd.DataFrame, name: str) -> np.ndarray:
     values = pd.to_numeric(frame[name].str.strip(), errors="coerce")
-    _require(path, frame, name, (values.isna() | (values < 0) | (values % 1 != 0)).to_numpy(),
-             "must be a whole number ≥ 0")
+    _require(path, frame, name, (values.isna() | (values < 0) | (values % 1 != 0) | (values > MAX_COUNT)).to_numpy(),
+             f"must be a whole number from 0 to {MAX_COUNT:,}")
     return values.to_numpy(dtype=np.int64)
 
 
 def _require(path: Path | str, frame: pd.DataFrame, name: str, bad: np.ndarray, problem: str) -> None:
-    """TraceError at the first row where ``bad`` holds (its file line: the header is line 1)."""
+    """TraceError at the first row where ``bad`` holds (its file line: the header is line 1), quoting its value
+    (shortened)."""
     if np.any(bad):
         row = int(np.flatnonzero(bad)[0])
-        raise TraceError(path, f"{problem}: {frame[name].iloc[row]!r}", line=row + 2, field=name)
+        raise TraceError(path, f"{problem}: {shown(frame[name].iloc[row])}", line=row + 2, field=name)
 
 
 def _initial(counted: np.ndarray, given: str | int, option: str) -> int:
@@ -307,9 +317,9 @@ def _initial(counted: np.ndarray, given: str | int, option: str) -> int:
     try:
         value = int(given)
     except ValueError:
-        raise ValidateError(f"{option} must be 'min' or a whole number ≥ 0, got {given!r}") from None
-    if value < 0:
-        raise ValidateError(f"{option} must be 'min' or a whole number ≥ 0, got {given!r}")
+        raise ValidateError(f"{option} must be 'min' or a whole number ≥ 0, got {shown(given)}") from None
+    if not 0 <= value <= MAX_COUNT:
+        raise ValidateError(f"{option} must be 'min' or a whole number from 0 to {MAX_COUNT:,}, got {shown(given)}")
     return value
 
 

@@ -91,6 +91,10 @@ def test_rows_come_stage_by_stage_and_a_repeat_stage_round_by_round(tmp_path: Pa
         (("window = 0.25", "window = 0.25\nspeed = 3"), "[measure]: unknown setting(s) speed"),
         (("time_limit = 2.0", "time_limit = 0.1"), "[measure]: time_limit_s (0.1) must be at least one window"),
         (("repeat = 2", "repeat = -1"), "stage 3 ('again'): repeat must be a whole number"),
+        (("time_limit = 2.0", "time_limit = nan"), "[measure], time_limit: must be a finite number, got nan"),
+        (("time_limit = 2.0", "time_limit = inf"), "[measure], time_limit: must be a finite number, got inf"),
+        (("time_limit = 2.0", "time_limit = 1e9"), "time_limit_s must be at most 3,600"),
+        (("cv_windows = 3", "cv_windows = 2.5"), "[measure], cv_windows: expected a whole number"),
         (('singles = ["NeuMF,16,1", "TD3,16,0"]', 'singles = ["TD3,16,0", "TD3,16,0"]'), "singles lists an entry twice"),
         (('name = "alone"', 'name = "alone"\npairs = [["TD3,8,0", "TD3,8,0"]]'), "give either singles or pairs"),
         (("[campaign]", "[campaigns]"), "a [campaign] table with name and out"),
@@ -102,6 +106,14 @@ def test_a_broken_plan_is_refused_naming_the_file_stage_and_entry(tmp_path: Path
     with pytest.raises(PlanError) as refused:
         read_plan(path, resolve)
     assert message in str(refused.value) and str(path) in str(refused.value)
+
+
+def test_a_plan_not_in_utf8_is_refused_naming_the_byte(tmp_path: Path) -> None:
+    path = tmp_path / "plan.toml"
+    path.write_bytes(PLAN.replace('name = "test"', 'name = "t\xe9st"').encode("latin-1"))
+    with pytest.raises(PlanError, match=r"not UTF-8 text \(byte \d+: b'\\xe9'\)") as refused:
+        read_plan(path, resolve)
+    assert str(path) in str(refused.value)
 
 
 def test_within_a_round_a_row_that_reuses_a_held_job_goes_first_but_never_past_the_round(tmp_path: Path) -> None:

@@ -237,3 +237,23 @@ def test_the_device_script_resumes_from_its_work_folder_when_the_checkout_lacks_
     third = chunk(tmp_path / "out3")
     assert third.returncode == 0, third.stderr + third.stdout
     assert json.loads((tmp_path / "out3" / "chunk.json").read_text())["skipped"] == 3  # seeded from the checkout
+
+
+@pytest.mark.parametrize("where", ["file", "below a file"])
+def test_a_campaign_told_to_write_into_or_below_a_file_says_so_before_measuring(tmp_path: Path, where: str) -> None:
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN_FILE.replace("{folder}", str(tmp_path / "tables")))
+    taken = tmp_path / "taken.txt"
+    taken.write_text("mine")
+    out = taken if where == "file" else taken / "tables"
+    result = CliRunner().invoke(app, ["campaign", str(plan), "--device", "cpu", "--out", str(out)])
+    assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+    assert "taken.txt" in result.output and taken.read_text() == "mine"
+
+
+@pytest.mark.parametrize("value", ["nan", "inf"])
+def test_a_profile_time_limit_of_nan_or_infinity_is_refused_by_name(tmp_path: Path, value: str) -> None:
+    result = CliRunner().invoke(app, ["single", "--device", "cpu", "--time-limit", value, "--out", str(tmp_path / "t")])
+    assert result.exit_code == 2 and "'--time-limit'" in result.output, result.output  # a range or finiteness error
+    assert "Traceback" not in result.output
+    assert not (tmp_path / "t").exists()
