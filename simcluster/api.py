@@ -38,7 +38,7 @@ from simcluster.metrics.fairness import finish_time_fairness, users_table
 from simcluster.metrics.fragmentation import FragmentationTimeline
 from simcluster.metrics.gpu_types import TypeSeconds
 from simcluster.metrics.summary import jobs_frame, summarize
-from simcluster.plugins import Origin, origin_of, resolve, resolved_config
+from simcluster.plugins import Origin, display_name, origin_of, resolve, resolved_config
 from simcluster.policies import Policy
 from simcluster.policies.base import describe_settings, settings_as_dict
 from simcluster.scope import check_settings
@@ -176,7 +176,7 @@ def simulate(trace: Trace, config: SimConfig | None = None, observers: Iterable[
                 attach_models,  # (scipy: only runs of elastic policies load it)
             )
 
-            attach_models(trace, jobs, config.policy)
+            attach_models(trace, jobs, display_name(config.policy))
             allocations = AllocationTimeline()
         frag = FragmentationTimeline(jobs, spec) if any(j.gpu_milli < 1000 for j in jobs) else None
         watchers = [failures, timeline, *([per_type] if per_type else []), *([frag] if frag else []),
@@ -231,6 +231,7 @@ def simulate(trace: Trace, config: SimConfig | None = None, observers: Iterable[
         extra["trace_notes"] = trace.notes
     if outcome.notes:
         extra["engine_notes"] = outcome.notes
+    warnings += outcome.warnings  # what the guard of a plug-in saw (GPUs left idle with no timer set)
     extra |= plugin_figures(policy_class, outcome.policy_settings, origin, config)
     stopped: dict[str, Any] = {}
     if left or config.until:
@@ -239,7 +240,8 @@ def simulate(trace: Trace, config: SimConfig | None = None, observers: Iterable[
                    "abandoned_jobs": [j.job_id for j in sorted(outcome.abandoned, key=lambda j: j.index)]}
     summary = summarize(
         frame, vc_gpus, outcome.vc_sharing, partition_gpus, end if left else None,
-        policy=config.policy, placement=policy_class.own_placement or config.placement, trace=trace.source,
+        policy=display_name(config.policy),  # a plug-in by its name; its spec and hash are in policy_source
+        placement=policy_class.own_placement or display_name(config.placement, "placement"), trace=trace.source,
         trace_format=trace.format, trace_sizing=trace.sizing, seed=config.seed,
         gpus=sum(vc_gpus.values()) + partition_gpus, node_failures=failures.count,
         sim_cpu_seconds=sim_cpu, load_cpu_seconds=load_cpu,

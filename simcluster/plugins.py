@@ -133,7 +133,19 @@ def display_name(spec: str | type, kind: Kind = "policy") -> str:
     if origin.source == "built-in":
         return str(origin.spec)
     name = getattr(cls, "name", "?")
-    return name if isinstance(name, str) and name not in ("?", "") else cls.__name__
+    registry = _registry(kind)
+    if isinstance(name, str) and name in registry and registry.get(name) is not cls:
+        return cls.__name__  # a built-in's name, inherited by subclassing it: not this class's own
+    return name if isinstance(name, str) and name.strip() and name != "?" else cls.__name__
+
+
+def policy_label(spec: str | type, kind: Kind = "policy") -> str:
+    """How tables name a policy given as ``spec``: :func:`display_name` where the spec loads, else the text as
+    given (a plug-in's declared name, as a table shows it: ``--baseline srtf-cap``)."""
+    try:
+        return display_name(spec, kind)
+    except PluginError:
+        return spec if isinstance(spec, str) else getattr(spec, "__name__", str(spec))
 
 
 def installed(kind: Kind) -> dict[str, metadata.EntryPoint]:
@@ -205,8 +217,12 @@ def _load_file(path: Path, digest: str, kind: Kind) -> ModuleType:
     added = folder not in sys.path
     if added:
         sys.path.insert(0, folder)
-    try:
-        loader_spec.loader.exec_module(module)
+    try:  # compiled with its writes to views checked at run time (simcluster.views.compile_plugin)
+        from simcluster.views import compile_plugin, plugin_globals
+
+        code = compile_plugin(path.read_bytes(), str(path))
+        vars(module).update(plugin_globals())
+        exec(code, vars(module))  # noqa: S102 — the plug-in's own file, as importing it would run it
     except Exception as exc:
         del sys.modules[module_name]
         where = _plugin_line(exc, str(path))

@@ -36,7 +36,7 @@ from simcluster.guard import POLICY_HOOKS, CheckedContext, CheckedPlacement, Plu
 from simcluster.job import Job, JobState
 from simcluster.metrics.observer import Observer
 from simcluster.placement.base import Placement
-from simcluster.plugins import absolute_spec, display_name, resolve, resolved_config
+from simcluster.plugins import absolute_spec, display_name, origin_of, resolve, resolved_config
 from simcluster.policies.base import Policy
 from simcluster.queue import JobQueue
 from simcluster.registry import implements
@@ -124,12 +124,10 @@ def policy_problems(policy: str | type, traces: Sequence[tuple[str, Any, SimConf
     from (its policy field is replaced)."""
     base = resolved_config(replace(config or SimConfig(), policy=absolute_spec(policy)))
     report = CheckReport(display_name(base.policy))
+    if base.placement != SimConfig().placement and origin_of(base.placement, "placement").source != "built-in":
+        report.policy = f"placement {display_name(base.placement, 'placement')} (with policy {report.policy})"
     if traces is None:
-        cls = resolve(base.policy, "policy")[0]
-        if getattr(cls, "trace_format", None) == "elasticflow":  # (jobs of ElasticFlow's models: elasticflow, edf)
-            traces = elasticflow_traces()
-        else:
-            traces = elastic_traces() if getattr(cls, "elastic", False) else adversarial_traces()
+        traces = default_traces(base.policy)
     for name, trace, settings in traces:
         run_config = base if settings is None else replace(settings, policy=base.policy,
                                                            policy_settings=base.policy_settings)
@@ -145,6 +143,15 @@ def policy_problems(policy: str | type, traces: Sequence[tuple[str, Any, SimConf
                 f"{_times(first.outcome[job])} the first time and {_times(second.outcome.get(job))} the second", name)
         report.findings += found.values()
     return report
+
+
+def default_traces(policy: str | type) -> list[tuple[str, Any, SimConfig | None]]:
+    """The traces a policy is checked on: :func:`elasticflow_traces` for a policy of jobs of ElasticFlow's
+    models, :func:`elastic_traces` (jobs with scaling models) for an elastic one, else :func:`adversarial_traces`."""
+    cls = resolve(policy, "policy")[0]
+    if getattr(cls, "trace_format", None) == "elasticflow":  # (jobs of ElasticFlow's models: elasticflow, edf)
+        return elasticflow_traces()
+    return elastic_traces() if getattr(cls, "elastic", False) else adversarial_traces()
 
 
 def _times(outcome: tuple[Any, ...] | None) -> str:
@@ -430,7 +437,7 @@ class _Run:
             from simcluster.elastic.work import attach_models
 
             try:
-                attach_models(self.trace, jobs, self.label)
+                attach_models(self.trace, jobs, display_name(self.config.policy))
             except ValueError as exc:
                 self.record("exception", f"{exc} (give it an elastic trace: check_policy(..., traces=...))")
                 return self

@@ -31,9 +31,11 @@ the fields a policy reads:
 
 from __future__ import annotations
 
-from typing import TypeAlias
+import ast
+import sys
+from typing import Any, TypeAlias
 
-from simcluster.cluster import Cluster, Node, Pool, VirtualCluster
+from simcluster.cluster import Cluster, Node, Pool, RunningJobs, VirtualCluster
 from simcluster.job import Job
 from simcluster.queue import JobQueue
 
@@ -45,3 +47,59 @@ VCView: TypeAlias = VirtualCluster
 ClusterView: TypeAlias = Cluster
 
 __all__ = ["ClusterView", "JobView", "NodeView", "PoolView", "QueueView", "VCView"]
+
+
+# --- read-only at run time ------------------------------------------------------------------------
+#
+# A plug-in file is compiled with every attribute write whose target is not ``self`` or ``cls`` (``x.a = v``,
+# ``x.a += v``, ``del x.a``, and the built-ins ``setattr``/``delattr``) routed through :func:`checked`, which
+# refuses a view while a guarded run is on (:data:`GUARD`).  The engine's own writes stay plain attribute writes:
+# the built-ins and the engine pay nothing, a plug-in pays one call per write of its own.
+
+VIEW_TYPES: tuple[type, ...] = (Job, JobQueue, Node, Pool, Cluster, RunningJobs)  # (VirtualCluster is a Pool)
+GUARD: Any = None  # the guard of the plug-in run in progress (simcluster.guard.RunGuard), else None
+CHECK_NAME = "__simcluster_view_check__"  # how a rewritten file calls :func:`checked`
+
+
+def checked(obj: Any, name: str = "") -> Any:
+    """``obj``, unless it is a view and a plug-in run is on: then the guard's :class:`PluginFailed` naming the
+    policy, hook, time, job and the line of the plug-in's file that wrote to it."""
+    if GUARD is not None and isinstance(obj, VIEW_TYPES):
+        GUARD.wrote_view(obj, name, sys._getframe(1))
+    return obj
+
+
+def checked_setattr(obj: Any, name: str, value: Any) -> None:
+    setattr(checked(obj, name), name, value)
+
+
+def checked_delattr(obj: Any, name: str) -> None:
+    delattr(checked(obj, name), name)
+
+
+class _RouteWrites(ast.NodeTransformer):
+    """``X.a = v`` → ``check(X, 'a').a = v`` (X evaluated once, after v, as Python does), for X other than
+    ``self``/``cls``; likewise augmented assignments and ``del``."""
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        self.generic_visit(node)
+        if not isinstance(node.ctx, (ast.Store, ast.Del)):
+            return node
+        if isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
+            return node
+        call = ast.Call(ast.Name(CHECK_NAME, ast.Load()), [node.value, ast.Constant(node.attr)], [])
+        return ast.copy_location(ast.Attribute(ast.copy_location(call, node.value), node.attr, node.ctx), node)
+
+
+def compile_plugin(source: bytes, filename: str) -> Any:
+    """The code of a plug-in file, its attribute writes routed through :func:`checked` (line numbers kept, so
+    tracebacks point at the file's own lines)."""
+    tree = ast.parse(source, filename)
+    tree = ast.fix_missing_locations(_RouteWrites().visit(tree))
+    return compile(tree, filename, "exec", dont_inherit=True)
+
+
+def plugin_globals() -> dict[str, Any]:
+    """What a rewritten file's namespace needs before it runs: the check, and ``setattr``/``delattr`` checked."""
+    return {CHECK_NAME: checked, "setattr": checked_setattr, "delattr": checked_delattr}
+

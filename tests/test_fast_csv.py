@@ -119,6 +119,8 @@ def users_by_name(jobs: pd.DataFrame) -> pd.DataFrame:
     """The users table as it was first written: grouped by the users' names, one group-by per figure."""
     frame = jobs.assign(_done=jobs["end_time"].notna(),
                         _slowdown=jobs["jct"] / np.maximum(jobs["duration"].astype(float), 1.0),
+                        _bounded=np.maximum(1.0, jobs["jct"] / np.maximum(jobs["duration"].astype(float), 10.0)),
+                        _over=jobs["queue"] > 4 * 3600,
                         _gpu_seconds=jobs["busy_time"] * jobs["gpu_num"])
     if "rho" not in frame.columns:
         frame["rho"] = np.nan
@@ -131,7 +133,10 @@ def users_by_name(jobs: pd.DataFrame) -> pd.DataFrame:
         "unfinished": (~frame["_done"]).groupby(users).sum().astype(np.int64),
         "avg_jct": done.groupby(named)["jct"].mean(), "p50_jct": done.groupby(named)["jct"].median(),
         "avg_queue": done.groupby(named)["queue"].mean(),
-        "avg_slowdown": done.groupby(named)["_slowdown"].mean(),
+        "max_queue": done.groupby(named)["queue"].max(),
+        "queue_over_4h": done.groupby(named)["_over"].mean(),
+        "avg_jct_slowdown": done.groupby(named)["_slowdown"].mean(),
+        "avg_bounded_slowdown": done.groupby(named)["_bounded"].mean(),
         "mean_rho": done.groupby(named)["rho"].mean(),
         "gpu_seconds": frame.groupby(users)["_gpu_seconds"].sum(),
     })

@@ -91,7 +91,7 @@ def test_the_run_folder_has_a_users_table_with_each_users_jct_and_queueing(tmp_p
     assert users.loc["x", "vcs"] == "a;b" and users.loc["x", "jobs"] == 2 and users.loc["y", "jobs"] == 1
     assert users.loc["x", "avg_jct"] == (100 + 50) / 2 and users.loc["y", "avg_jct"] == 200
     assert users.loc["x", "avg_queue"] == 0 and users.loc["y", "avg_queue"] == 100
-    assert users.loc["y", "avg_slowdown"] == 2.0
+    assert users.loc["y", "avg_jct_slowdown"] == 2.0
     assert users.loc["x", "gpu_seconds"] == 8 * 100 + 4 * 50 and users["gpu_share"].sum() == pytest.approx(1.0)
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert {"jain_users", "rho_mean", "rho_p50", "rho_p99", "rho_max", "rho_above_1"} <= set(summary)

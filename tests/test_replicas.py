@@ -171,7 +171,8 @@ def test_report_replicas_bootstraps_finished_runs_over_their_days(tmp_path):
                                "--replicas", "30"])
     assert done.exit_code == 0, done.output
     assert "post-hoc bootstrap" in done.stdout
-    assert pd.read_csv(tmp_path / "r" / "differences.csv")["n"].tolist() == [30]
+    differences = pd.read_csv(tmp_path / "r" / "differences.csv").set_index("figure")
+    assert differences.loc["avg_jct", "n"] == 30 and {"p99_jct", "max_queue", "queue_over_4h"} <= set(differences.index)
     refused = runner.invoke(app, ["report", str(tmp_path / "fifo"), "--out", str(tmp_path / "r2"), "--replicas", "3",
                                   "--perturb", "jitter"])
     assert refused.exit_code == 2 and "need simulated replicas" in refused.output

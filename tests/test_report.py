@@ -53,7 +53,8 @@ def overall(table: pd.DataFrame) -> pd.DataFrame:
 def test_a_report_on_two_runs_writes_the_tables_and_every_plot(two_runs, tmp_path):
     report = write_report(two_runs, tmp_path / "report")
     files = {p.name for p in (tmp_path / "report").iterdir()}
-    assert files == {"comparison.csv", "comparison.md", "runs.csv", "report.html", *PLOTS, ".simcluster.json"}
+    assert files == {"comparison.csv", "comparison.md", "runs.csv", "sizes.csv", "report.html", *PLOTS,
+                     ".simcluster.json"}
     for name in PLOTS:
         image = matplotlib.image.imread(tmp_path / "report" / name)
         assert image.shape[:2] == (plots.HEIGHT, plots.WIDTH), name
@@ -141,11 +142,14 @@ def test_the_console_table_keeps_every_label_whole_at_any_width(sweep, tmp_path,
 
 def test_markdown_and_html_hold_every_row_and_inline_the_plots(two_runs, tmp_path):
     write_report(two_runs, tmp_path / "r")
-    markdown = (tmp_path / "r" / "comparison.md").read_text().splitlines()
-    assert len(markdown) == 2 + 8 and markdown[0].startswith("| configuration | seeds | vc | jobs | avg JCT |")
+    text = (tmp_path / "r" / "comparison.md").read_text().splitlines()
+    assert text[0].startswith("For configurations without replicas, each figure is the mean over the seeds")
+    markdown = [line for line in text[:text.index("## By job size (GPUs per job)")] if line.startswith("|")]
+    assert len(markdown) == 2 + 8 and markdown[0].startswith("| configuration | seeds / replicas | vc | jobs | avg JCT |")
     page = (tmp_path / "r" / "report.html").read_text()
     assert page.count('<figure><img alt="') == len(PLOTS) and page.count('<section class="chart"') == 4
-    assert 'src="http' not in page and page.count("<tr") == 1 + 8
+    sizes = len(pd.read_csv(tmp_path / "r" / "sizes.csv"))
+    assert 'src="http' not in page and page.count("<tr") == 1 + 8 + 1 + sizes
 
 
 def test_a_folder_that_is_no_run_is_a_clear_error_and_writes_nothing(tmp_path):

@@ -23,6 +23,7 @@ def check_policy(
     policy_set: Annotated[list[str] | None, typer.Option("--set", help="NAME=VALUE: one of the policy's own "
                                                          "settings.", show_default=False,
                                                          metavar="NAME=VALUE")] = None,
+    with_policy: Annotated[str, typer.Option(help="When SPEC is a placement: the policy its runs use.")] = "fifo",
     seed: Annotated[int, typer.Option(help="The seed of every run (each trace runs twice with it).")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
@@ -31,17 +32,20 @@ def check_policy(
     Rules: it starts only waiting jobs, once; asks only for free GPUs; preempts only running jobs; changes
     nothing but through the context; keeps a waiting job's queue key (unless it requeues); makes progress while
     jobs wait and GPUs are free; gives the same results for the same seed; finishes every job of a feasible
-    trace; raises no exception.  Exit status 0 when it keeps them all, 1 when it breaks one.  In a test suite:
+    trace; raises no exception.  An elastic policy runs on small traces of jobs with scaling models (Pollux's
+    applications) instead.  SPEC may be a placement (a file defining one): it is checked under --with-policy.
+    Exit status 0 when it keeps them all, 1 when it breaks one.  In a test suite:
     `from simcluster.testing import check_policy`.
     """
     from simcluster.cli.run import parse_policy_set
     from simcluster.config import SimConfig, settings_pairs
-    from simcluster.testing import adversarial_traces, policy_problems
+    from simcluster.testing import default_traces, policy_problems
     from simcluster.traces import TraceError, load_trace
 
     try:
+        spec, placement = _policy_or_placement(spec, placement, with_policy)
         config = SimConfig(placement=placement, seed=seed, policy_settings=settings_pairs(parse_policy_set(policy_set)))
-        traces = adversarial_traces()
+        traces = default_traces(spec)
         for path in trace or []:
             traces.append((str(path), load_trace(path), None))
         with err.status(f"checking {spec} on {len(traces)} traces…", spinner="dots") if not as_json else _quiet():
@@ -68,6 +72,22 @@ def check_policy(
                   f"[red]breaks {len(report.broken())} rule(s)[/]: {', '.join(report.broken())}", highlight=False)
     if not report.ok:
         raise typer.Exit(1)
+
+
+def _policy_or_placement(spec: str, placement: str, with_policy: str) -> tuple[str, str]:
+    """(policy, placement) to check: ``spec`` is the policy, or — a file or module defining a placement and no
+    policy — the placement, run under ``with_policy``."""
+    from simcluster.plugins import PluginError, absolute_spec, resolve
+
+    try:
+        resolve(absolute_spec(spec), "policy")
+        return spec, placement
+    except PluginError as exc:
+        try:
+            resolve(absolute_spec(spec, "placement"), "placement")
+        except PluginError:
+            raise exc from None
+        return with_policy, spec
 
 
 def _rules() -> dict[str, str]:

@@ -213,6 +213,16 @@ def report(
     allow_missing: Annotated[bool, typer.Option("--allow-missing", help="Report a sweep without the runs its "
                                                 "runs.csv lists whose folders are gone or cut short (the notes "
                                                 "name them); without it they are an error.")] = False,
+    metrics: Annotated[list[str] | None, typer.Option("--metrics", help="Figures whose paired differences (with a "
+                                                      "95 % interval and a verdict) runs with replicas get, comma-"
+                                                      "separated (avg_jct,p99_jct,max_queue,queue_over_4h,…). "
+                                                      "[default: avg/p50/p99 JCT, avg/p99/max queue, bounded "
+                                                      "slowdown, utilization, share waiting > each --wait-bound]",
+                                                      show_default=False)] = None,
+    wait_bound: Annotated[list[str] | None, typer.Option("--wait-bound", help="A wait (3600, 90m, 4h, 1d) whose "
+                                                         "share of jobs waiting longer is a figure "
+                                                         "(queue_over_4h); repeat for several. [default: those the "
+                                                         "runs recorded, else 4h]", show_default=False)] = None,
 ) -> None:
     """Compare runs: per configuration (trace + settings; seeds aggregated: mean, min–max; replicas: mean and
     95 % interval), per VC and overall (CSV, Markdown, HTML), PNG plots, and an interactive page (report.html)
@@ -223,9 +233,18 @@ def report(
 
     try:
         check_output(out_dir, "report", folders, overwrite)
+        from simcluster.metrics.tail import parse_seconds
+
+        if baseline is not None:  # the same specs as --policy: a plug-in's file or its name, as tables show it
+            from simcluster.plugins import policy_label
+
+            baseline = policy_label(baseline)
         made = write_report(folders, out_dir, overwrite, baseline=baseline, replicas=replicas, perturb=perturb,
                             seed=seed, gantt_window=parse_window(gantt_window) if gantt_window else None,
-                            allow_missing=allow_missing)
+                            allow_missing=allow_missing,
+                            metrics=[m.strip() for text in metrics for m in text.split(",") if m.strip()]
+                            if metrics else None,
+                            wait_bounds=[parse_seconds(text) for text in wait_bound] if wait_bound else None)
     except (ReportError, OutputError, ValueError) as exc:
         fail(exc)
     if as_json:

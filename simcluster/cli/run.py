@@ -53,6 +53,10 @@ def output_parameters() -> list[Any]:
         parameter("dry_run", Annotated[bool, typer.Option(
             "--dry-run", help="Check the settings, the trace and --out, print what would run and where; "
             "simulate and write nothing.", rich_help_panel=OUTPUT)], False),
+        parameter("wait_bound", Annotated[list[str] | None, typer.Option(
+            "--wait-bound", help="A wait (3600, 90m, 4h, 1d) whose share of jobs waiting longer is a figure "
+            "(queue_over_4h in summary.json, users.csv and the table); repeat for several. [default: 4h]",
+            rich_help_panel=OUTPUT, show_default=False)], None),
     ]
 
 
@@ -191,6 +195,12 @@ def run(ctx: typer.Context, **values: Any) -> None:
         if values["replicas"] > MAX_REPLICAS:
             fail(f"--replicas must be at most {MAX_REPLICAS:,} (200 already steady a 95 % interval's ends), got "
                  f"{values['replicas']:,}")
+    try:
+        from simcluster.metrics.tail import parse_seconds
+
+        wait_bounds = [parse_seconds(text) for text in values["wait_bound"] or []]
+    except ValueError as exc:
+        fail(str(exc))
     trace = values["trace"] or DEFAULT_TRACE
     try:
         config = config_from(ctx, values)
@@ -209,6 +219,9 @@ def run(ctx: typer.Context, **values: Any) -> None:
     if values["replicas"] and not values["dry_run"]:
         from simcluster.cli.experiments import run_replicas
 
+        if wait_bounds and not quiet:  # (each replica's summary has the default bound; a report computes others)
+            err.print(f"[yellow]note:[/] the replicas' summaries give the share waiting > 4h; for --wait-bound "
+                      f"{' '.join(values['wait_bound'])} run lucid-sim report {target} --wait-bound …", highlight=False)
         run_replicas(values, config, target, quiet)
         return
     if values["dry_run"]:
@@ -228,6 +241,12 @@ def run(ctx: typer.Context, **values: Any) -> None:
             result = simulate_with_progress(loaded, config, quiet=quiet, live=live,
                                             observers=[where] if where else [])
             tables = result.tables() | ({"placements": where.frame()} if where else {})
+            if wait_bounds:  # (the figures of the default bound replaced by those of the bounds given)
+                from simcluster.metrics.fairness import users_table
+                from simcluster.metrics.tail import with_wait_bounds
+
+                result.summary = with_wait_bounds(result.summary, result.jobs, wait_bounds)
+                tables["users"] = users_table(result.jobs, wait_bounds)
             write_run(target, tables, result.summary, fmt, inputs=inputs, overwrite=values["overwrite"])
     except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM: the folder is written whole or not at all
         fail(f"interrupted ({interrupted_by(stop)}): nothing was written to {target}", exit_code(stop))
@@ -287,6 +306,7 @@ def simulate_with_progress(loaded: Any, config: SimConfig, quiet: bool, live: bo
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from simcluster.api import simulate
+    from simcluster.engine import SimulationStalled
     from simcluster.guard import PluginFailed
     from simcluster.live import EtaColumn, ProgressObserver, live_run
     from simcluster.traces import TraceError
@@ -301,5 +321,5 @@ def simulate_with_progress(loaded: Any, config: SimConfig, quiet: bool, live: bo
                 return simulate(loaded, config, [ProgressObserver(progress, task, loaded), *watchers, *(observers or [])])
         except (TraceError, ValueError, FileNotFoundError) as exc:  # e.g. an estimates file that lacks a job
             fail(str(exc))
-        except PluginFailed as exc:  # a plug-in raised, or took a decision the engine cannot carry out
-            fail(str(exc), 1)
+        except (PluginFailed, SimulationStalled) as exc:  # a plug-in raised, or took a decision the engine cannot
+            fail(str(exc), 1)                              # carry out; or nothing was left to happen

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from simcluster.cli.common import out
+from simcluster.metrics.tail import bound_name, bound_of
 
 
 def print_summary(summary: dict[str, Any], target: Path, shown: Collection[str] = ()) -> None:
@@ -21,18 +22,31 @@ def print_summary(summary: dict[str, Any], target: Path, shown: Collection[str] 
     table = Table(title=title, title_justify="left")
     for col in ("VC", "jobs", "avg JCT (s)", "p50 JCT", "p99 JCT", "avg queue (s)", "p99 queue", "GPU util"):
         table.add_column(col, justify="left" if col == "VC" else "right")
+    overs = over_keys(summary)
+    tail = Table(title="waits and slowdown (tail, starvation)", title_justify="left")
+    for col in ("VC", "max queue (s)", "p99.9 queue", *(f"waited > {bound_name(bound_of(k) or 0)}" for k in overs),
+                "bounded slowdown"):
+        tail.add_column(col, justify="left" if col == "VC" else "right")
 
     def row(name: str, f: dict[str, Any], **style: Any) -> None:
         table.add_row(name, f"{f['jobs']:,}", f"{f['avg_jct']:,.0f}", f"{f['p50_jct']:,.0f}", f"{f['p99_jct']:,.0f}",
                       f"{f['avg_queue']:,.0f}", f"{f['p99_queue']:,.0f}", f"{f['gpu_utilization']:.1%}", **style)
+        tail.add_row(name, _number(f.get("max_queue"), ",.0f"), _number(f.get("p999_queue"), ",.0f"),
+                     *(_number(f.get(k), ".1%") for k in overs), _number(f.get("avg_bounded_slowdown"), ",.2f"),
+                     **style)
 
     for vc, figures in summary["per_vc"].items():
         row(vc, figures)
     row("all", summary, style="bold")
     out.print(table)
+    if "max_queue" in summary:
+        out.print(tail)
+    if len(summary.get("per_size") or {}) > 1:
+        out.print(size_table(summary["per_size"], overs))
     if "colocation" in summary:
-        out.print(f"GPU sharing: {summary['shared_gpu_fraction']:.1%} of busy GPU-time shared, average slowdown "
-                  f"{summary['avg_slowdown']:.3f}", highlight=False)
+        slowdown = summary.get("avg_run_slowdown", summary.get("avg_slowdown"))  # (its name in older summaries)
+        out.print(f"GPU sharing: {summary['shared_gpu_fraction']:.1%} of busy GPU-time shared, average run slowdown "
+                  f"(1 ÷ mean speed) {_number(slowdown, '.3f')}", highlight=False)
         out.print(colocation_line(summary), highlight=False)
     quality = summary.get("estimate_quality")
     if quality and quality.get("jobs"):
@@ -61,6 +75,28 @@ def print_summary(summary: dict[str, Any], target: Path, shown: Collection[str] 
 
         out.print(rounds_line(summary), highlight=False)
     print_warnings([w for w in summary.get("warnings", []) if w not in shown], out)
+
+
+def over_keys(figures: dict[str, Any]) -> list[str]:
+    """The ``queue_over_<bound>`` figures of a summary, shortest bound first."""
+    return sorted((k for k in figures if bound_of(k) is not None), key=lambda k: bound_of(k) or 0.0)
+
+
+def size_table(per_size: dict[str, dict[str, Any]], overs: Sequence[str]) -> Table:
+    """The run's figures by job size (GPUs per job): whether large jobs wait disproportionately."""
+    table = Table(title="by job size (GPUs per job)", title_justify="left")
+    for col in ("GPUs", "jobs", "avg JCT (s)", "avg queue (s)", "max queue",
+                *(f"waited > {bound_name(bound_of(k) or 0)}" for k in overs), "bounded slowdown"):
+        table.add_column(col, justify="left" if col == "GPUs" else "right")
+    for size, f in per_size.items():
+        table.add_row(size, f"{f['jobs']:,}", _number(f.get("avg_jct"), ",.0f"), _number(f.get("avg_queue"), ",.0f"),
+                      _number(f.get("max_queue"), ",.0f"),
+                      *(_number(f.get(k), ".1%") for k in overs), _number(f.get("avg_bounded_slowdown"), ",.2f"))
+    return table
+
+
+def _number(value: Any, spec: str) -> str:
+    return "–" if value is None else format(value, spec)
 
 
 def print_warnings(warnings: Iterable[str], console: Console) -> None:

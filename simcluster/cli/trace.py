@@ -199,13 +199,15 @@ def _print_check(loaded: Any, gpus_per_node: int, cluster: str | None) -> None:
 
     from simcluster.traces.columns import by_name
     from simcluster.traces.joblog import JobLog
-    from simcluster.traces.stats import sizes_for_loads, trace_stats
+    from simcluster.traces.stats import run_vc_gpus, sizes_for_loads, trace_stats
 
+    vc_gpus: dict[str, int] = {}
     if isinstance(loaded, JobLog):
         frame, vc_nodes, total = loaded.frame, loaded.vc_nodes, None
+        vc_gpus = run_vc_gpus(loaded, gpus_per_node)  # (the GPUs a run counts: a trace's own cluster first)
         fmt = by_name(loaded.format) if loaded.format in ("venus", "philly", "itp", "csv") else None
         vcs = "one VC (no VC column)" if loaded.sizing.startswith("one VC") else \
-            f"{len(vc_nodes)} VCs"
+            f"{len(vc_nodes)} VC{'s' if len(vc_nodes) != 1 else ''}"
         out.print(f"[bold]{loaded.source}[/]: {len(frame):,} valid jobs in {vcs}", highlight=False)
         out.print(f"format: [bold]{loaded.format}[/]" + (f" — {fmt.description}" if fmt else ""), highlight=False)
         for note in fmt.notes if fmt else ():
@@ -226,7 +228,7 @@ def _print_check(loaded: Any, gpus_per_node: int, cluster: str | None) -> None:
         out.print(f"format: [bold]{loaded.kind}[/]; durations: "
                   + ("seconds (1 iteration/s)" if loaded.uniform else "on each job's fastest GPU type, alone"),
                   highlight=False)
-    stats = trace_stats(frame, vc_nodes, gpus_per_node, total)
+    stats = trace_stats(frame, vc_nodes, gpus_per_node, total, vc_gpus or None)
     epoch = getattr(loaded, "epoch", None)
 
     def when(seconds: float) -> str:
@@ -238,7 +240,7 @@ def _print_check(loaded: Any, gpus_per_node: int, cluster: str | None) -> None:
     out.print(f"submitted from {when(stats.first_submit)} to {when(stats.last_submit)}: span "
               f"{stats.span:,.0f} s ({stats.span / 86400:,.1f} days)", highlight=False)
 
-    realised = _realised(frame, vc_nodes, gpus_per_node, total)
+    realised = _realised(frame, vc_gpus, 1, total) if vc_gpus else _realised(frame, vc_nodes, gpus_per_node, total)
     table = Table(title="Virtual clusters (offered load = GPU-seconds asked ÷ (GPUs × span); realised = "
                   "the part of it run within the span, had every job started when submitted)",
                   title_justify="left")

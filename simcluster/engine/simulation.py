@@ -36,7 +36,17 @@ from simcluster.engine.failures import NoProgressGuard, node_life
 from simcluster.engine.kernel import make_kernel
 from simcluster.engine.life import JobLife
 from simcluster.engine.speed import SpeedModel
-from simcluster.guard import POLICY_HOOKS, CheckedContext, CheckedPlacement, PluginFailed, at, guard_hooks
+from simcluster.guard import (
+    CheckedContext,
+    CheckedPlacement,
+    CheckedQueue,
+    PluginFailed,
+    RunGuard,
+    at,
+    source_of,
+    stall_seen,
+    watching,
+)
 from simcluster.job import UNKNOWN_WORKLOAD as UNKNOWN
 from simcluster.job import Job, JobState
 from simcluster.metrics.observer import Observer, overridden_hooks
@@ -73,6 +83,7 @@ class RunOutcome:
     colocation: dict[str, Any] | None  # the model's source, provenance and fallbacks (sharing policies)
     kernel: str  # which kernel ran it: "fast" or "reference"
     notes: list[str] = field(default_factory=list)  # for the summary (the fast loop off, and why)
+    warnings: list[str] = field(default_factory=list)  # what the guard of a plug-in saw (GPUs idle, no timer set)
 
 
 def without_borrowed(spec: ClusterSpec | Mapping[str, int], borrowed: dict[str, int], policy: str) -> ClusterSpec:
@@ -127,32 +138,47 @@ class Simulation(JobLife):
         self.clock = self.kernel.clock
         self._call_at = self.kernel.call_at
         policy_class, origin = resolve(config.policy, "policy")
-        self.policy = policy if policy is not None else policy_class(config)
+        self.label = label = f"policy {display_name(config.policy)}"  # as messages name it
         guarded = origin.source != "built-in" and policy is None  # a plug-in: its hooks and decisions are checked
+        self.plugin_guard: RunGuard | None = None
+        self._policy_guarded = guarded
         if guarded:
-            label = f"policy {display_name(config.policy)}"
-            guard_hooks(self.policy, Policy, POLICY_HOOKS, label, self.clock, origin.location)
+            self.plugin_guard = RunGuard(label, source_of(policy_class), self.clock, jobs)
+            self.plugin_guard.sim = self
+            self.policy = self.plugin_guard.construct(policy_class, config)
+            self.plugin_guard.wrap(self.policy, Policy)
+        else:
+            self.policy = policy if policy is not None else policy_class(config)
         if self.policy.shares_gpus and colocation is None:
-            raise ValueError(f"policy {config.policy} shares GPUs: give the simulation its colocation model "
+            raise ValueError(f"{label} shares GPUs: give the simulation its colocation model "
                              "(simcluster.tables.load_tables)")
         self.cluster = self._build_cluster(cluster, throughputs)
         placement_class, placement_origin = resolve(config.placement, "placement")
         self.placement = placement if placement is not None else placement_class(random.Random(config.seed))
         self._monotone_placement = self.placement.monotone
         if placement_origin.source != "built-in" and placement is None:
-            self.placement = CheckedPlacement(self.placement, f"placement {display_name(config.placement, 'placement')}",
-                                              self.clock, source_file=placement_origin.location)
+            placement_label = f"placement {display_name(config.placement, 'placement')}"
+            placement_source = source_of(placement_class)
+            self.placement = CheckedPlacement(self.placement, placement_label, self.clock, source_file=placement_source)
+            if self.plugin_guard is None:
+                self.plugin_guard = RunGuard(label, None, self.clock, jobs)
+                self.plugin_guard.sim = self
+            self.plugin_guard.placement = (placement_label, placement_source)
         fractions = min(map(attrgetter("gpu_milli"), jobs), default=1000) < 1000
         arriving = Counter(map(attrgetter("queue_vc"), jobs))
         for vc in self.cluster.vcs.values():
             vc.pending = JobQueue(key=self.policy.pending_key)
+            if guarded:  # its keys checked as they are given
+                vc.pending = CheckedQueue(key=self.policy.pending_key)
+                vc.pending.guard = self.plugin_guard  # type: ignore[union-attr]
             vc.clock = self.clock
             vc._since = float(start)
             vc.to_arrive = arriving[vc.name]
             if fractions:
                 vc.track_fractions()
         self.policy.bind_clock(self.clock)
-        self.policy.attach(self.cluster)
+        with watching(self.plugin_guard):
+            self.policy.attach(self.cluster)
         self._pools: dict[tuple[int, str], list[Pool]] = {}  # (id of a job's speeds, VC) → the pools it may use
         self.speed = SpeedModel(config.spread_penalty, throughputs, colocation if self.policy.shares_gpus else None)
         self._solo_speed = self.speed.solo
@@ -163,7 +189,8 @@ class Simulation(JobLife):
         self._hook_observers(list(observers))
         self._contexts: dict[str, SchedulingContext] = {name: VcContext(self, vc) for name, vc in self.cluster.vcs.items()}
         if guarded:
-            wrap_context = partial(CheckedContext, label=label, shares=self.policy.shares_gpus)
+            wrap_context = partial(CheckedContext, label=label, shares=self.policy.shares_gpus,
+                                   guard=self.plugin_guard)
         if wrap_context is not None:
             self._contexts = {name: wrap_context(ctx, self.cluster.vcs[name]) for name, ctx in self._contexts.items()}
         # the policy's job hooks, looked up once: most policies have few of them
@@ -174,7 +201,7 @@ class Simulation(JobLife):
         self._policy_on_epoch = implements(self.policy, Policy, "on_epoch")
         self._whole_seconds = config.progress_rounding == "seconds"
         if self.policy.elastic and (bare := next((j for j in jobs if j.elastic is None), None)) is not None:
-            raise ValueError(f"policy {config.policy} resizes jobs while they run: job {bare.job_id} has no scaling "
+            raise ValueError(f"{self.label} resizes jobs while they run: job {bare.job_id} has no scaling "
                              "model (simcluster.elastic.work.attach_models gives a trace's jobs theirs)")
         self._dirty: dict[str, None] = {}  # VCs where something changed since the last pass
         self._timers: set[tuple[str, float]] = set()  # (VC, time) of policy wake-ups already set
@@ -194,8 +221,8 @@ class Simulation(JobLife):
         spec = cluster if isinstance(cluster, ClusterSpec) else ClusterSpec.uniform(cluster, config.gpus_per_node)
         partitions = self.policy.partitions()
         if clash := set(partitions) & set(spec.vcs):
-            raise ValueError(f"the trace has a VC named like {config.policy}'s own partition: {sorted(clash)}")
-        spec = without_borrowed(spec, self.policy.borrowed_nodes(), config.policy)
+            raise ValueError(f"the trace has a VC named like {self.label}'s own partition: {sorted(clash)}")
+        spec = without_borrowed(spec, self.policy.borrowed_nodes(), self.label)
         kind = spec.gpu_types[0] if spec.groups else "gpu"  # a partition's nodes: the cluster's first GPU type
         spec = spec.with_vcs(NodeGroup(name, kind, n, config.gpus_per_node) for name, n in partitions.items())
         return Cluster(spec, config.gpus_per_node, throughputs.type_order() if throughputs else ())
@@ -234,14 +261,25 @@ class Simulation(JobLife):
                 succeed_at(env, horizon, self.config.until, HORIZON)
                 stop = env.any_of([self._all_done, horizon])
             try:
-                if self.policy.elastic:  # (small NumPy calls by the thousand: BLAS threads only cost)
-                    with one_blas_thread():
+                with watching(self.plugin_guard):
+                    if self.policy.elastic:  # (small NumPy calls by the thousand: BLAS threads only cost)
+                        with one_blas_thread():
+                            self.kernel.run(stop)
+                    else:
                         self.kernel.run(stop)
-                else:
-                    self.kernel.run(stop)
             except NoEventsLeft as exc:
-                stuck = [j.job_id for j in self.jobs if j.state is not JobState.FINISHED][:5]
-                raise SimulationStalled(f"simulation stalled at t={env.now}: jobs {stuck} can never run") from exc
+                vcs = self.cluster.vcs.values()
+                if self.plugin_guard is not None:  # a plug-in policy (or placement) left them waiting
+                    raise self.plugin_guard.stalled(vcs, self._policy_guarded) from None
+                raise SimulationStalled(f"the simulation stalled: {stall_seen(vcs, env.now)}; nothing was left to "
+                                        f"happen ({self.label})") from exc
+            except PluginFailed:
+                raise
+            except Exception as exc:  # a plug-in's hook raised (those called by the thousand run bare): said so
+                explained = self.plugin_guard.explain(exc) if self._policy_guarded else None  # type: ignore[union-attr]
+                if explained is None:
+                    raise
+                raise explained from exc
         return self.outcome()
 
     def outcome(self) -> RunOutcome:
@@ -261,7 +299,8 @@ class Simulation(JobLife):
                 "provenance": getattr(colocation, "provenance", None) or {"kind": "tables",
                                                                           "description": colocation.source},
                 "fallbacks": colocation.fallback_counts(), "answered_by": answer_shares(colocation)},
-            kernel=self.kernel.name, notes=list(self.notes))
+            kernel=self.kernel.name, notes=list(self.notes),
+            warnings=self.plugin_guard.warnings() if self.plugin_guard is not None else [])
 
     def finished_every_job(self) -> bool:
         """Whether the run ended with every job finished (no horizon cut it short, no job was given up on or
@@ -295,7 +334,7 @@ class Simulation(JobLife):
         vcs[job.queue_vc].to_arrive -= 1
         if self._policy_on_submit and (partition := self.policy.on_submit(job, now)):
             if partition not in vcs:
-                raise PluginFailed(f"policy {self.policy.name} routed job {job.job_id} to {partition!r}, which is "
+                raise PluginFailed(f"{self.label} routed job {job.job_id} to {partition!r}, which is "
                                    f"no VC or partition ({at(now)})")
             job.queue_vc = partition
         vc = vcs[job.queue_vc]

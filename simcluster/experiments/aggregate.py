@@ -7,8 +7,9 @@ Its **label** is the policy plus the settings whose values differ between config
 the policy reads, e.g. ``tiresias quantum=300``; when that is not enough to tell two
 configurations apart, every differing setting, then the trace, is added.
 
-Each figure of a configuration is the mean over its seeds, with the minimum and maximum
-(``F``, ``F_min``, ``F_max`` in ``comparison.csv``), per VC and overall.  With a baseline policy,
+Each figure of a configuration is the mean over its seeds (or replicas), with the minimum and maximum
+(``F``, ``F_min``, ``F_max`` in ``comparison.csv``), per VC and overall; the tail figures
+(:mod:`simcluster.metrics.tail`) of runs written before they existed are computed from their jobs tables.  With a baseline policy,
 ``F_vs_baseline`` = mean ÷ the baseline's mean − 1 for the time figures and utilization, where the
 baseline is the run of that policy on the same trace and cluster that shares the most settings.
 """
@@ -25,11 +26,14 @@ import numpy as np
 import pandas as pd
 
 from simcluster.config import PROVENANCE, SimConfig, config_fields
+from simcluster.metrics.tail import DEFAULT_WAIT_BOUNDS, over_key
 from simcluster.scope import settings_read
 
-FIGURES = ["jobs", "avg_jct", "p50_jct", "p99_jct", "avg_queue", "p99_queue", "makespan", "gpu_utilization",
-           "preemptions", "shared_gpu_fraction", "jain_users", "rho_mean", "rho_p99", "rho_above_1"]
-VERSUS = ["avg_jct", "p50_jct", "p99_jct", "avg_queue", "makespan", "gpu_utilization"]  # compared with a baseline
+FIGURES = ["jobs", "avg_jct", "p50_jct", "p99_jct", "avg_queue", "p99_queue", "max_queue", "p999_queue",
+           over_key(DEFAULT_WAIT_BOUNDS[0]), "avg_bounded_slowdown", "makespan", "gpu_utilization", "preemptions",
+           "shared_gpu_fraction", "jain_users", "rho_mean", "rho_p99", "rho_above_1"]
+VERSUS = ["avg_jct", "p50_jct", "p99_jct", "avg_queue", "max_queue", "avg_bounded_slowdown", "makespan",
+          "gpu_utilization"]  # compared with a baseline
 LOG_NAMES = ("cluster_full_log.csv", "cluster_log.csv")
 _IGNORED = {"seed"} | {name for name, f in config_fields().items() if f.metadata["panel"] == PROVENANCE}
 
@@ -52,6 +56,19 @@ class Configuration:
     @property
     def seeds(self) -> list[Any]:
         return sorted({r.summary.get("seed") for r in self.runs}, key=str)
+
+    @property
+    def replicas(self) -> list[int]:
+        """The replica indices of its runs that are replicas (``sweep --replicas``), sorted."""
+        return sorted({int(r.summary["sweep_run"]["replica"]) for r in self.runs
+                       if (r.summary.get("sweep_run") or {}).get("replica") is not None})
+
+    def runs_shown(self) -> str:
+        """What its runs are, for the table's ``seeds`` column: the seeds, or how many replicas."""
+        replicas = self.replicas
+        if replicas:
+            return f"{len(replicas)} replica{'s' if len(replicas) != 1 else ''}"
+        return ";".join(map(str, self.seeds))
 
     def figure(self, name: str, vc: str = "all") -> np.ndarray:
         """The figure of each run (NaN where a run lacks it)."""
@@ -148,15 +165,23 @@ def baseline_of(g: Configuration, groups: Sequence[Configuration], policy: str) 
     return max(candidates, key=lambda h: sum(h.settings.get(k) == v for k, v in g.settings.items()))
 
 
-def aggregate(groups: Sequence[Configuration], baseline: str | None = None) -> pd.DataFrame:
-    """``comparison.csv``: per configuration, its VCs and ``all``: mean/min/max of each figure over seeds."""
+def report_figures(bounds: Sequence[float] = DEFAULT_WAIT_BOUNDS) -> list[str]:
+    """:data:`FIGURES` with a ``queue_over_<bound>`` figure for each of ``bounds`` (``report --wait-bound``)."""
+    at = FIGURES.index(over_key(DEFAULT_WAIT_BOUNDS[0]))
+    return [*FIGURES[:at], *(over_key(b) for b in sorted(set(bounds))), *FIGURES[at + 1:]]
+
+
+def aggregate(groups: Sequence[Configuration], baseline: str | None = None,
+              figures: Sequence[str] = FIGURES) -> pd.DataFrame:
+    """``comparison.csv``: per configuration, its VCs and ``all``: mean/min/max of each of ``figures`` over seeds
+    (or replicas); ``seeds`` lists the seeds, or says how many replicas (``replicas`` counts them)."""
     rows = []
     for g in groups:
         base = baseline_of(g, groups, baseline) if baseline else None
         for vc in [*g.vcs, "all"]:
             row: dict[str, Any] = {"label": g.label, "trace": g.trace_name, "policy": g.policy,
-                                   "seeds": ";".join(map(str, g.seeds)), "runs": len(g.runs), "vc": vc}
-            for name in FIGURES:
+                                   "seeds": g.runs_shown(), "replicas": len(g.replicas), "runs": len(g.runs), "vc": vc}
+            for name in figures:
                 values = g.figure(name, vc)
                 finite = values[np.isfinite(values)]
                 row[name] = float(finite.mean()) if len(finite) else np.nan
@@ -189,3 +214,26 @@ def notes_of(g: Configuration) -> str:
     if all("rho_mean" not in r.summary for r in g.runs):
         notes.append("no fairness figures (round-based run)")
     return "; ".join(notes)
+
+
+def size_table(groups: Sequence[Configuration], bounds: Sequence[float] = DEFAULT_WAIT_BOUNDS) -> pd.DataFrame:
+    """``sizes.csv``: per configuration and bucket of GPUs per job (``per_size`` of its runs' summaries:
+    :func:`~simcluster.metrics.tail.size_figures`), the mean, min and max over its runs of the jobs, avg JCT, avg,
+    p99 and max queueing delay, the shares over ``bounds`` and avg bounded slowdown; empty when no run has
+    ``per_size``."""
+    names = ["jobs", "avg_jct", "avg_queue", "p99_queue", "max_queue", *(over_key(b) for b in sorted(set(bounds))),
+             "avg_bounded_slowdown"]
+    rows = []
+    for g in groups:
+        sizes = list(dict.fromkeys(size for r in g.runs for size in (r.summary.get("per_size") or {})))
+        for size in sorted(sizes, key=lambda s: int(s.split("-")[0].rstrip("+"))):
+            row: dict[str, Any] = {"label": g.label, "trace": g.trace_name, "gpus": size, "runs": len(g.runs)}
+            for name in names:
+                values = np.array([np.nan if (v := (r.summary.get("per_size") or {}).get(size, {}).get(name)) is None
+                                   else float(v) for r in g.runs])
+                finite = values[np.isfinite(values)]
+                row[name] = float(finite.mean()) if len(finite) else np.nan
+                row[f"{name}_min"] = float(finite.min()) if len(finite) else np.nan
+                row[f"{name}_max"] = float(finite.max()) if len(finite) else np.nan
+            rows.append(row)
+    return pd.DataFrame(rows)

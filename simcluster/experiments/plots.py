@@ -2,7 +2,8 @@
 
 Every function takes plain data (series name → arrays) and returns the PNG;
 :mod:`simcluster.experiments.report` gathers the data from run folders.  Where a series is
-several seeds of one configuration, bars carry min–max error bars and lines a min–max band.
+several runs of one configuration, bars carry error bars (low, high) and lines a band; what they are (a 95 %
+interval over replicas, a min–max over seeds) the caller says in the title.
 """
 
 from __future__ import annotations
@@ -53,12 +54,12 @@ def jct_cdf(series: Mapping[str, np.ndarray], title: str = "JCT CDF per policy",
     return _png(fig)
 
 
-Spread = tuple[float, float, float]  # mean, min, max over seeds
+Spread = tuple[float, float, float]  # mean, low, high: the error bar's ends (an interval, or min and max)
 
 
 def _bar(ax: Axes, x: np.ndarray, spreads: Sequence[Spread], width: float, label: str | None = None,
          horizontal: bool = False) -> None:
-    """Bars at the means, with min–max error bars where the seeds differ."""
+    """Bars at the means, with error bars from low to high where they differ from the mean."""
     mean = np.nan_to_num(np.array([s[0] for s in spreads], dtype=float))
     low = np.nan_to_num(mean - np.array([s[1] for s in spreads], dtype=float)).clip(0)
     high = np.nan_to_num(np.array([s[2] for s in spreads], dtype=float) - mean).clip(0)
@@ -69,8 +70,9 @@ def _bar(ax: Axes, x: np.ndarray, spreads: Sequence[Spread], width: float, label
         ax.bar(x, mean, width, label=label, yerr=errors, capsize=3)
 
 
-def queue_by_vc(values: Mapping[str, Mapping[str, Spread]], vcs: Sequence[str]) -> bytes:
-    """Average queueing delay per VC (groups), one bar per series within each group (min–max error bars)."""
+def queue_by_vc(values: Mapping[str, Mapping[str, Spread]], vcs: Sequence[str],
+                title: str = "Queueing delay per VC per configuration") -> bytes:
+    """Average queueing delay per VC (groups), one bar per series within each group (error bars low–high)."""
     fig, ax = _figure()
     n = max(len(values), 1)
     x = np.arange(len(vcs))
@@ -80,7 +82,7 @@ def queue_by_vc(values: Mapping[str, Mapping[str, Spread]], vcs: Sequence[str]) 
     ax.set_xticks(x, list(vcs), rotation=45 if len(vcs) > 6 else 0, ha="right" if len(vcs) > 6 else "center",
                   fontsize="small")
     ax.set_ylabel("average queueing delay (s)")
-    ax.set_title("Queueing delay per VC per configuration (mean over seeds, min–max bars)")
+    ax.set_title(title, fontsize="medium")
     ax.grid(True, axis="y", alpha=0.3)
     if values:
         ax.legend(fontsize="small")
@@ -88,13 +90,13 @@ def queue_by_vc(values: Mapping[str, Mapping[str, Spread]], vcs: Sequence[str]) 
 
 
 def figure_bars(values: Mapping[str, Spread], xlabel: str, title: str) -> bytes:
-    """One horizontal bar per series (its mean over seeds, min–max error bars), first series on top."""
+    """One horizontal bar per series (its mean, error bars low–high), first series on top."""
     fig, ax = _figure()
     y = np.arange(len(values))[::-1]
     _bar(ax, y, list(values.values()), 0.7, horizontal=True)
     ax.set_yticks(y, list(values), fontsize="small")
     ax.set_xlabel(xlabel)
-    ax.set_title(title)
+    ax.set_title(title, fontsize="medium")
     ax.grid(True, axis="x", alpha=0.3)
     return _png(fig)
 

@@ -3,22 +3,26 @@
 Inputs are run folders (with ``summary.json``) and sweep folders (with
 ``runs.csv`` and ``runs/<run-id>/``).  Runs are grouped into configurations —
 same trace and settings, any seed (:mod:`simcluster.experiments.aggregate`) —
-and every figure is the mean over seeds with its min–max.  The report folder is
-written like a run folder: everything appears together, or nothing does.
+and every figure is the mean over seeds with its min–max, or over replicas with its 95 % interval
+(:mod:`simcluster.experiments.uncertainty`).  The report folder is written like a run folder:
+everything appears together, or nothing does.
 
 - ``comparison.csv`` / ``comparison.md``: per configuration (``label``), a row per VC and an ``all``
-  row: jobs, avg/p50/p99 JCT, avg/p99 queueing delay, makespan, GPU utilization, preemptions,
+  row: jobs, avg/p50/p99 JCT, avg/p99/max/p99.9 queueing delay, the share of jobs waiting longer than each
+  wait bound, bounded slowdown (:mod:`simcluster.metrics.tail`), makespan, GPU utilization, preemptions,
   shared GPU time, Jain's index over users and finish-time fairness ρ (mean, p99, share > 1) —
-  ``F``, ``F_min``, ``F_max`` — and, with a baseline, ``F_vs_baseline``; ``notes``.
-- ``runs.csv``: the same figures per run (no aggregation), with the run's label.
+  ``F``, ``F_min``, ``F_max`` (and ``F_low``, ``F_high`` over replicas) — and, with a baseline,
+  ``F_vs_baseline``; ``notes``; the Markdown also lists the paired verdicts.
+- ``runs.csv``: the same figures per run (no aggregation), with the run's label; ``differences.csv``: the
+  paired differences and their verdicts, with replicas.
 - ``avg_jct.png``, ``jct_cdf.png``, ``queue_cdf.png``, ``queue_by_vc.png``, ``utilization.png``,
   ``pending.png`` (:data:`PLOTS`, each :data:`simcluster.experiments.plots.WIDTH` × ``HEIGHT`` pixels;
-  bars with min–max error bars and lines with a min–max band over seeds), and ``gantt-N.png``, a
-  Gantt chart of jobs on GPUs for each of the first runs that recorded their placements
-  (:mod:`simcluster.experiments.pictures`).
-- ``report.html``: the table, interactive charts (Gantt charts, queue length and GPUs in use over
-  time, CDFs of JCT and queueing delay: :mod:`simcluster.experiments.interactive`) and the plots, in
-  one self-contained page that opens offline.
+  bars with error bars — a 95 % interval over replicas, else a min–max — and lines with a min–max band,
+  each titled with what they are: :func:`render_plots`), and ``gantt-N.png``, a Gantt chart of jobs on GPUs
+  for each of the first runs that recorded their placements (:mod:`simcluster.experiments.pictures`).
+- ``report.html``: the table, the verdicts, interactive charts (Gantt charts, queue length and GPUs in use
+  over time, CDFs of JCT and queueing delay: :mod:`simcluster.experiments.interactive`) and the plots with
+  their captions, in one self-contained page that opens offline.
 """
 
 from __future__ import annotations
@@ -35,13 +39,39 @@ import numpy as np
 import pandas as pd
 
 from simcluster.experiments import interactive, plots
-from simcluster.experiments.aggregate import FIGURES, Configuration, aggregate, configurations, trace_of
+from simcluster.experiments.aggregate import (
+    FIGURES,
+    Configuration,
+    aggregate,
+    configurations,
+    report_figures,
+    size_table,
+    trace_of,
+)
 from simcluster.experiments.pictures import Pictures, gather
-from simcluster.experiments.uncertainty import interval_cell, posthoc_uncertainty, replica_uncertainty
+from simcluster.experiments.replicas import FEWEST
+from simcluster.experiments.uncertainty import (
+    HEADLINE,
+    MIN_INTERVAL,
+    Uncertainty,
+    interval_cell,
+    posthoc_uncertainty,
+    replica_uncertainty,
+)
 from simcluster.limits import MAX_REPLICAS, check_csv, shown
+from simcluster.metrics.summary import current_names
+from simcluster.metrics.tail import (
+    DEFAULT_WAIT_BOUNDS,
+    TAIL_FIGURES,
+    bound_name,
+    bound_of,
+    frame_tail,
+    over_key,
+    size_figures,
+)
 from simcluster.results import table_problem, write_folder
 
-RUN_COLUMNS = ["run", "label", "policy", "trace", "seed", "vc", *FIGURES]
+RUN_COLUMNS = ["run", "label", "policy", "trace", "seed", "replica", "vc", *FIGURES]
 PLOTS = ("avg_jct.png", "jct_cdf.png", "queue_cdf.png", "queue_by_vc.png", "utilization.png", "pending.png")
 MAX_BARS = 40
 MAX_CONSOLE_ROWS = 40  # more rows than this: the console shows the overall rows only
@@ -90,9 +120,9 @@ class RunRecord:
                 return table_problem(path, None, self.summary)
         return f"{self.folder}: no jobs.csv or jobs.parquet"
 
-    def jobs(self) -> pd.DataFrame:
-        """vc, jct, queue, submit_time of the finished jobs."""
-        return self._table("jobs", ["vc", "jct", "queue", "submit_time"]).dropna(subset=["jct"])
+    def jobs(self, extra: Sequence[str] = ()) -> pd.DataFrame:
+        """vc, jct, queue, submit_time (and the columns ``extra``) of the finished jobs."""
+        return self._table("jobs", ["vc", "jct", "queue", "submit_time", *extra]).dropna(subset=["jct"])
 
     def timeline(self) -> pd.DataFrame:
         return self._table("timeline", ["time", "busy_gpus", "pending_jobs"])
@@ -196,31 +226,61 @@ def _record(label: str, folder: Path, source: str = "") -> RunRecord:
     missing = [k for k in ("policy", "per_vc", "avg_jct") if k not in summary]
     if missing:
         raise ReportError(f"{path}: not a run summary (missing {', '.join(missing)})")
-    return RunRecord(label, folder, summary)
+    return RunRecord(label, folder, current_names(summary))
 
 
-def runs_table(records: Sequence[RunRecord], groups: Sequence[Configuration]) -> pd.DataFrame:
-    """``runs.csv``: one row per run and VC plus an ``all`` row per run, with the run's configuration label."""
+def fill_tail(records: Sequence[RunRecord], figures: Sequence[str], bounds: Sequence[float]) -> None:
+    """Give each run the tail figures (:mod:`simcluster.metrics.tail`) among ``figures`` that its summary lacks —
+    a folder written before they existed, or a ``--wait-bound`` it was not run with — computed from its jobs
+    table, overall, per VC and per job size (its summary in memory only; the folder is not written)."""
+    wanted = [f for f in figures if f in TAIL_FIGURES or bound_of(f) is not None]
+    overs = [over_key(b) for b in bounds]
+    for r in records:
+        sizes = r.summary.get("per_size")
+        sized = isinstance(sizes, dict) and all(k in f for f in sizes.values() for k in overs)
+        if sized and all(f in r.summary for f in wanted):
+            continue
+        jobs = r.jobs(["duration", "gpu_num"])
+        vcs = jobs["vc"].astype(str).to_numpy()
+        for vc, target in [("all", r.summary), *r.summary.get("per_vc", {}).items()]:
+            rows = jobs if vc == "all" else jobs[vcs == str(vc)]
+            for name, value in frame_tail(rows, bounds).items():
+                target.setdefault(name, value)
+        if not sized:
+            r.summary["per_size"] = size_figures(jobs.assign(end_time=0.0), bounds)
+
+
+def runs_table(records: Sequence[RunRecord], groups: Sequence[Configuration],
+               figures: Sequence[str] = FIGURES) -> pd.DataFrame:
+    """``runs.csv``: one row per run and VC plus an ``all`` row per run, with the run's configuration label (and
+    its replica index, for runs that are replicas)."""
     label = {id(r): g.label for g in groups for r in g.runs}
     rows = []
     for r in records:
         s = r.summary
         base = {"run": r.label, "label": label[id(r)], "policy": r.policy, "trace": trace_of(s)[1],
-                "seed": s.get("seed")}
-        for vc, figures in s["per_vc"].items():
-            rows.append({**base, "vc": vc, **{k: figures.get(k) for k in FIGURES}})
-        rows.append({**base, "vc": "all", **{k: s.get(k) for k in FIGURES}})
-    return pd.DataFrame(rows, columns=RUN_COLUMNS)
+                "seed": s.get("seed"), "replica": (s.get("sweep_run") or {}).get("replica")}
+        for vc, found in s["per_vc"].items():
+            rows.append({**base, "vc": vc, **{k: found.get(k) for k in figures}})
+        rows.append({**base, "vc": "all", **{k: s.get(k) for k in figures}})
+    return pd.DataFrame(rows, columns=[*RUN_COLUMNS[:RUN_COLUMNS.index("jobs")], *figures])
 
 
 # --- formatting ----------------------------------------------------------------------------------------
 
-_HEADERS = {"label": "configuration", "avg_jct": "avg JCT", "p50_jct": "p50 JCT", "p99_jct": "p99 JCT",
+_HEADERS = {"gpus": "GPUs per job", "label": "configuration", "avg_jct": "avg JCT", "p50_jct": "p50 JCT", "p99_jct": "p99 JCT",
             "avg_queue": "avg queue", "p99_queue": "p99 queue", "gpu_utilization": "util",
             "preemptions": "preempt", "shared_gpu_fraction": "shared", "jain_users": "Jain", "rho_mean": "ρ mean",
-            "rho_p99": "ρ p99", "rho_above_1": "ρ>1", "avg_jct_vs_baseline": "Δ avg JCT", "runs": "n"}
+            "rho_p99": "ρ p99", "rho_above_1": "ρ>1", "avg_jct_vs_baseline": "Δ avg JCT", "runs": "n",
+            "max_queue": "max queue", "p999_queue": "p99.9 queue", "avg_bounded_slowdown": "bnd slowdown",
+            "seeds": "seeds / replicas"}
 _PERCENT = {"gpu_utilization", "shared_gpu_fraction", "rho_above_1"}
-_RATIO = {"jain_users", "rho_mean", "rho_p99"}
+_RATIO = {"jain_users", "rho_mean", "rho_p99", "avg_bounded_slowdown"}
+
+
+def _header(name: str) -> str:
+    bound = bound_of(name)
+    return f"waited > {bound_name(bound)}" if bound is not None else _HEADERS.get(name, name)
 
 
 def _value(name: str, value: Any) -> str:
@@ -228,7 +288,7 @@ def _value(name: str, value: Any) -> str:
         return ""
     if name.endswith("_vs_baseline"):
         return f"{value:+.1%}"
-    if name in _PERCENT:
+    if name in _PERCENT or bound_of(name) is not None:
         return f"{value:.1%}"
     if name in _RATIO:
         return f"{value:.3f}" if value < 10 else f"{value:,.1f}"
@@ -255,7 +315,7 @@ def _cell(row: Any, name: str, spread: str) -> str:
 
 def shown_columns(table: pd.DataFrame) -> list[str]:
     """The columns of the Markdown/HTML table, in order."""
-    columns = ["label", "trace", "seeds", "vc", *FIGURES]
+    columns = ["label", "trace", "seeds", "vc", *figures_of(table)]
     if "baseline" in table.columns:
         columns.insert(columns.index("avg_jct") + 1, "avg_jct_vs_baseline")
         columns.insert(columns.index("makespan") + 1, "makespan_vs_baseline")
@@ -267,28 +327,74 @@ def shown_columns(table: pd.DataFrame) -> list[str]:
 def formatted(table: pd.DataFrame, columns: Sequence[str], spread: str = "range") -> pd.DataFrame:
     shown = {}
     for name in columns:
-        if name in ("label", "trace", "seeds", "vc", "notes", "baseline"):
+        if name in ("label", "trace", "seeds", "vc", "notes", "baseline", "gpus"):
             shown[name] = table[name].astype(str).tolist()
         else:
             shown[name] = [_cell(row, name, spread) for row in table.to_dict("records")]
     return pd.DataFrame(shown, columns=list(columns))
 
 
-def markdown(table: pd.DataFrame) -> str:
+def figures_of(table: pd.DataFrame) -> list[str]:
+    """The figures a comparison table holds, in its order (:func:`~simcluster.experiments.aggregate.report_figures`)."""
+    return [c for c in table.columns if c in FIGURES or bound_of(c) is not None]
+
+
+def what_cells_show(table: pd.DataFrame) -> str:
+    """One sentence: what a cell of the table is — the mean over replicas with its 95 % interval, or over seeds
+    with their min–max — and, where some configurations have too few replicas for an interval, which."""
+    replicas = table.get("replicas", pd.Series(0, index=table.index)).fillna(0)
+    with_interval = any(c.endswith("_low") for c in table.columns)
+    few = sorted({str(label) for label, n in zip(table["label"], replicas) if 0 < n < MIN_INTERVAL})
+    parts = []
+    if with_interval:
+        parts.append("for configurations with replicas, each figure is the mean over the replicas with its 95 % "
+                     "interval `mean [low–high]` (2.5th–97.5th percentile of the replica values; docs/uncertainty.md)")
+    if few:
+        parts.append(f"{', '.join(few)}: fewer than {MIN_INTERVAL} replicas, too few for a 95 % interval: the mean "
+                     "with the replicas' (min–max)")
+    if (replicas == 0).any() or not with_interval and not few:
+        parts.append("for configurations without replicas, each figure is the mean over the seeds with their (min–max)")
+    text = "; ".join(parts)
+    return text[0].upper() + text[1:] + "."
+
+
+def size_columns(sizes: pd.DataFrame) -> list[str]:
+    """The columns of the by-size table, in order."""
+    return ["label", "gpus", *(c for c in sizes.columns if c not in ("label", "trace", "gpus", "runs")
+                               and not c.endswith(("_min", "_max")))]
+
+
+def _size_lines(sizes: pd.DataFrame) -> list[str]:
+    columns = size_columns(sizes)
+    shown = formatted(sizes.assign(seeds="", vc="", notes=""), columns)
+    lines = ["| " + " | ".join(_header(c) for c in columns) + " |",
+             "| " + " | ".join("---" if c in ("label", "gpus") else "---:" for c in columns) + " |"]
+    lines += ["| " + " | ".join(str(v).replace("|", "\\|") for v in row) + " |" for row in shown.itertuples(index=False)]
+    return lines
+
+
+def markdown(table: pd.DataFrame, found: Uncertainty | None = None, sizes: pd.DataFrame | None = None) -> str:
     columns = shown_columns(table)
     shown = formatted(table, columns)
     left = {"label", "trace", "seeds", "vc", "notes"}
-    lines = ["| " + " | ".join(_HEADERS.get(c, c) for c in columns) + " |",
+    lines = [what_cells_show(table).replace("`", ""), "",
+             "| " + " | ".join(_header(c) for c in columns) + " |",
              "| " + " | ".join("---" if c in left else "---:" for c in columns) + " |"]
     for row in shown.itertuples(index=False):
         lines.append("| " + " | ".join(str(v).replace("|", "\\|") for v in row) + " |")
+    if sizes is not None and len(sizes):
+        lines += ["", "## By job size (GPUs per job)", "", "Each figure's mean over the runs (min–max).", ""]
+        lines += _size_lines(sizes)
+    if found is not None and found.differences:
+        lines += ["", "## Paired differences", "", found.method + ".", ""]
+        lines += [f"- {d.verdict}" for d in found.differences]
     return "\n".join(lines) + "\n"
 
 
 # the console table's columns, most wanted first; the configuration's label is always shown
-CONSOLE_COLUMNS = ["avg_jct", "avg_jct_vs_baseline", "p99_jct", "avg_queue", "gpu_utilization", "jain_users",
-                   "rho_above_1", "preemptions", "shared_gpu_fraction", "runs", "p50_jct", "p99_queue", "makespan",
-                   "rho_p99"]
+CONSOLE_COLUMNS = ["avg_jct", "avg_jct_vs_baseline", "p99_jct", "avg_queue", "gpu_utilization", "max_queue",
+                   over_key(DEFAULT_WAIT_BOUNDS[0]), "avg_bounded_slowdown", "jain_users", "rho_above_1", "preemptions",
+                   "shared_gpu_fraction", "runs", "p50_jct", "p99_queue", "p999_queue", "makespan", "rho_p99"]
 
 
 def rich_table(table: pd.DataFrame, width: int = 80) -> Any:
@@ -315,13 +421,14 @@ def rich_table(table: pd.DataFrame, width: int = 80) -> Any:
     if per_vc:
         columns.append("vc")
         used += max(2, max(len(str(v)) for v in rows["vc"])) + 3
-    for name in CONSOLE_COLUMNS:
+    overs = [c for c in rows.columns if bound_of(c) is not None]
+    for name in [n for c in CONSOLE_COLUMNS for n in (overs if c == over_key(DEFAULT_WAIT_BOUNDS[0]) else [c])]:
         if name not in rows.columns or (name == "runs" and rows["runs"].max() <= 1):
             continue
         cells = [_cell(row, name, "percent") for row in rows.to_dict("records")]
         if not any(cells):
             continue
-        need = max(len(_HEADERS.get(name, name)), *map(len, cells)) + 3
+        need = max(len(_header(name)), *map(len, cells)) + 3
         if used + need <= width:
             columns.append(name)
             used += need
@@ -335,7 +442,7 @@ def rich_table(table: pd.DataFrame, width: int = 80) -> Any:
     title = f"Comparison: {spread}" + (", per VC and overall" if per_vc else "")
     out = Table(title=title, title_justify="left")
     for name in columns:
-        out.add_column(_HEADERS.get(name, name), justify="left" if name in ("label", "vc") else "right",
+        out.add_column(_header(name), justify="left" if name in ("label", "vc") else "right",
                        overflow="fold", no_wrap=name != "label", min_width=label_width if name == "label" else None)
     current = None
     for row, trace, vc in zip(shown.itertuples(index=False), rows["trace"], rows["vc"]):
@@ -349,6 +456,10 @@ def rich_table(table: pd.DataFrame, width: int = 80) -> Any:
 
 # --- plots ---------------------------------------------------------------------------------------------
 
+INTERVAL, MIN_MAX_REPLICAS, MIN_MAX_SEEDS, ONE_RUN = ("95 % interval", "min–max of too few replicas",
+                                                      "min–max over seeds", "one run")
+
+
 def _spread(values: np.ndarray) -> plots.Spread:
     finite = values[np.isfinite(values)]
     if not len(finite):
@@ -356,37 +467,101 @@ def _spread(values: np.ndarray) -> plots.Spread:
     return (float(finite.mean()), float(finite.min()), float(finite.max()))
 
 
-def render_plots(groups: Sequence[Configuration], pictures: Pictures) -> dict[str, bytes]:
-    """Every PNG: one bar or line per configuration (lines: the first :data:`~simcluster.experiments.pictures.MAX_LINES`), and the Gantt charts."""
+def bar_of(g: Configuration, name: str, vc: str, found: Uncertainty | None) -> tuple[plots.Spread, str]:
+    """A configuration's bar for figure ``name``: (mean, low, high) and what the error bar is — the 95 % interval of
+    its replicas' values (:data:`INTERVAL`), their min–max when they are too few for one, or the min–max over its
+    seeds (none when it has one run)."""
+    n = len(g.replicas)
+    found_interval = found.interval_of(g.label, name, vc) if found is not None and n else None
+    if found_interval is not None:
+        return (found_interval.mean, found_interval.low, found_interval.high), INTERVAL
+    kind = MIN_MAX_REPLICAS if n else (MIN_MAX_SEEDS if len(g.runs) > 1 else ONE_RUN)
+    return _spread(g.figure(name, vc)), kind
+
+
+def bars_caption(what: str, kinds: Sequence[str], groups: Sequence[Configuration]) -> str:
+    """What a bar chart's bars and error bars are, in words (the kinds of error bar among its bars)."""
+    counts = sorted({len(g.replicas) for g in groups if g.replicas})
+    replicas = (f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}–{counts[-1]}") + " replicas" if counts else ""
+    said = []
+    if INTERVAL in kinds:
+        rough = f", rough with fewer than {FEWEST} replicas" if counts and counts[0] < FEWEST else ""
+        said.append(f"error bars: 95 % interval over {replicas} (2.5th–97.5th percentile of the replicas' values"
+                    f"{rough})")
+    if MIN_MAX_REPLICAS in kinds:
+        said.append(f"min–max where fewer than {MIN_INTERVAL} replicas (too few for an interval)")
+    if MIN_MAX_SEEDS in kinds:
+        said.append("min–max over seeds for configurations without replicas")
+    if not said:
+        said.append("one run per configuration: no error bars")
+    bars = "mean over replicas" if INTERVAL in kinds or MIN_MAX_REPLICAS in kinds else "mean over seeds"
+    return f"{what}: bars: {bars}; " + "; ".join(said)
+
+
+def render_plots(groups: Sequence[Configuration], pictures: Pictures, found: Uncertainty | None = None
+                 ) -> tuple[dict[str, bytes], dict[str, str]]:
+    """Every PNG (one bar or line per configuration; lines: the first
+    :data:`~simcluster.experiments.pictures.MAX_LINES`), the Gantt charts, and a caption for each saying what its
+    bars, error bars and bands are."""
     bars = list(groups[:MAX_BARS])
     more = pictures.more
     vcs = list(dict.fromkeys(vc for g in bars for vc in g.vcs))
-    queue = {g.label: {vc: _spread(g.figure("avg_queue", vc)) for vc in g.vcs} for g in bars}
-    jct = {g.label: _spread(g.figure("avg_jct")) for g in bars}
+    jct_bars = {g.label: bar_of(g, "avg_jct", "all", found) for g in bars}
+    queue_bars = {g.label: {vc: bar_of(g, "avg_queue", vc, found) for vc in g.vcs} for g in bars}
+    mixed = len({kind for _, kind in jct_bars.values()}) > 1
+    jct = {(f"{label} [{kind}]" if mixed else label): spread for label, (spread, kind) in jct_bars.items()}
+    queue = {label: {vc: spread for vc, (spread, _) in per_vc.items()} for label, per_vc in queue_bars.items()}
+    jct_caption = bars_caption("Average JCT per configuration", [k for _, k in jct_bars.values()], bars)
+    queue_caption = bars_caption("Average queueing delay per VC", [k for v in queue_bars.values() for _, k in v.values()],
+                                 bars)
+    band = ("band: min–max over its replicas" if any(g.replicas for g in groups) else "band: min–max over its seeds")
     gantts = {f"gantt-{i}.png": plots.gantt(g.rows, g.gpus, g.bars, f"Jobs on GPUs: {g.label}"
                                             + (f"\n{g.note}" if g.note else ""), g.hours)
               for i, g in enumerate(pictures.gantts, start=1)}
     counts = {f"gpus-{i}.png": plots.gpu_counts(g.rows, g.bars, f"GPUs per job: {g.label}"
                                                 + (f"\n{g.note}" if g.note else ""))
               for i, g in enumerate(pictures.gpu_counts, start=1)}
-    return {
-        "avg_jct.png": plots.figure_bars(jct, "average JCT (s): mean over seeds, min–max bars",
-                                         "Average JCT per configuration"),
-        "jct_cdf.png": plots.jct_cdf(pictures.jct, title=f"JCT CDF per configuration (seeds pooled){more}"),
+    pooled = "replicas pooled" if any(g.replicas for g in groups) else "seeds pooled"
+    captions = {
+        "avg_jct.png": jct_caption,
+        "jct_cdf.png": f"JCT CDF per configuration ({pooled}){more}",
+        "queue_cdf.png": f"Queueing delay CDF per configuration ({pooled}){more}",
+        "queue_by_vc.png": queue_caption,
+        "utilization.png": f"GPU utilization over time{more}: each configuration's mean over its runs; {band}",
+        "pending.png": f"Pending jobs over time{more}: each configuration's mean over its runs; {band}",
+        **{name: f"Jobs on GPUs: {g.label}" for name, g in zip(gantts, pictures.gantts)},
+        **{name: f"GPUs per job: {g.label}" for name, g in zip(counts, pictures.gpu_counts)},
+    }
+    images = {
+        "avg_jct.png": plots.figure_bars(jct, "average JCT (s)", _wrapped(jct_caption)),
+        "jct_cdf.png": plots.jct_cdf(pictures.jct, title=captions["jct_cdf.png"]),
         "queue_cdf.png": plots.jct_cdf({k: np.maximum(v, 1.0) for k, v in pictures.queue.items()},
-                                       title=f"Queueing delay CDF per configuration (seeds pooled){more}",
+                                       title=captions["queue_cdf.png"],
                                        xlabel="queueing delay (s, log scale; 0 drawn at 1 s)"),
-        "queue_by_vc.png": plots.queue_by_vc(queue, vcs),
+        "queue_by_vc.png": plots.queue_by_vc(queue, vcs, _wrapped(queue_caption)),
         "utilization.png": plots.over_time(pictures.utilization, "GPU utilization (%)",
-                                           f"GPU utilization over time{more}", percent=True),
-        "pending.png": plots.over_time(pictures.pending, "pending jobs", f"Pending jobs over time{more}"),
+                                           _wrapped(captions["utilization.png"]), percent=True),
+        "pending.png": plots.over_time(pictures.pending, "pending jobs", _wrapped(captions["pending.png"])),
         **gantts,
         **counts,
     }
+    return images, captions
+
+
+def _wrapped(text: str, width: int = 100) -> str:
+    """A long caption as a plot title of lines at most ``width`` characters (at the '; ' between its parts)."""
+    lines: list[str] = []
+    for part in text.split("; "):
+        if lines and len(lines[-1]) + len(part) + 2 <= width:
+            lines[-1] += "; " + part
+        else:
+            lines.append(part)
+    return "\n".join(lines)
 
 
 def html_page(table: pd.DataFrame, images: dict[str, bytes], sources: Sequence[str],
-              charts: Sequence[interactive.Chart] = ()) -> str:
+              charts: Sequence[interactive.Chart] = (), captions: dict[str, str] | None = None,
+              found: Uncertainty | None = None, sizes: pd.DataFrame | None = None) -> str:
     columns = shown_columns(table)
     shown = formatted(table, columns)
     rows = "\n".join(
@@ -394,11 +569,28 @@ def html_page(table: pd.DataFrame, images: dict[str, bytes], sources: Sequence[s
                                "".join(f"<td>{html.escape(str(v))}</td>" for v in row))
         for row, vc in zip(shown.itertuples(index=False), table["vc"])
     )
-    head = "".join(f"<th>{html.escape(_HEADERS.get(c, c))}</th>" for c in columns)
+    head = "".join(f"<th>{html.escape(_header(c))}</th>" for c in columns)
     figures = "\n".join(
         f'<figure><img alt="{name}" src="data:image/png;base64,{base64.b64encode(data).decode()}">'
-        f"<figcaption>{name}</figcaption></figure>" for name, data in images.items()
+        f"<figcaption>{name}: {html.escape((captions or {}).get(name, ''))}</figcaption></figure>"
+        for name, data in images.items()
     )
+    by_size = ""
+    if sizes is not None and len(sizes):
+        columns_by_size = size_columns(sizes)
+        cells = formatted(sizes.assign(seeds="", vc="", notes=""), columns_by_size)
+        body = "\n".join("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in row) + "</tr>"
+                         for row in cells.itertuples(index=False))
+        by_size = ("<h2>By job size (GPUs per job)</h2>\n<p>Each figure's mean over a configuration's runs "
+                   "(min–max).</p>\n<table><thead><tr>" + "".join(f"<th>{html.escape(_header(c))}</th>"
+                                                           for c in columns_by_size)
+                   + f"</tr></thead><tbody>\n{body}\n</tbody></table>")
+    verdicts = ""
+    if found is not None and found.differences:
+        items = "\n".join(f'<li class="{"told" if d.told else "untold"}">{html.escape(d.verdict, quote=False)}</li>'
+                           for d in found.differences)
+        verdicts = (f"<h2>Paired differences</h2>\n<p>{html.escape(found.method)}. A difference is told only when its "
+                    f"95 % interval excludes 0.</p>\n<ul>\n{items}\n</ul>")
     live = "\n".join(f'<section class="chart" aria-label="{html.escape(title)}">{chart}</section>'
                       for title, chart in charts)
     script = interactive.plotly_script() if charts else ""
@@ -409,19 +601,24 @@ body {{ font-family: system-ui, sans-serif; margin: 2em; }}
 table {{ border-collapse: collapse; font-size: 0.85em; }}
 td, th {{ border: 1px solid #ccc; padding: 0.2em 0.5em; text-align: right; }}
 td:nth-child(-n+3), td:last-child, th {{ text-align: left; }}
+li.untold {{ color: #666; }}
 tr.all {{ font-weight: bold; background: #f4f4f4; }}
 img {{ max-width: 100%; }}
 section.chart {{ margin: 1em 0; }}
 </style>{script}</head><body>
 <h1>Comparison</h1>
-<p>Sources: {html.escape(", ".join(sources))}. Times in seconds; each figure is the mean over a configuration's
-seeds, with (min–max). Fairness: Jain's index over users of their mean 1/ρ; ρ = JCT ÷ JCT alone on a fair
-1/n share of the job's VC (simcluster.metrics.fairness).</p>
+<p>Sources: {html.escape(", ".join(sources))}. Times in seconds. {html.escape(what_cells_show(table).replace("`", ""))}
+Tail: max and p99.9 queueing delay, the share of jobs that waited longer than a bound, bounded slowdown =
+mean of max(1, JCT ÷ max(duration, 10 s)) (simcluster.metrics.tail). Fairness: Jain's index over users of their
+mean 1/ρ; ρ = JCT ÷ JCT alone on a fair 1/n share of the job's VC (simcluster.metrics.fairness).</p>
 <table><thead><tr>{head}</tr></thead><tbody>
 {rows}
 </tbody></table>
+{verdicts}
+{by_size}
 <h2>Charts</h2>
-<p>Drag to zoom, double-click to zoom out, hover a bar or a line for its values; a legend entry hides its line.</p>
+<p>Drag to zoom, double-click to zoom out, hover a bar or a line for its values; a legend entry hides its line.
+Lines over time: each configuration's mean over its runs, the shaded band their min–max (not an interval).</p>
 {live}
 <h2>Plots</h2>
 {figures}
@@ -436,11 +633,13 @@ class Report:
     folder: Path
     files: list[str]
     notes: list[str]
+    uncertainty: Uncertainty | None = None
 
 
 def write_report(paths: Sequence[Path], out: Path, overwrite: bool = False, baseline: str | None = None,
                  replicas: int = 0, perturb: str | None = None, seed: int = 0,
-                 gantt_window: tuple[float, float] | None = None, allow_missing: bool = False) -> Report:
+                 gantt_window: tuple[float, float] | None = None, allow_missing: bool = False,
+                 metrics: Sequence[str] | None = None, wait_bounds: Sequence[float] | None = None) -> Report:
     """Collect the runs under ``paths``, write the report folder ``out`` atomically, return the tables.
 
     ``out`` is replaced only if it is a report folder simcluster wrote, or with ``overwrite``
@@ -448,8 +647,10 @@ def write_report(paths: Sequence[Path], out: Path, overwrite: bool = False, base
     ``baseline``: a policy; each configuration's figures are also given relative to that policy's
     configuration on the same trace (:func:`~simcluster.experiments.aggregate.baseline_of`).
     Runs that are replicas (``sweep --replicas``), or ``replicas`` > 0 (a post-hoc bootstrap of the runs over
-    their trace's days), give each figure a 95 % interval and pairs of configurations their paired difference
-    (:mod:`simcluster.experiments.uncertainty`).  A missing or cut input is an error naming it; with
+    their trace's days), give each figure a 95 % interval and pairs of configurations the paired differences of
+    ``metrics`` (:data:`~simcluster.experiments.uncertainty.HEADLINE` by default) with verdicts
+    (:mod:`simcluster.experiments.uncertainty`).  ``wait_bounds``: the waits whose share of jobs exceeding them is
+    a figure (default: those the runs recorded, else 4 h).  A missing or cut input is an error naming it; with
     ``allow_missing`` the runs of a sweep that cannot be read are left out, and the notes name them.
     """
     if perturb is not None and not replicas:
@@ -460,36 +661,55 @@ def write_report(paths: Sequence[Path], out: Path, overwrite: bool = False, base
     perturb = perturb or "bootstrap"
     left_out: list[str] = []
     records = collect(paths, allow_missing, left_out)
+    bounds = sorted(set(wait_bounds or [b for r in records for b in r.summary.get("wait_bounds") or []]
+                        or DEFAULT_WAIT_BOUNDS))
+    figures = report_figures(bounds)
+    chosen = list(HEADLINE if metrics is None else metrics)
+    if metrics is None and bounds != list(DEFAULT_WAIT_BOUNDS):
+        chosen = [c for c in chosen if bound_of(c) is None] + [over_key(b) for b in bounds]
+    unknown = [m for m in chosen if m not in figures]
+    if unknown:
+        raise ReportError(f"--metrics {','.join(unknown)}: not a figure of the report; choose among "
+                          f"{', '.join(f for f in figures if f != 'jobs')} (a queue_over_BOUND figure needs "
+                          "--wait-bound BOUND)")
+    fill_tail(records, figures, bounds)
     groups = configurations(records)
     if baseline is not None and not any(g.policy == baseline for g in groups):
         raise ReportError(f"--baseline {baseline}: no run of that policy among "
                           f"{', '.join(sorted({g.policy for g in groups}))}")
-    table = aggregate(groups, baseline)
+    table = aggregate(groups, baseline, figures)
     try:
-        found = (posthoc_uncertainty(groups, replicas, perturb, seed, baseline) if replicas
-                 else replica_uncertainty(groups, baseline))
+        found = (posthoc_uncertainty(groups, replicas, perturb, seed, baseline, chosen, bounds) if replicas
+                 else replica_uncertainty(groups, figures, baseline, chosen))
     except ValueError as exc:
         raise ReportError(str(exc)) from None
     extra: dict[str, bytes] = {}
     if found is not None:
         table = found.with_intervals(table)
         extra["differences.csv"] = found.differences_frame().to_csv(index=False).encode()
-    runs = runs_table(records, groups)
+    runs = runs_table(records, groups, figures)
+    sizes = size_table(groups, bounds)
     pictures = gather(groups, gantt_window)
-    images = render_plots(groups, pictures)
+    images, captions = render_plots(groups, pictures, found)
     files: dict[str, bytes] = {
         "comparison.csv": table.to_csv(index=False).encode(),
-        "comparison.md": markdown(table).encode(),
+        "comparison.md": markdown(table, found, sizes).encode(),
         "runs.csv": runs.to_csv(index=False).encode(),
+        **({"sizes.csv": sizes.to_csv(index=False).encode()} if len(sizes) else {}),
         **extra,
         **images,
-        "report.html": html_page(table, images, [str(p) for p in paths], interactive.charts(pictures)).encode(),
+        "report.html": html_page(table, images, [str(p) for p in paths], interactive.charts(pictures), captions,
+                                 found, sizes).encode(),
     }
     write_folder(Path(out), {}, files=files, kind="report", inputs=paths, overwrite=overwrite)
     notes = left_out + [f"{row.label}: {row.notes}" for row in table.itertuples() if row.vc == "all" and row.notes]
     if baseline is not None:
         notes += [f"{row.label}: no {baseline} run on its trace to compare with" for row in table.itertuples()
                   if row.vc == "all" and not row.baseline]
+    few = [g.label for g in groups if 0 < len(g.replicas) < MIN_INTERVAL]
+    if few:
+        notes.append(f"{', '.join(few)}: fewer than {MIN_INTERVAL} replicas, too few for a 95 % interval; the "
+                     "table and plots show their min–max")
     if found is not None:
-        notes += [found.method] + [text for *_, text in found.differences]
-    return Report(table, runs, Path(out), list(files), notes)
+        notes += [found.method] + [d.verdict for d in found.differences]
+    return Report(table, runs, Path(out), list(files), notes, found)

@@ -52,8 +52,11 @@ class RunSpec:
     def row(self) -> dict[str, Any]:
         """The run's parameters, the first columns of its runs.csv row."""
         replica = {"replica": self.replica, "perturb": self.perturb} if self.replica is not None else {}
-        return {**dict(self.params), "run_id": self.run_id, "trace": self.trace_name, "policy": self.config.policy,
-                "placement": self.config.placement, "seed": self.config.seed, **replica}
+        from simcluster.plugins import policy_label
+
+        return {**dict(self.params), "run_id": self.run_id, "trace": self.trace_name,
+                "policy": policy_label(self.config.policy),  # a plug-in by its name, as the tables show it
+                "placement": policy_label(self.config.placement, "placement"), "seed": self.config.seed, **replica}
 
     def identity(self) -> str:
         """A stable digest of everything that makes the run's results: trace, VC config, every setting,

@@ -135,7 +135,7 @@ def merge_results(spec: RunSpec, parts: Sequence[Part]) -> RunResult:
 
 _POLICY_REPORT_SKIP = {"seed", "gpus", "load_cpu_seconds", "jobs", "avg_jct", "avg_queue", "p50_jct", "p99_jct",
                        "p99_queue", "makespan", "gpu_utilization", "preemptions", "restarts",
-                       "shared_gpu_fraction", "avg_slowdown", "jain_users", *RHO_FIGURES}
+                       "shared_gpu_fraction", "avg_run_slowdown", "jain_users", *RHO_FIGURES}
 
 
 def merge_timelines(timelines: Sequence[pd.DataFrame]) -> pd.DataFrame:

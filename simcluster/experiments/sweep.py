@@ -69,7 +69,14 @@ from simcluster.experiments.runs import (
 from simcluster.experiments.split import Part, execute_part, merge_parts, splittable, vcs_of
 from simcluster.limits import MAX_BLOCKS, MAX_REPLICAS, MAX_RUNS
 from simcluster.paths import resolve_data
-from simcluster.plugins import PluginError, display_name, resolve_policy, resolved_config
+from simcluster.plugins import (
+    PluginError,
+    absolute_spec,
+    display_name,
+    resolve,
+    resolve_policy,
+    resolved_config,
+)
 from simcluster.policies.base import settings_fields
 from simcluster.registry import UnknownPlugin
 from simcluster.results import FORMATS, OutputError, check_writable, write_run
@@ -103,6 +110,10 @@ def parse_seeds(text: str) -> list[int]:
         raise SweepError(f"--seed: expected integers separated by commas, got {text!r}") from None
 
 
+class ParsedSets(dict[str, list[tuple[str, Any]]]):
+    """``--set`` values as the command line gave them: name → [(text, value)] (:func:`parse_sets`)."""
+
+
 def parse_sets(items: Iterable[str]) -> dict[str, list[tuple[str, Any]]]:
     """``["quantum=60,120", …]`` → {"quantum": [("60", 60.0), ("120", 120.0)]}: SimConfig fields, typed.
 
@@ -114,7 +125,7 @@ def parse_sets(items: Iterable[str]) -> dict[str, list[tuple[str, Any]]]:
     """
     by_name = knobs()
     valid = [k for k in by_name if k not in FIXED_SETTINGS]
-    sets: dict[str, list[tuple[str, Any]]] = {}
+    sets: dict[str, list[tuple[str, Any]]] = ParsedSets()
     for item in items:
         key, sep, values = item.partition("=")
         key = key.strip()
@@ -136,8 +147,8 @@ def parse_sets(items: Iterable[str]) -> dict[str, list[tuple[str, Any]]]:
     return sets
 
 
-def build_grid(traces: Sequence[str], policies: Sequence[str], seeds: Sequence[int],
-               sets: dict[str, list[tuple[str, Any]]] | None = None, fmt: str = "csv",
+def build_grid(traces: Sequence[str], policies: Sequence[str | type], seeds: Sequence[int],
+               sets: Mapping[str, Any] | None = None, fmt: str = "csv",
                base: SimConfig | None = None, vc_config: str | Path | None = None, replicas: int = 0,
                perturb: str | None = None, trace_options: dict[str, Any] | None = None) -> list[RunSpec]:
     """Every combination, in the order traces × policies × seeds × settings (as given) × replicas, each built
@@ -147,9 +158,31 @@ def build_grid(traces: Sequence[str], policies: Sequence[str], seeds: Sequence[i
     ``perturb`` (:mod:`simcluster.experiments.replicas`); ``trace_options`` are the loader's.  Paths are
     made absolute (relative to the current directory).
 
+    ``policies`` are what ``--policy`` takes (a built-in name, a file, module:Class, an installed plug-in's
+    name) or policy classes; ``sets`` maps a setting (a run setting or a policy's own) to a value or a list of
+    values, as Python gives them — or :func:`parse_sets`'s output, as ``--set`` gives them.  Two plug-ins of one
+    name are an error (tables name a plug-in by its ``name``).
+
     >>> [spec.run_id for spec in build_grid(["synth:jobs=10,nodes=2,vcs=1"], ["fifo"], [0, 1])]
     ['synth-jobs10-nodes2-vcs1-fifo-seed0', 'synth-jobs10-nodes2-vcs1-fifo-seed1']
+    >>> from simcluster.sdk import Policy
+    >>> class Newest(Policy):
+    ...     name = "newest"  # (tables and run ids name it so)
+    ...     def pending_key(self, job):
+    ...         return -job.submit_time
+    >>> specs = build_grid(["synth:jobs=10,nodes=2,vcs=1"], [Newest, "srtf"], [0],
+    ...                    sets={"quantum": [60, 120], "preempt_overhead_small": 5})
+    >>> [spec.run_id for spec in specs][:2]
+    ['synth-jobs10-nodes2-vcs1-newest-seed0-quantum=60-preempt_overhead_small=5', 'synth-jobs10-nodes2-vcs1-newest-seed0-quantum=120-preempt_overhead_small=5']
+    >>> build_grid(["synth:jobs=10,nodes=2,vcs=1"], ["fifo"], [0], sets={"quantm": 60})
+    Traceback (most recent call last):
+    ...
+    simcluster.experiments.runs.SweepError: sets['quantm']: unknown setting 'quantm': no run setting, and no policy of this sweep (fifo) declares it; valid keys: ...
     """
+    python = not isinstance(sets, ParsedSets)  # from Python: errors say sets[...] and policies[...], not --set
+    flag = "sets" if python else "--set"
+    policies = _policy_specs(policies)
+    sets = _typed_sets(sets) if python and sets is not None else sets
     if fmt not in FORMATS:
         raise SweepError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     try:
@@ -175,7 +208,8 @@ def build_grid(traces: Sequence[str], policies: Sequence[str], seeds: Sequence[i
             raise SweepError(f"--vc-config {vc_config}: no such file")
     traces = [t if t.startswith(SYNTH_PREFIX) else str(resolve_data(t).resolve()) for t in traces]
     names = _trace_names(traces)
-    own = own_setting_keys(policies, sets)
+    own = own_setting_keys(policies, sets, flag)
+    _one_policy_per_name(policies)
     specs: list[RunSpec] = []
     for trace, name in zip(traces, names):
         for policy in policies:
@@ -189,7 +223,7 @@ def build_grid(traces: Sequence[str], policies: Sequence[str], seeds: Sequence[i
                     try:
                         config = SimConfig.from_settings(
                             {"policy": policy, "seed": seed, **{k: v for k, _, v in combo if k in knobs()}},
-                            "--set", base=base)
+                            flag, base=base)
                         given = {k: v for k, _, v in combo if k not in knobs()}
                         if given:
                             config = replace(config,
@@ -216,7 +250,78 @@ def build_grid(traces: Sequence[str], policies: Sequence[str], seeds: Sequence[i
     return specs
 
 
-def own_setting_keys(policies: Sequence[str], sets: Mapping[str, Any]) -> dict[str, set[str]]:
+def _policy_specs(policies: Sequence[str | type]) -> list[str]:
+    """The sweep's policies as specs: a class as :func:`~simcluster.plugins.absolute_spec` names it (a class
+    defined in a file: the file and the class, which the workers load)."""
+    if isinstance(policies, (str, type)):
+        policies = [policies]
+    found = []
+    for i, policy in enumerate(policies):
+        if isinstance(policy, type):
+            try:
+                found.append(absolute_spec(policy))
+            except PluginError as exc:
+                raise SweepError(f"policies[{i}]: {exc}") from None
+        elif isinstance(policy, str) and policy.strip():
+            found.append(policy.strip())
+        else:
+            raise SweepError(f"policies[{i}]: give a policy's name, a file (path/to/file.py[:Class]), "
+                             f"module:Class or a policy class; got {policy!r}")
+    return found
+
+
+def _typed_sets(sets: Mapping[str, Any]) -> dict[str, list[tuple[str, Any]]]:
+    """``{"quantum": [60, 120], "max_wait": 3600}`` (a value or a list of values per setting, as Python gives
+    them) → :func:`parse_sets`'s form; a run setting's values typed and checked, with errors that name
+    ``sets[...]``."""
+    if not isinstance(sets, Mapping):
+        raise SweepError(f"sets: give a dict of setting → value or list of values, got {type(sets).__name__}")
+    by_name = knobs()
+    typed: dict[str, list[tuple[str, Any]]] = {}
+    for key, given in sets.items():
+        where = f"sets[{key!r}]"
+        if not isinstance(key, str) or not key.isidentifier():
+            raise SweepError(f"{where}: a setting's name is a Python identifier (quantum, max_wait, ...)")
+        if key in FIXED_SETTINGS:
+            raise SweepError(f"{where}: give the {key}s as build_grid's {key}s argument, not in sets")
+        values = list(given) if isinstance(given, (list, range)) else [given]
+        if not values:
+            raise SweepError(f"{where}: an empty list; give a value or a list of values")
+        made = []
+        for value in values:
+            text = value if isinstance(value, str) else (
+                "/".join(f"{v:g}" if isinstance(v, float) else str(v) for v in value)
+                if isinstance(value, tuple) else (f"{value:g}" if isinstance(value, float) else str(value)))
+            if key in by_name:
+                try:
+                    value = coerce(by_name[key], value, where)
+                except ConfigError as exc:
+                    raise SweepError(str(exc)) from None
+            made.append((text, value))
+        texts = [t for t, _ in made]
+        if len(set(texts)) != len(texts):
+            raise SweepError(f"{where}: a value is given twice: {given!r}")
+        typed[key] = made
+    return typed
+
+
+def _one_policy_per_name(policies: Sequence[str]) -> None:
+    """Tables name a plug-in by its declared ``name``: two policies of one name in a sweep are an error."""
+    seen: dict[str, str] = {}
+    for policy in policies:
+        label = _policy_label(policy)
+        try:
+            _, origin = resolve(policy, "policy")
+            where = f"the built-in {label}" if origin.source == "built-in" else origin.spec
+        except PluginError:
+            where = policy
+        if label in seen and seen[label] != where:
+            raise SweepError(f"two policies of this sweep are named {label!r}: {seen[label]} and {where}; tables "
+                             "name a plug-in by its `name` — give one of them another name")
+        seen[label] = where
+
+
+def own_setting_keys(policies: Sequence[str], sets: Mapping[str, Any], flag: str = "--set") -> dict[str, set[str]]:
     """Per policy, the ``--set`` keys that are its own settings (no SimConfig field of that name); a key that no
     policy of the sweep declares is an error."""
     unknown = [k for k in sets if k not in knobs()]
@@ -230,7 +335,8 @@ def own_setting_keys(policies: Sequence[str], sets: Mapping[str, Any]) -> dict[s
     for key in unknown:
         if not any(key in keys for keys in found.values()):
             valid = [k for k in knobs() if k not in FIXED_SETTINGS]
-            raise SweepError(f"--set {key}=…: unknown setting {key!r}: no run setting, and no policy of this sweep "
+            named = f"--set {key}=…" if flag == "--set" else f"{flag}[{key!r}]"
+            raise SweepError(f"{named}: unknown setting {key!r}: no run setting, and no policy of this sweep "
                              f"({', '.join(map(_policy_label, policies))}) declares it; valid keys: {', '.join(valid)}")
     return found
 

@@ -42,9 +42,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from simcluster.metrics.tail import DEFAULT_WAIT_BOUNDS, bounded_slowdown, over_key
+
 RHO_FIGURES = ("rho_mean", "rho_p50", "rho_p99", "rho_max", "rho_above_1")
-USER_COLUMNS = ["user", "vcs", "jobs", "unfinished", "avg_jct", "p50_jct", "avg_queue", "avg_slowdown", "mean_rho",
-                "gpu_seconds", "gpu_share"]
+USER_COLUMNS = ["user", "vcs", "jobs", "unfinished", "avg_jct", "p50_jct", "avg_queue", "max_queue", "queue_over_4h",
+                "avg_jct_slowdown", "avg_bounded_slowdown", "mean_rho", "gpu_seconds", "gpu_share"]
+OLD_USER_NAMES = {"avg_slowdown": "avg_jct_slowdown"}  # users.csv of folders written before the names changed
 
 
 def jain_index(values: Sequence[float] | np.ndarray) -> float | None:
@@ -128,12 +131,18 @@ def fairness_figures(jobs: pd.DataFrame) -> dict[str, Any]:
     }
 
 
-def users_table(jobs: pd.DataFrame) -> pd.DataFrame:
+def users_table(jobs: pd.DataFrame, wait_bounds: Sequence[float] = DEFAULT_WAIT_BOUNDS) -> pd.DataFrame:
     """``users.csv``: per user, its VCs, jobs (finished, and unfinished when a run stopped early), average
-    and median JCT, average queueing delay, average slowdown (JCT ÷ duration), mean ρ, GPU-seconds held
-    and their share of all jobs' GPU-seconds.  Figures over finished jobs; users sorted by name."""
+    and median JCT, average and longest queueing delay, the share of its jobs that waited longer than each of
+    ``wait_bounds`` (``queue_over_4h``), average JCT slowdown (JCT ÷ max(duration, 1 s); named
+    ``avg_slowdown`` in folders written before), average bounded slowdown (max(1, JCT ÷ max(duration, 10 s)):
+    :mod:`simcluster.metrics.tail`), mean ρ, GPU-seconds held and their share of all jobs' GPU-seconds.
+    Figures over finished jobs; users sorted by name."""
+    overs = [over_key(b) for b in sorted(set(wait_bounds))]
+    columns = [*USER_COLUMNS[:USER_COLUMNS.index("queue_over_4h")], *overs,
+               *USER_COLUMNS[USER_COLUMNS.index("queue_over_4h") + 1:]]
     if not len(jobs):
-        return pd.DataFrame(columns=USER_COLUMNS)
+        return pd.DataFrame(columns=columns)
     # grouped by the users' codes, found once: grouping by the text would hash a million strings per figure
     # (codes in the names' order, -1 for a job without a user, which grouping by name would drop too)
     codes, names = pd.factorize(jobs["user"].astype(str), sort=True)
@@ -141,22 +150,27 @@ def users_table(jobs: pd.DataFrame) -> pd.DataFrame:
     per_job = pd.DataFrame({
         "jobs": done, "unfinished": ~done, "gpu_seconds": (jobs["busy_time"] * jobs["gpu_num"]).to_numpy(),
     })
+    queue, jct = jobs["queue"].to_numpy(float)[done], jobs["jct"].to_numpy(float)[done]
+    duration = jobs["duration"].to_numpy(float)[done]
     finished = pd.DataFrame({
-        "avg_jct": jobs["jct"].to_numpy()[done],
-        "avg_queue": jobs["queue"].to_numpy()[done],
-        "avg_slowdown": (jobs["jct"] / np.maximum(jobs["duration"].astype(float), 1.0)).to_numpy()[done],
+        "avg_jct": jct,
+        "avg_queue": queue,
+        **{key: queue > b for key, b in zip(overs, sorted(set(wait_bounds)), strict=True)},
+        "avg_jct_slowdown": jct / np.maximum(duration, 1.0),
+        "avg_bounded_slowdown": bounded_slowdown(jct, duration),
         "mean_rho": jobs["rho"].to_numpy(float)[done] if "rho" in jobs.columns else np.nan,
     })
     totals = per_job.groupby(codes).sum()
     by_user = finished.groupby(codes[done])
     table = pd.concat([totals[["jobs", "unfinished"]].astype(np.int64), by_user.mean(),
-                       by_user["avg_jct"].median().rename("p50_jct"), totals["gpu_seconds"]], axis=1)
+                       by_user["avg_jct"].median().rename("p50_jct"),
+                       by_user["avg_queue"].max().rename("max_queue"), totals["gpu_seconds"]], axis=1)
     table = table.reindex(range(len(names)))  # (drops -1, jobs without a user)
     table.insert(0, "vcs", _vcs_of(codes, jobs["vc"], len(names)))
     total = float(per_job["gpu_seconds"].sum())
     table["gpu_share"] = table["gpu_seconds"] / total if total > 0 else 0.0
     table.index = names.rename("user")
-    return table.reset_index()[USER_COLUMNS]
+    return table.reset_index()[columns]
 
 
 def _vcs_of(codes: np.ndarray, vcs: pd.Series, users: int) -> list[str]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from operator import attrgetter
 from typing import Any
 
@@ -11,6 +11,7 @@ import pandas as pd
 
 from simcluster.job import Job, JobState
 from simcluster.metrics.fairness import fairness_figures
+from simcluster.metrics.tail import DEFAULT_WAIT_BOUNDS, frame_tail, size_figures
 
 JOB_COLUMNS = [
     "job_id", "vc", "user", "gpu_num", "submit_time", "start_time", "end_time", "duration", "queue", "jct",
@@ -138,18 +139,23 @@ def _whole_if_whole(values: np.ndarray) -> np.ndarray:
 
 
 def figures(frame: pd.DataFrame, gpus: int, sharing: tuple[float, float] = (0.0, 0.0),
-            run_end: float | None = None) -> dict[str, Any]:
-    """avg/p50/p99 JCT, avg/p99 queue, makespan, GPU utilization, sharing and fairness of a set of jobs.
+            run_end: float | None = None, wait_bounds: Sequence[float] = DEFAULT_WAIT_BOUNDS) -> dict[str, Any]:
+    """avg/p50/p99 JCT, avg/p99 queue, the tail (max and p99.9 queue, the share of jobs that waited longer than
+    each of ``wait_bounds``, bounded slowdown: :mod:`simcluster.metrics.tail`), makespan, GPU utilization,
+    sharing and fairness of a set of jobs.
 
     ``sharing``: (GPU-seconds of shared GPUs, job-seconds beyond the first job of a GPU) as the
     cluster counted them, so that a GPU holding two jobs counts once in the utilization.
     JCT, queueing and fairness figures are over finished jobs; when some did not finish, the
     makespan runs to ``run_end`` (the run's end) and the utilization counts their GPU time too.
+    ``avg_run_slowdown`` is the mean over finished jobs of 1 ÷ their mean speed while running (how much
+    slower than alone they ran: shared GPUs, spread placements); not JCT ÷ duration, which is
+    ``avg_jct_slowdown`` in ``users.csv``, nor the bounded slowdown.
     """
     done = frame[frame["end_time"].notna()]
     if done.empty:
         return {k: 0.0 for k in ("avg_jct", "avg_queue", "p50_jct", "p99_jct", "p99_queue", "makespan",
-                                 "gpu_utilization")} | {"jobs": 0} | fairness_figures(done)
+                                 "gpu_utilization")} | {"jobs": 0} | frame_tail(done, wait_bounds) | fairness_figures(done)
     jct, queue = done["jct"].to_numpy(), done["queue"].to_numpy()
     last = float(done["end_time"].max())
     if run_end is not None and len(done) < len(frame):
@@ -167,32 +173,60 @@ def figures(frame: pd.DataFrame, gpus: int, sharing: tuple[float, float] = (0.0,
         "p50_jct": float(np.percentile(jct, 50)),
         "p99_jct": float(np.percentile(jct, 99)),
         "p99_queue": float(np.percentile(queue, 99)),
+        **frame_tail(done, wait_bounds),
         "makespan": makespan,
         "gpu_utilization": busy / (gpus * makespan) if makespan > 0 and gpus else 0.0,
         "preemptions": int(frame["preemptions"].sum()),
         "restarts": int(frame["restarts"].sum()),
         "shared_gpu_fraction": shared / busy if busy > 0 else 0.0,
-        "avg_slowdown": float((1.0 / done["mean_speed"]).mean()),
+        "avg_run_slowdown": float((1.0 / done["mean_speed"]).mean()),
         **fairness_figures(done),
     }
 
 
+OLD_NAMES = {"avg_slowdown": "avg_run_slowdown"}  # summary.json of folders written before the names changed
+
+
+def current_names(summary: dict[str, Any]) -> dict[str, Any]:
+    """A summary read back from a folder, with its figures under today's names (an older ``avg_slowdown``, which
+    meant 1 ÷ mean speed, is ``avg_run_slowdown``), overall and per VC.
+
+    >>> current_names({"avg_slowdown": 1.2, "per_vc": {"a": {"avg_slowdown": 1.1}}})
+    {'avg_run_slowdown': 1.2, 'per_vc': {'a': {'avg_run_slowdown': 1.1}}}
+    """
+    def renamed(figures: dict[str, Any]) -> dict[str, Any]:
+        if not any(old in figures and new not in figures for old, new in OLD_NAMES.items()):
+            return figures
+        return {(OLD_NAMES[k] if k in OLD_NAMES and OLD_NAMES[k] not in figures else k): v for k, v in figures.items()}
+
+    summary = renamed(summary)
+    if isinstance(summary.get("per_vc"), dict):
+        summary["per_vc"] = {vc: renamed(f) if isinstance(f, dict) else f for vc, f in summary["per_vc"].items()}
+    return summary
+
+
 def summarize(frame: pd.DataFrame, vc_gpus: Mapping[str, int],
               vc_sharing: Mapping[str, tuple[float, float]] | None = None, partition_gpus: int = 0,
-              run_end: float | None = None, **header: Any) -> dict[str, Any]:
-    """The run's ``summary.json``: ``header`` (policy, placement, timings...), overall and per-VC figures.
+              run_end: float | None = None, wait_bounds: Sequence[float] = DEFAULT_WAIT_BOUNDS,
+              **header: Any) -> dict[str, Any]:
+    """The run's ``summary.json``: ``header`` (policy, placement, timings...), overall, per-VC and per-size
+    figures (``per_size``: :func:`~simcluster.metrics.tail.size_figures`).
 
     ``partition_gpus``: GPUs of a policy's own partitions (lucid's profiler), counted in the
     overall utilization but not in any VC's.  ``run_end``: when the run stopped, if some jobs did not finish.
+    ``wait_bounds``: the waits whose share of jobs exceeding them is a figure (``queue_over_4h``).
     """
     summary: dict[str, Any] = dict(header)
     vc_sharing = vc_sharing or {}
     total = (sum(s for s, _ in vc_sharing.values()), sum(e for _, e in vc_sharing.values()))
-    summary.update(figures(frame, sum(vc_gpus.values()) + partition_gpus, total, run_end))
+    wait_bounds = sorted(set(wait_bounds))
+    summary.update(figures(frame, sum(vc_gpus.values()) + partition_gpus, total, run_end, wait_bounds))
     vcs = frame["vc"]
     slim = frame.drop(columns=["job_id", "vc"], errors="ignore")  # (text figures do not read: less to copy per VC)
     summary["per_vc"] = {
-        vc: figures(slim[(vcs == vc).to_numpy()], gpus, vc_sharing.get(vc, (0.0, 0.0)), run_end)
+        vc: figures(slim[(vcs == vc).to_numpy()], gpus, vc_sharing.get(vc, (0.0, 0.0)), run_end, wait_bounds)
         for vc, gpus in vc_gpus.items()
     }
+    summary["per_size"] = size_figures(frame, wait_bounds)
+    summary["wait_bounds"] = wait_bounds
     return summary

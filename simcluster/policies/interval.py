@@ -12,6 +12,7 @@ carries it out.  No timer is left once the VC has no jobs, so a run ends when it
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from simcluster.placement.base import Plan
@@ -46,14 +47,16 @@ class IntervalPolicy(Policy):
                 return
             self._decided[vc.name] = now
         jobs = sorted([*vc.pending, *vc.running], key=lambda j: (j.submit_time, j.index))
-        plans, batches = self.allocate(vc, jobs, now)
+        found = self.allocate(vc, jobs, now)
+        plans, batches = (found, {}) if isinstance(found, Mapping) else found  # {job: plan}, or (plans, batches)
         apply_allocations(ctx, vc, plans, batches)
         if len(vc.pending) or vc.running:
             ctx.wake_at((math.floor(now / interval) + 1) * interval)
 
-    def allocate(self, vc: VCView, jobs: list[JobView], now: float) -> tuple[dict[JobView, Plan], dict[JobView, Any]]:
-        """Every job's plan (absent or empty: no GPUs) and batch (absent: its user's), for the active ``jobs``
-        of ``vc`` in submission order."""
+    def allocate(self, vc: VCView, jobs: list[JobView], now: float
+                 ) -> Mapping[JobView, Plan] | tuple[Mapping[JobView, Plan], Mapping[JobView, Any]]:
+        """Every job's plan, ``{job: plan}`` (absent or empty: no GPUs), for the active ``jobs`` of ``vc`` in
+        submission order; or ``(plans, batches)`` to also give jobs a batch (absent: its user's)."""
         raise NotImplementedError
 
     @staticmethod

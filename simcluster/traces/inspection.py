@@ -26,7 +26,7 @@ from simcluster.traces.columns import CUSTOM, FIELDS, KNOWN_FORMATS
 from simcluster.traces.csvfile import describe_delimiter
 from simcluster.traces.joblog import JobLog
 from simcluster.traces.realised import realised_by_vc
-from simcluster.traces.stats import trace_stats
+from simcluster.traces.stats import run_vc_gpus, trace_stats
 
 PERCENTILES = (10, 50, 90, 99)
 HETERO_COLUMNS = {
@@ -65,18 +65,20 @@ def inspect_trace(trace: Trace, gpus_per_node: int = 8) -> dict[str, Any]:
                            "max": float(durations.max())}
     record["gpu_histogram"] = {str(int(g)): int(n) for g, n in frame["gpu_num"].value_counts().sort_index().items()}
     if isinstance(trace, JobLog):
-        record["load"] = load_record(frame, trace.vc_nodes, gpus_per_node)
+        record["load"] = load_record(frame, trace.vc_nodes, gpus_per_node, run_vc_gpus(trace, gpus_per_node))
     record["skipped"] = dict(trace.skipped)
     record["warnings"] = list(trace.warnings)
     return record
 
 
-def load_record(frame: pd.DataFrame, vc_nodes: dict[str, int], gpus_per_node: int) -> dict[str, Any]:
+def load_record(frame: pd.DataFrame, vc_nodes: dict[str, int], gpus_per_node: int,
+                vc_gpus: dict[str, int] | None = None) -> dict[str, Any]:
     """Each VC's and the cluster's GPUs, offered load (GPU-seconds asked ÷ (GPUs × span)) and realised load
     (the part of that work run within the span, had every job started when submitted); None where no size
-    is known."""
-    stats = trace_stats(frame, vc_nodes, gpus_per_node)
-    realised = realised_by_vc(frame, vc_nodes, gpus_per_node)
+    is known.  ``vc_gpus``: each VC's GPUs where they are not its nodes × ``gpus_per_node`` (a trace's own
+    cluster, as a run counts it: :func:`~simcluster.traces.stats.run_vc_gpus`)."""
+    stats = trace_stats(frame, vc_nodes, gpus_per_node, vc_gpus=vc_gpus or None)
+    realised = realised_by_vc(frame, vc_gpus, 1) if vc_gpus else realised_by_vc(frame, vc_nodes, gpus_per_node)
     return {"window_seconds": realised["window_seconds"],
             "vcs": {v.name: {"gpus": v.gpus, "offered": v.load, "realised": realised["vcs"].get(v.name)}
                     for v in stats.vcs},

@@ -58,6 +58,7 @@ from simcluster.traces.sizing import (
     offered_load,
     read_vc_config,
 )
+from simcluster.traces.stats import load_doubts, vc_gpus_of
 from simcluster.traces.times import MAX_SECONDS, TimeRule, submit_seconds
 from simcluster.traces.units import parse_time_format, seconds_per
 from simcluster.traces.venus import WORKLOAD, throughput_log_beside, workload_columns
@@ -237,6 +238,7 @@ def _build(where: Path, raw: pd.DataFrame, problems: RowProblems, reading: _Read
     frame, vc_nodes, skipped = _settle(frame, len(raw), vc_nodes, reading.gpus_per_node, problems, mapping,
                                        reading.skip_invalid)
     doubts = unit_doubts(frame, rule, str(mapping["duration"]), reading.duration_unit)
+    doubts += load_doubts(frame, vc_gpus_of(typed.only(vc_nodes) if typed else None, vc_nodes, reading.gpus_per_node))
     return JobLog(str(where), frame, vc_nodes, skipped, 0.0, None, fmt.name, rule.describe(), rule.epoch, sizing,
                  typed.only(vc_nodes) if typed else None, sep or ",", reading.duration_unit or "s", mapping, doubts)
 

@@ -17,6 +17,7 @@ without VCs that has no size yet, :func:`sizes_for_loads` says which ``--nodes``
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +28,8 @@ from simcluster.traces.sizing import nodes_for_load, offered_load
 
 PERCENTILES = (10, 50, 90, 99)
 TARGET_LOADS = (0.5, 0.8, 1.0)
+HIGHEST_LOAD, LOWEST_LOAD = 10.0, 1e-3  # offered loads beyond these: a unit misread, not a busy cluster
+FEWEST_JOBS = 100  # (fewer jobs: a small example, whose load says little)
 
 
 @dataclass(frozen=True)
@@ -57,10 +60,11 @@ class TraceStats:
 
 
 def trace_stats(frame: pd.DataFrame, vc_nodes: dict[str, int], gpus_per_node: int,
-                total_gpus: int | None = None) -> TraceStats:
+                total_gpus: int | None = None, vc_gpus: Mapping[str, int] | None = None) -> TraceStats:
     """``frame``: one row per job with ``vc, gpu_num, duration, submit_time`` (GPU counts may be
     fractional); ``vc_nodes`` may be empty (not sized); ``total_gpus`` overrides nodes × GPUs per node
-    for the whole (a heterogeneous cluster)."""
+    for the whole (a heterogeneous cluster), ``vc_gpus`` each VC's (a trace's own cluster:
+    :func:`run_vc_gpus`)."""
     first, last = float(frame["submit_time"].min()), float(frame["submit_time"].max())
     span = last - first
     asked = frame["gpu_num"].astype(float) * frame["duration"].astype(float)
@@ -71,13 +75,14 @@ def trace_stats(frame: pd.DataFrame, vc_nodes: dict[str, int], gpus_per_node: in
     vcs = []
     for name in names:
         nodes = vc_nodes.get(name)
-        gpus = nodes * gpus_per_node if nodes is not None else None
+        gpus = (vc_gpus or {}).get(name, nodes * gpus_per_node if nodes is not None else None)
         seconds = float(by_vc.get(name, 0.0))
         vcs.append(VcStats(name, nodes, gpus, int(jobs.get(name, 0)), seconds, int(np.ceil(largest.get(name, 0))),
                            offered_load(seconds, gpus, span) if gpus else None))
     sized = all(v.nodes is not None for v in vcs)
     nodes = sum(v.nodes or 0 for v in vcs) if sized else None
-    gpus = total_gpus if total_gpus is not None else (nodes * gpus_per_node if nodes is not None else None)
+    gpus = total_gpus if total_gpus is not None else (
+        sum(v.gpus or 0 for v in vcs) if vc_gpus and sized else (nodes * gpus_per_node if nodes is not None else None))
     seconds = float(asked.sum())
     total = VcStats("all", nodes, gpus, len(frame), seconds, int(np.ceil(frame["gpu_num"].max())),
                     offered_load(seconds, gpus, span) if gpus else None)
@@ -87,6 +92,64 @@ def trace_stats(frame: pd.DataFrame, vc_nodes: dict[str, int], gpus_per_node: in
     durations = {"mean": float(d.mean()), **{f"p{p}": float(np.percentile(d, p)) for p in PERCENTILES},
                  "max": float(d.max())}
     return TraceStats(len(frame), vcs, total, histogram, durations, first, last)
+
+
+def run_vc_gpus(trace: Any, gpus_per_node: int) -> dict[str, int]:
+    """Each VC's GPUs as a run of ``trace`` counts them (:func:`simcluster.api.cluster_of` without ``--cluster``):
+    the trace's own cluster where it has one (a Pollux workload's 16 nodes of 4 GPUs, a VC config's GPU types),
+    else its VCs' nodes of ``gpus_per_node`` GPUs; empty when it is not sized."""
+    return vc_gpus_of(getattr(trace, "cluster", None), getattr(trace, "vc_nodes", None) or {}, gpus_per_node)
+
+
+def vc_gpus_of(cluster: Any, vc_nodes: Mapping[str, int], gpus_per_node: int) -> dict[str, int]:
+    """Each VC's GPUs: those of ``cluster`` (a :class:`~simcluster.cluster_spec.ClusterSpec`) when given, else
+    ``vc_nodes`` × ``gpus_per_node``."""
+    if cluster is not None:
+        found: dict[str, int] = {}
+        for group in cluster.groups:
+            found[group.vc] = found.get(group.vc, 0) + group.nodes * group.gpus_per_node
+        return found
+    return {vc: nodes * gpus_per_node for vc, nodes in vc_nodes.items()}
+
+
+def load_doubts(frame: pd.DataFrame, vc_gpus: Mapping[str, int]) -> list[str]:
+    """A warning when the offered load on the cluster of ``vc_gpus`` (GPU-seconds asked ÷ (GPUs × span)) is beyond
+    what a cluster sees — above :data:`HIGHEST_LOAD` (times in a coarser unit than seconds crowd the jobs into
+    too short a span) or below :data:`LOWEST_LOAD` (milliseconds read as seconds stretch it) — saying what was
+    seen and which option reads the data otherwise; none for fewer than :data:`FEWEST_JOBS` jobs.
+
+    >>> jobs = pd.DataFrame({"gpu_num": 8, "duration": 36_000, "submit_time": range(0, 2_000, 10)})
+    >>> load_doubts(jobs, {"a": 64})[0]  # doctest: +ELLIPSIS
+    'offered load 452× the cluster: 200 jobs submitted within 33 minutes ask 16,000 GPU-hours of 64 GPUs; ...'
+    """
+    gpus = sum(vc_gpus.values())
+    if len(frame) < FEWEST_JOBS or gpus <= 0:
+        return []
+    submit = frame["submit_time"].to_numpy(float)
+    span = float(submit.max() - submit.min())
+    asked = float((frame["gpu_num"].to_numpy(float) * frame["duration"].to_numpy(float)).sum())
+    load = offered_load(asked, gpus, span)
+    if load is None:
+        return []
+    seen = (f"{len(frame):,} jobs submitted within {_span_words(span)} ask {asked / 3600:,.0f} GPU-hours of "
+            f"{gpus:,} GPUs")
+    if load > HIGHEST_LOAD:
+        return [(f"offered load {load:,.0f}× the cluster: {seen}; submit times in a coarser unit than seconds "
+                "(minutes, kiloseconds) read as seconds? Convert them to seconds (or give --time-format for "
+                "dates); durations in milliseconds read as seconds? give --duration-unit ms; or the cluster too "
+                "small? (--vc-config, --nodes)")]
+    if load < LOWEST_LOAD:
+        return [(f"offered load {load:.2g} of the cluster: {seen}; submit times in milliseconds read as seconds? "
+                "give --time-format epoch-ms (Unix milliseconds) or convert them to seconds; durations in "
+                "minutes or hours read as seconds? give --duration-unit min or h")]
+    return []
+
+
+def _span_words(seconds: float) -> str:
+    for unit, size in (("days", 86400.0), ("hours", 3600.0), ("minutes", 60.0)):
+        if seconds >= 2 * size:
+            return f"{seconds / size:,.0f} {unit}"
+    return f"{seconds:,.0f} s"
 
 
 def sizes_for_loads(stats: TraceStats, gpus_per_node: int, loads: tuple[float, ...] = TARGET_LOADS

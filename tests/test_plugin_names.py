@@ -1,0 +1,135 @@
+"""A plug-in is named by its declared name wherever tables name policies; every place that takes a policy takes
+the same specs; the Python API of sweeps takes what the command line takes, in Python's terms."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from simcluster.api import simulate
+from simcluster.cli import app
+from simcluster.config import SimConfig
+from simcluster.experiments.sweep import SweepError, build_grid, parse_sets, run_sweep
+from simcluster.plugins import display_name
+from simcluster.traces.synth import SynthSpec, synthesize
+
+runner = CliRunner()
+SYNTH = "synth:jobs=30,nodes=2,vcs=1,seed=4"
+CAPPED = '''
+from dataclasses import dataclass
+from simcluster.sdk import Policy, setting, start_in_order_until_blocked
+
+@dataclass(frozen=True)
+class Knobs:
+    max_wait: float = setting(3600.0, "Seconds after which a job goes first.", min=0)
+
+class SrtfCap(Policy):
+    """Shortest job first, but a job waiting longer than max_wait goes first."""
+    name = "srtf-cap"
+    Settings = Knobs
+
+    def pending_key(self, job):
+        return (job.duration, job.index)
+
+    schedule = staticmethod(start_in_order_until_blocked)
+'''
+
+
+def write(folder: Path, name: str, text: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def test_a_plugin_is_labelled_by_its_name_and_its_file_stays_in_the_summary(tmp_path):
+    path = write(tmp_path, "srtf_cap.py", CAPPED)
+    summary = simulate(synthesize(SynthSpec(jobs=20, nodes=2, vcs=1, seed=2)), SimConfig(policy=str(path))).summary
+    assert summary["policy"] == "srtf-cap"
+    assert summary["policy_source"]["spec"] == str(path) and len(summary["policy_source"]["sha256"]) == 64
+    assert summary["config"]["policy"] == str(path)
+
+
+def test_a_subclass_of_a_builtin_is_not_named_like_the_builtin(tmp_path):
+    path = write(tmp_path, "mine.py", '''
+        from simcluster.policies.srtf import ShortestRemainingTimeFirst
+
+        class MySrtf(ShortestRemainingTimeFirst):
+            """srtf, subclassed."""
+    ''')
+    assert display_name(str(path)) == "MySrtf"
+
+
+def test_a_sweep_names_a_plugin_by_its_name_and_the_report_takes_its_name_or_file_as_baseline(tmp_path,
+                                                                                            monkeypatch):
+    write(tmp_path, "srtf_cap.py", CAPPED)
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "sweep"
+    done = runner.invoke(app, ["sweep", "--trace", SYNTH, "--policy", "fifo,./srtf_cap.py", "--out", str(out),
+                               "--workers", "1", "-q"])
+    assert done.exit_code == 0, done.stderr
+    runs = pd.read_csv(out / "runs.csv")
+    assert sorted(runs["policy"]) == ["fifo", "srtf-cap"]
+    assert any("srtf-cap" in run for run in runs["run_id"])
+    for baseline in ("./srtf_cap.py", "srtf-cap"):
+        report = tmp_path / f"report-{baseline.strip('./')}"
+        made = runner.invoke(app, ["report", str(out), "--out", str(report), "--baseline", baseline, "--json"])
+        assert made.exit_code == 0, made.stderr
+        table = pd.read_csv(report / "comparison.csv")
+        assert "srtf-cap" in set(table["policy"]) and not table["policy"].str.contains("/").any()
+        assert set(table["baseline"].dropna()) == {"srtf-cap"}
+    unknown = runner.invoke(app, ["report", str(out), "--out", str(tmp_path / "r3"), "--baseline", "nobody"])
+    assert unknown.exit_code != 0 and "no run of that policy" in unknown.stderr
+
+
+def test_two_plugins_of_one_name_in_a_sweep_are_an_error_naming_both_files(tmp_path):
+    first = write(tmp_path / "a", "srtf_cap.py", CAPPED)
+    second = write(tmp_path / "b", "cap.py", CAPPED.replace("Shortest job first", "Another"))
+    with pytest.raises(SweepError, match="two policies of this sweep are named 'srtf-cap'") as caught:
+        build_grid([SYNTH], ["fifo", str(first), str(second)], [0])
+    assert str(first) in str(caught.value) and str(second) in str(caught.value)
+    done = runner.invoke(app, ["sweep", "--trace", SYNTH, "--policy", f"{first},{second}",
+                               "--out", str(tmp_path / "out"), "-q"])
+    assert done.exit_code != 0 and "named 'srtf-cap'" in " ".join(done.stderr.split())
+
+
+def test_build_grid_takes_policy_classes_and_plain_setting_values(tmp_path):
+    path = write(tmp_path, "srtf_cap.py", CAPPED)
+    from simcluster.plugins import resolve_policy
+
+    cls = resolve_policy(str(path))
+    specs = build_grid([SYNTH], [cls, "srtf"], [0], sets={"max_wait": [3600, 7200], "quantum": 60})
+    ids = [s.run_id for s in specs]
+    assert len(ids) == 3 and all("quantum=60" in i for i in ids)
+    mine = [s for s in specs if "srtf-cap" in s.run_id]
+    assert [dict(s.config.policy_settings)["max_wait"] for s in mine] == [3600.0, 7200.0]
+    assert [s.config.quantum for s in specs] == [60.0] * 3
+    scalar = build_grid([SYNTH], [cls], [0], sets={"max_wait": 3600})
+    assert dict(scalar[0].config.policy_settings)["max_wait"] == 3600.0
+    outcome = run_sweep(scalar, tmp_path / "out", workers=1)
+    assert not outcome.failed
+    assert json.loads(next((tmp_path / "out" / "runs").glob("*/summary.json")).read_text())["policy"] == "srtf-cap"
+
+
+@pytest.mark.parametrize(("kwargs", "said"), [
+    ({"sets": {"quantum": "soon"}}, "sets['quantum']: setting 'quantum' must be a number"),
+    ({"sets": {"no_such": [1, 2]}}, "sets['no_such']: unknown setting 'no_such'"),
+    ({"sets": {"quantum": []}}, "sets['quantum']: an empty list"),
+    ({"sets": {"seed": [1]}}, "sets['seed']: give the seeds as build_grid's seeds argument"),
+    ({"policies": ["fifo", 3]}, "policies[1]: give a policy's name"),
+])
+def test_build_grid_errors_speak_python_not_the_command_line(kwargs, said):
+    given = {"policies": ["fifo"], **kwargs}
+    with pytest.raises(SweepError) as caught:
+        build_grid([SYNTH], given.pop("policies"), [0], **given)
+    assert said in str(caught.value) and "--set" not in str(caught.value)
+
+
+def test_the_command_line_still_says_its_flag():
+    with pytest.raises(SweepError, match=r"--set no_such=…: unknown setting"):
+        build_grid([SYNTH], ["fifo"], [0], parse_sets(["no_such=1"]))
