@@ -25,6 +25,21 @@ from simcluster.colocation.loader import ColocationModel
 from simcluster.config import SimConfig
 from simcluster.doubts import fallbacks_warning, table_warnings
 from simcluster.engine import Simulation
+from simcluster.faults import (  # noqa: F401  (the fault-log API, as `lucid-sim faults` runs it)
+    FaultFit,
+    FaultLog,
+    LogReplay,
+    RateModel,
+    Repair,
+    daly_interval,
+    ettr,
+    fit_faults,
+    fit_log,
+    load_fit,
+    optimal_interval,
+    read_fault_log,
+    young_interval,
+)
 from simcluster.job import Job, JobState
 from simcluster.metrics import ClusterTimeline, NodeFailures, Observer
 from simcluster.metrics.elastic import (

@@ -21,6 +21,7 @@ from simcluster.cli import (  # noqa: F401  (register the commands)
     check,
     diff,
     experiments,
+    faults,
     fragmentation,
     info,
     run,
