@@ -21,8 +21,10 @@ class SrtfKept(Policy):
         self.orders = {}  # VC name → its running jobs, by the end of their run at full speed
 
     def on_run_start(self, job, vc):
-        end = job.run_started_at + job.overhead_left + job.work_left
-        self.orders.setdefault(vc.name, RunningOrder()).add(end, job)
+        order = self.orders.get(vc.name)
+        if order is None:
+            order = self.orders[vc.name] = RunningOrder()
+        order.add(job.run_started_at + job.overhead_left + job.work_left, job)  # the end of its run at full speed
 
     def on_run_stop(self, job, vc):
         self.orders[vc.name].remove(job)
@@ -31,7 +33,13 @@ class SrtfKept(Policy):
         return job.remaining_at(0.0)  # a waiting job's remaining time does not change
 
     def schedule(self, vc, ctx):
+        if not vc.pending:
+            return  # the running jobs fit the quota by construction: nothing can change
+        order = self.orders.get(vc.name) or RunningOrder()
+        head = vc.pending.first()
+        if len(vc.pending) == 1 and order.gpus + head.gpu_num <= vc.total_gpus:
+            ctx.try_start(head)  # the one waiting job fits beside every running one: the walk would start it
+            return
         now = ctx.now
-        order = self.orders.setdefault(vc.name, RunningOrder())
         if walk_quota(vc, ctx, order, key=Minus(now)):  # end - now: the remaining time (Minus: searched fast)
             ctx.wake_at(now)  # the preempted jobs' remaining time grew by the restore overhead: look again
