@@ -8,8 +8,9 @@ or zero cell, is :class:`~simcluster.elastic.pollux_apps.OutOfMeasuredRange`: ne
 
 The most GPUs a job may use (:meth:`ElasticFlowThroughputs.max_gpus`) follows the artifact: under
 ElasticFlow's own policies a per-model rule (``models.get_max_gpu``: e.g. gpt2 at batch 128 at most 16,
-bert at 64 at most 8, else at most the batch and 64); under every other policy (EDF, Tiresias, …) the
-largest measured count, at most 64 and at most the global batch.
+bert at 64 at most 8, else at most the batch and 64; on T4s, the tables of ``throughputs_T4``, its T4 rule:
+ncf 1, yolov3 4, bert and cifar10 16, deepspeech2 at 320 32, else 64); under every other policy (EDF,
+Tiresias, …) the largest measured count, at most 64 and at most the global batch.
 
 >>> table = ElasticFlowThroughputs({"m": {64: {1: 2.0, 2: 3.0, 4: 3.5, 8: float("nan")}}})
 >>> table.rate("m", 64, 2), table.levels("m", 64), table.max_gpus("m", 64, rule="measured")
@@ -32,6 +33,8 @@ ELASTICFLOW_CAPS: dict[tuple[str, int], int] = {
     ("gpt2", 128): 16, ("gpt2", 256): 32, ("bert", 64): 8, ("bert", 128): 16,
     ("inception3", 64): 16, ("inception3", 128): 32, ("resnet50", 64): 32, ("vgg16", 64): 32,
 }
+# the same rule on T4s (Pollux's applications, the artifact's elasticVpollux_e trace): per model, else 64
+ELASTICFLOW_T4_CAPS: dict[str, int] = {"bert": 16, "cifar10": 16, "yolov3": 4, "ncf": 1}
 
 
 @dataclass
@@ -39,6 +42,7 @@ class ElasticFlowThroughputs:
     """model → global batch → GPUs → iterations per second (NaN or 0: not measured)."""
 
     tables: dict[str, dict[int, dict[int, float]]]
+    gpu_type: str = "A100"  # whose caps ElasticFlow's own policies follow (its --gpu_type)
 
     def _row(self, model: str, batch: int) -> dict[int, float]:
         if model not in self.tables:
@@ -66,6 +70,8 @@ class ElasticFlowThroughputs:
         """The most GPUs a job may use: ``rule`` "elasticflow" (the artifact's caps for its own policies)
         or "measured" (every other policy's: the largest measured count, ≤ 64, ≤ the batch)."""
         if rule == "elasticflow":
+            if self.gpu_type == "T4":
+                return 32 if (model, batch) == ("deepspeech2", 320) else ELASTICFLOW_T4_CAPS.get(model, MAX_GPUS)
             return ELASTICFLOW_CAPS.get((model, batch), min(batch, MAX_GPUS))
         if rule != "measured":
             raise ValueError(f"rule must be 'elasticflow' or 'measured', got {rule!r}")
@@ -101,4 +107,5 @@ def load_elasticflow_throughputs(folder: str | Path) -> ElasticFlowThroughputs:
                              for row in frame.itertuples(index=False)}
     if not tables:
         raise TraceError(folder, "no <model>.csv throughput tables in it")
-    return ElasticFlowThroughputs(tables)
+    kind = folder.name.removeprefix("throughputs_") if folder.name.startswith("throughputs_") else "A100"
+    return ElasticFlowThroughputs(tables, kind)

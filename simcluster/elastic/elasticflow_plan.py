@@ -98,6 +98,9 @@ class Plan:
     # ``line`` not merged yet (None: merged): up to this time; past it, it was merged and has not changed since
     merge_until: float | None = field(default=None, repr=False)
     changes: Changes | None = field(default=None, repr=False)  # what taking the plan does to ``line``, if not done
+    # the artifact's allocation table also holds a 0 at the first breakpoint after the period the plan ends in (if
+    # that comes before the deadline's grid point): its GPU-seconds then count the last count until there
+    tail: float | None = field(default=None, repr=False)
     _gpu_seconds: float | None = field(default=None, repr=False)
 
     @property
@@ -120,6 +123,14 @@ class Plan:
         if self._gpu_seconds is None:  # (kept: every probe's is compared with its job's)
             self._gpu_seconds = gpu_time(self.steps, self.end)
         return self._gpu_seconds
+
+    @property
+    def artifact_gpu_seconds(self) -> float:
+        """The GPU-seconds as the artifact counts them (``utils.get_allocation_time`` over its allocation table,
+        whose trailing 0 at ``tail`` makes the last count run on to there)."""
+        if self.tail is None or self.tail <= self.end or not self.steps:
+            return self.gpu_seconds
+        return self.gpu_seconds + self.steps[-1][1] * (self.tail - self.end)
 
 
 def align(start: float, time: float, slot: float | None) -> float:
@@ -267,7 +278,8 @@ def _plan_on(job: DeadlineJob, line: Timeline, now: float, slot: float | None, f
                 changes.gpus = gives[:i]
                 reserved.append((t, end, give))
                 steps += zip(points[:i + 1], gives[:i + 1])
-                return _done(steps, end, real_end, deadline, line, reach, changes)
+                tail = points[i + 1] if i + 1 < len(points) else None
+                return _done(steps, end, real_end, deadline, line, reach, changes, tail)
             left -= made
         taken += points
         changes.gpus = gives
@@ -308,9 +320,9 @@ def _plan_on(job: DeadlineJob, line: Timeline, now: float, slot: float | None, f
 
 
 def _done(steps: list[tuple[float, int]], end: float, real_end: float, deadline: float, line: Timeline,
-          reach: float, changes: Changes) -> Plan:
+          reach: float, changes: Changes, tail: float | None = None) -> Plan:
     return Plan(merged_steps(steps), end, real_end, real_end <= deadline, line, merge_until=max(end, reach),
-                changes=changes)
+                changes=changes, tail=tail)
 
 
 def plan_in_order(jobs: Sequence[DeadlineJob], total_gpus: int, now: float, slot: float | None = 60.0
@@ -335,7 +347,8 @@ def admit(admitted: Sequence[DeadlineJob], arriving: Sequence[DeadlineJob], tota
 
 
 def allocate_spare(jobs: Sequence[DeadlineJob], timeline: Timeline, now: float, slot: float | None = 60.0,
-                   largest_first: bool = True, rerank: str = "lazy") -> Timeline:
+                   largest_first: bool = True, rerank: str = "lazy", gpu_time_rule: str = "exact",
+                   order_out: list[DeadlineJob] | None = None) -> Timeline:
     """Hand the GPUs free now on ``timeline`` to ``jobs`` (each with its ``plan`` and ``gpus`` set) by
     marginal return (see the module's docstring); updates the jobs' ``gpus`` and ``plan`` and returns the
     timeline left.
@@ -344,11 +357,19 @@ def allocate_spare(jobs: Sequence[DeadlineJob], timeline: Timeline, now: float, 
     ``"all"`` re-plans every job that may grow after each step-up, as the artifact does (a step-up costs a
     plan per job); ``"lazy"`` re-plans only the job about to be chosen and takes it if its fresh rank still
     leads, else puts it back in the queue (a step-up costs a plan or two).  They choose alike while ranks
-    only fall as the cluster fills; where a rank rises they may differ.
+    only fall as the cluster fills; where a rank rises they may differ.  ``gpu_time_rule``: ``"exact"`` ranks by
+    the plans' GPU-seconds to their ends, ``"artifact"`` as the artifact counts them
+    (:attr:`Plan.artifact_gpu_seconds`).  ``order_out`` (``rerank="all"``) receives the jobs in the order the
+    hand-out ranked them last (ties in the order given), as the artifact's job list is left.
     """
-    handout = _Handout(timeline, now, slot, largest_first)
+    if gpu_time_rule not in ("exact", "artifact"):
+        raise ValueError(f"gpu_time_rule must be 'exact' or 'artifact', not {gpu_time_rule!r}")
+    handout = _Handout(timeline, now, slot, largest_first, gpu_time_rule == "artifact")
     if rerank == "all":
-        handout.rerank_all(list(jobs))
+        order = list(jobs)
+        handout.rerank_all(order)
+        if order_out is not None:
+            order_out[:] = order
     elif rerank == "lazy":
         handout.rerank_lazily(list(jobs))
     else:
@@ -359,8 +380,10 @@ def allocate_spare(jobs: Sequence[DeadlineJob], timeline: Timeline, now: float, 
 class _Handout:
     """One hand-out of spare GPUs: the timeline as it fills, the GPUs still free now, and how jobs rank."""
 
-    def __init__(self, timeline: Timeline, now: float, slot: float | None, largest_first: bool) -> None:
+    def __init__(self, timeline: Timeline, now: float, slot: float | None, largest_first: bool,
+                 artifact_gpu_time: bool = False) -> None:
         self.line, self.now, self.slot, self.largest_first = timeline.copy(), now, slot, largest_first
+        self.artifact_gpu_time = artifact_gpu_time
         self.line.merge()  # (so that a plan made on it needs merging only where it changed it)
         self.spare = timeline.free_at(now)
         self.waiting = math.inf if largest_first else -math.inf  # the rank of a job with no GPUs yet: first
@@ -382,6 +405,8 @@ class _Handout:
             return self.waiting, None
         step = _next_level(job)
         plan = self.probe(job, step)
+        if self.artifact_gpu_time:
+            return (plan.artifact_gpu_seconds - job.plan.artifact_gpu_seconds) / (step - job.gpus), plan
         return (plan.gpu_seconds - job.plan.gpu_seconds) / (step - job.gpus), plan
 
     def probe(self, job: DeadlineJob, step: int) -> Plan:

@@ -58,6 +58,29 @@ class DeadlineSettings:
                           "GPUs: current (the next step of the plans now in force); every (also the steps of plans "
                           "made by earlier decisions, since re-planned, as the artifact's figures here were "
                           "reproduced with).", choices=("current", "every"))
+    overhead_cache: str = setting("job", "(overheads=artifact) What the cache of GPUs seen since the last restart "
+                                  "round is keyed by: job (a job on the very GPUs it held before pays only the "
+                                  "base cost); ranks (any job on a set of GPUs that any job held before, as the "
+                                  "artifact keys its cache by the GPU ranks alone); placement (the ranks the "
+                                  "artifact's placement would give: every job placed afresh at each decision, "
+                                  "largest first, ties by deadline, packed from GPU 0, so a job's key is its first "
+                                  "rank and its count).", choices=("job", "ranks", "placement"))
+    finish_round: str = setting("exact", "When a job's completion is decided on: exact (when it ends); rounded (as "
+                                "the artifact: at its plan's end, rounded up to the slot grid, plus the overhead of "
+                                "its last decision; its GPUs idle until then). Needs slot > 0 to differ; EDF ignores it.",
+                                choices=("exact", "rounded"))
+    unfinished: bool = setting(False, "(finish_round=rounded, overheads=artifact, overhead_timing=next-round) A "
+                               "job that ended here is still planned at a decision before its end event, for the "
+                               "iterations its last overhead cost (the artifact finds it short of them, idle since "
+                               "its end), its GPUs held by no one; it ends at the end event of that plan.")
+    gpu_time: str = setting("exact", "How the spare-GPU hand-out counts a plan's GPU-seconds: exact (to its end); "
+                            "artifact (as the artifact's allocation table does: the last count runs on to the first "
+                            "breakpoint after the period the plan ends in). EDF ignores it.", choices=("exact", "artifact"))
+    overhead_timing: str = setting("now", "(overheads=artifact) When a decision's overhead is paid: now (a pause "
+                                   "at the decision, delaying the job's end); next-round (as the artifact: taken "
+                                   "out of the progress the job made by the next decision, at most all of it, and "
+                                   "forgiven if the job ends first, so that the last decision's overhead never "
+                                   "makes a job late).", choices=("now", "next-round"))
 
 
 @dataclass(frozen=True)
@@ -73,10 +96,32 @@ class VcState:
     jobs: dict[JobView, DeadlineJob] = field(default_factory=dict)  # jobs seen (admitted or best-effort), not done
     held_until: float = -math.inf  # (slot batching) nothing is decided before this
     rounds: int = 0  # decisions made (artifact overheads: every 60th is a restart round)
-    cache: set[tuple[str, tuple[tuple[int, int], ...]]] = field(default_factory=set)  # (artifact) GPUs held before
+    cache: set[tuple[str, tuple[tuple[int, Any], ...]]] = field(default_factory=set)  # (artifact) GPUs held before
     wake: float | None = None  # when the last decision asked to decide again (None: at the next event)
     changed: bool = True  # a job ended or the VC's GPUs changed since the last decision
     total: int = 0  # the VC's GPUs that were up at the last decision
+    owed: dict[JobView, tuple[float, float, float]] = field(default_factory=dict)  # (next-round) seconds, since, rate
+    carry: dict[JobView, float] = field(default_factory=dict)  # (next-round) iterations lost, not yet charged
+    charged: dict[JobView, float] = field(default_factory=dict)  # (artifact) each job's overhead at the last decision
+    releases: list[float] = field(default_factory=list)  # (finish_round=rounded) when completions are decided on
+    # (finish_round=rounded) jobs ended here that the artifact still runs: their last overhead unpaid at its next round
+    phantoms: dict[str, Phantom] = field(default_factory=dict)
+
+
+@dataclass
+class Phantom:
+    """A job that has ended here but that the artifact's simulator still runs until its end event (its plan's
+    rounded end plus its last overhead): a round before then finds it short of the iterations that overhead cost,
+    idle since its exact end, and plans the rest (``finish_round=rounded``).  Planned with the others, its GPUs
+    held in the plans but given to no one."""
+
+    info: DeadlineJob
+    since: float  # when it was last planned (or ended)
+    real_end: float  # when its plan ends exactly (no progress after it)
+    owed: float  # overhead seconds owed from ``since`` on
+    gpus: int  # GPUs its plan gives it from ``since``
+    release: float  # the artifact's end event: from then on it is gone
+    planned: bool = False  # planned at a decision since it ended here
 
 
 class DeadlinePolicy(Policy):
@@ -88,6 +133,7 @@ class DeadlinePolicy(Policy):
     reads: ClassVar[frozenset[str]] = frozenset({"schedule_interval", "arrivals_wait", "restart_delay"})
     cap_rule: ClassVar[str] = "measured"  # the GPU cap of each job (ElasticFlowThroughputs.max_gpus)
     trace_format: ClassVar[str] = "elasticflow"  # its jobs need ElasticFlow's models (the conformance kit's traces)
+    end_events: ClassVar[bool] = False  # whether finish_round applies (the artifact's EDF decides at the exact end)
     Settings = DeadlineSettings
 
     def __init__(self, config: Any = None) -> None:
@@ -115,15 +161,24 @@ class DeadlinePolicy(Policy):
         known = state.jobs
         total = sum(node.gpu_count for node in vc.nodes if node.up)
         newcomers = [job for job in vc.pending if job not in known]
+        if state.releases:  # (finish_round=rounded) a completion is decided on at its job's end event
+            due = any(t <= now for t in state.releases)
+            state.releases = [t for t in state.releases if t > now]
+            if not due and not newcomers and state.releases and now != state.wake:
+                ctx.wake_at(min(state.releases))
+                return
         if (self.settings.replan == "current" and not newcomers and not state.changed and total == state.total
                 and now != state.wake):
             return  # a wake asked for by a decision since re-planned: nothing to decide
         state.changed, state.total = False, total
+        lost = self._owed_iterations(vc, state, now)
         for job in [*vc.pending, *vc.running]:
             if job in known:
-                known[job].work = _iterations_left(job, now)
+                known[job].work = _iterations_left(job, now) + lost.get(job, 0.0)
         arriving = {job: self._deadline_job(job, total, now) for job in newcomers if job.deadline is not None}
         admitted = [d for job, d in known.items() if job.deadline is not None]
+        phantoms = self._phantoms_now(state, now)
+        admitted += [ghost.info for ghost in phantoms]
         if arriving and not self.admits(admitted, list(arriving.values()), total, now):
             for job in arriving:
                 ctx.decline(job)
@@ -140,12 +195,22 @@ class DeadlinePolicy(Policy):
                 give = max((g for g in info.levels if g <= free), default=0)
                 counts[info.key] = give
                 free -= give
+        for ghost in phantoms:  # (their GPUs idle: held by the artifact's plans, by no job here)
+            ghost.gpus, ghost.since = counts.pop(ghost.info.key, 0), now
+            plan = ghost.info.plan
+            ghost.real_end = plan.real_end if plan is not None else now
+            ghost.owed = overhead_seconds(ghost.gpus, total, False, cached=True) if ghost.gpus else 0.0
+            if not ghost.planned:  # (planned once: later rounds no longer move its end event here)
+                ghost.release = (plan.end if plan is not None else now) + ghost.owed
+                ghost.planned = True
+                state.releases.append(ghost.release)  # (its end event is a round, as any job's)
+                state.changed = True
         by_key = {info.key: job for job, info in known.items()}
         plans = place(vc, {by_key[key]: gpus for key, gpus in counts.items() if gpus})
         overheads = self.settings.overheads
         apply_allocations(ctx, vc, plans, delay=None if overheads == "restart-delay" else 0.0)
         if overheads == "artifact":
-            self._charge_artifact_overheads(vc, ctx, total, state)
+            self._charge_artifact_overheads(vc, ctx, total, state, lost)
         if self.config.arrivals_wait:
             state.held_until = now + self.config.schedule_interval
             if again is not None:
@@ -153,11 +218,43 @@ class DeadlinePolicy(Policy):
         state.wake = again
         if again is not None:
             ctx.wake_at(again)
+        later = [t for t in state.releases if t > now]
+        if later:  # (finish_round=rounded) the next end event of a job ended here
+            ctx.wake_at(max(min(later), state.held_until if self.config.arrivals_wait else now))
 
     def on_finish(self, job: JobView, now: float) -> None:
         for state in self._vcs.values():
-            if state.jobs.pop(job, None) is not None:
+            info = state.jobs.pop(job, None)
+            if info is not None:
                 state.changed = True
+                if self.end_events and self.settings.finish_round == "rounded" and info.plan is not None:
+                    release = info.plan.end + state.charged.get(job, 0.0)
+                    state.releases.append(max(release, now))
+                    if release > now:
+                        seconds, since, rate = state.owed.get(job, (0.0, now, 0.0))
+                        short = min(seconds, max(0.0, now - since)) * rate
+                        if short > 0 and self.settings.overheads == "artifact" and self.settings.unfinished:
+                            info.work, info.gpus = short, 0
+                            state.phantoms[info.key] = Phantom(info, now, now, 0.0, 0, release)
+            state.charged.pop(job, None)
+            state.owed.pop(job, None)
+
+    def _phantoms_now(self, state: VcState, now: float) -> list[Phantom]:
+        """The phantoms still in the artifact's simulation at ``now``, their iterations left brought up to now."""
+        for key, ghost in list(state.phantoms.items()):
+            if now >= ghost.release:
+                del state.phantoms[key]
+                continue
+            plan, stop = ghost.info.plan, min(now, ghost.real_end)
+            if plan is not None and ghost.since < stop:  # what its plan made since (its overhead out of the start)
+                pause = ghost.since + ghost.owed
+                for (t, g), (t_next, _) in zip(plan.steps, [*plan.steps[1:], (math.inf, 0)], strict=True):
+                    lo, hi = max(t, pause), min(t_next, stop)
+                    if g and hi > lo:
+                        ghost.info.work -= (hi - lo) * ghost.info.rate(g)
+            if ghost.info.work <= 1e-9:
+                del state.phantoms[key]
+        return list(state.phantoms.values())
 
     def _deadline_job(self, job: JobView, total: int, now: float) -> DeadlineJob:
         work = job.elastic.model if job.elastic is not None else None
@@ -170,17 +267,60 @@ class DeadlinePolicy(Policy):
         deadline = math.inf if job.deadline is None else job.deadline
         return DeadlineJob(job.job_id, _iterations_left(job, now), deadline, sorted(rates), rates.__getitem__)
 
-    def _charge_artifact_overheads(self, vc: VCView, ctx: SchedulingContext, total: int, state: VcState) -> None:
-        """ElasticFlow's simulated overheads (see the ``overheads`` setting), charged as each job's restart delay."""
+    def _owed_iterations(self, vc: VCView, state: VcState, now: float) -> dict[JobView, float]:
+        """(overhead_timing=next-round) The iterations each job loses now to the overhead of the last decision:
+        at most what it made since, none if it has ended."""
+        lost, state.carry = state.carry, {}
+        running = set(vc.running)
+        for job, (seconds, since, rate) in state.owed.items():
+            if job in running:
+                lost[job] = lost.get(job, 0.0) + min(seconds, max(0.0, now - since)) * rate
+        state.owed.clear()
+        return lost
+
+    def _charge_artifact_overheads(self, vc: VCView, ctx: SchedulingContext, total: int, state: VcState,
+                                   lost: dict[JobView, float] | None = None) -> None:
+        """ElasticFlow's simulated overheads (see the ``overheads`` setting), charged as each job's restart delay
+        (``overhead_timing=now``), or owed until the next decision and charged then (``next-round``)."""
         restart = is_restart_round(state.rounds)
         state.rounds += 1
         if restart:
             state.cache.clear()
+        later = self.settings.overhead_timing == "next-round"
+        first_rank: dict[JobView, int] = {}
+        if self.settings.overhead_cache == "placement":
+            at = 0
+            ranked: dict[str, int] = getattr(self, "_order", {})
+            for job in sorted(vc.running, key=lambda j: (-j.gpu_num, ranked.get(j.job_id, math.inf), _deadline(j),
+                                                         j.submit_time, j.job_id)):
+                first_rank[job] = at
+                at += job.gpu_num
         for job in vc.running:
-            held = (job.job_id, tuple(sorted((node.index, len(ids)) for node, ids in job.allocation)))
+            if job in first_rank:
+                held = ("", ((first_rank[job], job.gpu_num),))
+            elif self.settings.overhead_cache == "ranks":
+                held = ("", tuple(sorted((node.index, tuple(sorted(ids))) for node, ids in job.allocation)))
+            else:
+                held = (job.job_id, tuple(sorted((node.index, len(ids)) for node, ids in job.allocation)))
             delay = overhead_seconds(job.gpu_num, total, restart, cached=held in state.cache)
             state.cache.add(held)
-            ctx.resize(job, [(node, len(ids)) for node, ids in job.allocation], delay=delay)
+            state.charged[job] = delay
+            plan = [(node, len(ids)) for node, ids in job.allocation]
+            if not later:
+                ctx.resize(job, plan, delay=delay)
+                continue
+            rate = state.jobs[job].rate(job.gpu_num) if job in state.jobs else 0.0
+            state.owed[job] = (delay, ctx.now, rate)
+            behind = (lost or {}).pop(job, 0.0)
+            if behind > 0 and rate > 0:
+                ctx.resize(job, plan, delay=behind / rate)
+        for job, behind in (lost or {}).items():  # lost by jobs that hold no GPUs now: charged at their next start
+            if behind > 0 and job in state.jobs:
+                state.carry[job] = behind
+
+
+def _deadline(job: JobView) -> float:
+    return math.inf if job.deadline is None else job.deadline
 
 
 def _iterations_left(job: JobView, now: float) -> float:
@@ -245,11 +385,13 @@ class ElasticFlow(DeadlinePolicy):
     """
 
     cap_rule = "elasticflow"
+    end_events = True
 
     def __init__(self, config: Any = None) -> None:
         super().__init__(config)
         # the admission's plans (when, of which jobs): an admitted batch's decision plans the same jobs again
         self._admission: tuple[float, list[DeadlineJob], tuple[list[Any], Any, bool]] | None = None
+        self._order: dict[str, int] = {}  # (overhead_cache=placement) each job's place in the last hand-out's order
 
     def admits(self, admitted: list[DeadlineJob], arriving: list[DeadlineJob], total: int, now: float) -> bool:
         jobs = [*admitted, *arriving]
@@ -271,7 +413,12 @@ class ElasticFlow(DeadlinePolicy):
             plans, line, _ = plan_in_order(admitted, total, now, slot)
         for job, plan in zip(admitted, plans, strict=True):
             job.plan, job.gpus = plan, plan.gpus_at(now)
-        allocate_spare(admitted, line, now, slot, rerank=self.settings.rerank)
+        order: list[DeadlineJob] = []
+        if self.settings.gpu_time == "artifact":  # (as the artifact: its job list sorted by deadline first)
+            admitted = sorted(admitted, key=lambda job: job.deadline)
+        allocate_spare(admitted, line, now, slot, rerank=self.settings.rerank, gpu_time_rule=self.settings.gpu_time,
+                       order_out=order)
+        self._order = {job.key: i for i, job in enumerate(order or admitted)}
         steps = [t for job in admitted if job.plan is not None for t, _ in job.plan.steps if t > now]
         return {job.key: job.gpus for job in admitted}, min(steps, default=None)
 
@@ -297,7 +444,8 @@ class Edf(DeadlinePolicy):
     def counts(self, admitted: list[DeadlineJob], total: int, now: float) -> tuple[dict[str, int], float | None]:
         return edf_allocate(admitted, total), None
 
-    def _charge_artifact_overheads(self, vc: VCView, ctx: SchedulingContext, total: int, state: VcState) -> None:
+    def _charge_artifact_overheads(self, vc: VCView, ctx: SchedulingContext, total: int, state: VcState,
+                                   lost: dict[JobView, float] | None = None) -> None:
         """The artifact's EDF pays no overhead."""
 
 

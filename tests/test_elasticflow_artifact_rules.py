@@ -1,0 +1,93 @@
+"""The rules of ElasticFlow's simulator that `--preset elasticflow-artifact` now reproduces for `elasticflow`
+(issue 45): the GPU-seconds its marginal returns count, when a decision's overhead is paid, and that EDF is left
+as it was.  Jobs of one linear model (1 iteration per GPU-second) on one node of 8 GPUs, worked out on paper."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from simcluster.config import SimConfig
+from simcluster.elastic.elasticflow_model import ElasticFlowThroughputs
+from simcluster.elastic.elasticflow_plan import DeadlineJob, plan_min_share
+from simcluster.elastic.state import ElasticState
+from simcluster.elastic.timeline import Timeline
+from simcluster.elastic.work import ElasticFlowWork
+from simcluster.engine import Simulation
+from simcluster.job import Job
+from simcluster.policies.elasticflow import Edf, ElasticFlow
+from simcluster.presets import resolve_config
+
+LEVELS = (1, 2, 4, 8)
+TABLE = ElasticFlowThroughputs({"linear": {8: {g: float(g) for g in LEVELS}}})
+
+
+def linear(work: float, deadline: float) -> DeadlineJob:
+    return DeadlineJob("j", work, deadline, list(LEVELS), float)
+
+
+def flow_job(index: int, iterations: float, deadline: float, submit: float = 0.0) -> Job:
+    job = Job(index=index, job_id=f"j{index}", vc="a", gpu_num=1, submit_time=submit, duration=iterations,
+              deadline=deadline)
+    work = ElasticFlowWork(TABLE, "linear", 8, float(iterations))
+    job.elastic = ElasticState(work, work.total / job.duration, 8, 1)
+    return job
+
+
+def run(policy_class: type, jobs: list[Job], **settings: Any) -> None:
+    policy = policy_class(SimConfig(gpus_per_node=8, restart_delay=30.0))
+    policy.settings = replace(policy.settings, **settings)
+    Simulation(jobs, {"a": 1}, policy.config, policy=policy).run()
+
+
+def test_the_artifacts_gpu_seconds_run_the_last_count_on_to_the_next_breakpoint() -> None:
+    # 8 GPUs free until 500, 6 until 1500, 7 after; 600 iterations due at 2000: one GPU from 500 (the last
+    # period alone makes only 500), ending at 1100, inside the period that ends at the breakpoint 1500
+    plan = plan_min_share(linear(600, 2000.0), Timeline({0.0: 8, 500.0: 6, 1500.0: 7}), 0.0, slot=None)
+    assert plan.steps == [(0.0, 0), (500.0, 1)] and plan.end == pytest.approx(1100.0)
+    assert plan.gpu_seconds == pytest.approx(600.0)
+    assert plan.tail == 1500.0 and plan.artifact_gpu_seconds == pytest.approx(600.0 + 1 * (1500 - 1100))
+    # a plan that ends in the last period before the deadline has no such breakpoint: both counts agree
+    last = plan_min_share(linear(300, 2000.0), Timeline({0.0: 8, 500.0: 6, 1500.0: 7}), 0.0, slot=None)
+    assert last.tail is None and last.artifact_gpu_seconds == last.gpu_seconds
+
+
+def test_the_last_decisions_overhead_never_makes_a_job_late_when_paid_at_the_next_round() -> None:
+    # alone on 8 GPUs, 800 iterations take 100 s: its only decision costs 2 + 2 × (log2 8 + 1) = 10 s
+    now = flow_job(0, 800, 100.0)
+    run(ElasticFlow, [now], overheads="artifact", overhead_timing="now")
+    assert now.end_time == pytest.approx(110.0)  # paid at once: 10 s late
+    later = flow_job(0, 800, 100.0)
+    run(ElasticFlow, [later], overheads="artifact", overhead_timing="next-round")
+    assert later.end_time == pytest.approx(100.0)  # no round before its end: never paid, as in the artifact
+
+
+def test_a_rounds_overhead_comes_out_of_what_the_job_made_by_the_next_round() -> None:
+    # j1 arrives at 50 and takes GPUs from j0, a decision at 50: j0 pays its 10 s of the decision at 0 then, out
+    # of its progress (and 2 s more, or more on new GPUs, for the decision at 50, paid only if a round follows)
+    jobs = [flow_job(0, 8000, 5000.0), flow_job(1, 400, 5000.0, submit=50.0)]
+    run(ElasticFlow, jobs, overheads="artifact", overhead_timing="next-round")
+    alone = flow_job(0, 8000, 5000.0)
+    run(ElasticFlow, [alone], overheads="artifact", overhead_timing="next-round")
+    assert alone.end_time == pytest.approx(1000.0)
+    assert jobs[0].end_time > alone.end_time + 10.0 - 1e-6  # at least the 10 s of the first decision
+
+
+def test_edf_is_left_as_it_was_by_the_settings_only_elasticflow_reads() -> None:
+    def ends(**settings: Any) -> list[float | None]:
+        jobs = [flow_job(0, 4000, 900.0), flow_job(1, 1000, 400.0, submit=30.0), flow_job(2, 500, 2000.0, 70.0)]
+        run(Edf, jobs, slot=60.0, **settings)
+        return [j.end_time for j in jobs]
+
+    assert ends() == ends(finish_round="rounded", gpu_time="artifact", overhead_cache="placement",
+                          overhead_timing="next-round")
+
+
+def test_the_preset_names_the_artifacts_rules_and_edf_runs_under_it() -> None:
+    settings = dict(resolve_config("elasticflow-artifact").policy_settings)
+    assert settings["finish_round"] == "rounded" and settings["gpu_time"] == "artifact"
+    assert settings["overhead_timing"] == "next-round" and settings["overhead_cache"] == "placement"
+    edf = resolve_config("elasticflow-artifact", overrides={"policy": "edf"})
+    assert edf.policy == "edf"
