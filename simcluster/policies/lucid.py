@@ -68,6 +68,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, insort
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 from operator import itemgetter
 from typing import Any
 
@@ -82,6 +83,8 @@ from simcluster.queue import JobQueue
 from simcluster.throughputs import PAIR_FLOOR
 
 PROFILER = "profiler"
+UNSCORED = object()  # a candidate whose score is not known yet
+NEVER = object()  # a candidate that can never pair (GPU fractions, no profile)
 SHARING_MODES = ("adaptive", "always", "never")
 
 
@@ -138,9 +141,12 @@ class Lucid(Policy):
             self.packing = LabelledScores(c.sharing_labels)
         self.forecaster: Any = None  # built at the first submission (it needs to know when the trace starts)
         self.counts: defaultdict[str, int] = defaultdict(int)
-        # per VC and GPU count, its running exclusive jobs in start order (a pair's candidates), kept by the run
-        # hooks: (the job's start number, job), sorted; a job that stops sharing goes back to its place
-        self._exclusive: dict[str, defaultdict[int, list[tuple[int, Job]]]] = {}
+        # per VC and GPU count, its running exclusive jobs (a pair's candidates), kept by the run hooks; a job
+        # that stops sharing goes back to its place (its start number)
+        self._exclusive: dict[str, defaultdict[int, _Candidates]] = {}
+        # a candidate → (its candidates, its score or UNSCORED or NEVER, its sort key there)
+        self._where: dict[Job, tuple[_Candidates, Any, Any]] = {}
+        self._first = self.config.pair_choice == "first"
         self._started: dict[Job, int] = {}  # a running job → its start number
         self._starts = 0
 
@@ -186,14 +192,28 @@ class Lucid(Policy):
             self._starts += 1
             number = self._started[job] = self._starts
         if not job.sharing:
-            insort(self._exclusive.setdefault(vc.name, defaultdict(list))[job.gpu_num], (number, job))
+            pool = self._exclusive.setdefault(vc.name, defaultdict(_Candidates))[job.gpu_num]
+            pool.total += 1
+            if job.gpu_milli < 1000:  # never a partner
+                insort(pool.never, (number, job))
+                self._where[job] = (pool, NEVER, number)
+            elif job in self._scores:
+                self._file(job, number, self._scores[job], pool)
+            else:
+                insort(pool.unscored, (number, job))
+                self._where[job] = (pool, UNSCORED, number)
 
     def on_run_stop(self, job: Job, vc: VirtualCluster) -> None:
-        number = self._started[job] if job.state is JobState.RUNNING else self._started.pop(job)
-        exclusive = self._exclusive[vc.name][job.gpu_num]
-        at = bisect_left(exclusive, number, key=itemgetter(0))
-        if at < len(exclusive) and exclusive[at][1] is job:
-            del exclusive[at]
+        if job.state is not JobState.RUNNING:
+            del self._started[job]
+        where = self._where.pop(job, None)
+        if where is None:
+            return
+        pool, kind, key = where
+        pool.total -= 1
+        bucket = pool.unscored if kind is UNSCORED else pool.never if kind is NEVER else pool.buckets[kind]
+        at = bisect_left(bucket, key, key=itemgetter(0))
+        del bucket[at]
 
     def pending_key(self, job: Job) -> tuple[float, ...]:
         if job.queue_vc == PROFILER:
@@ -218,13 +238,13 @@ class Lucid(Policy):
     def _run_vc(self, vc: VirtualCluster, ctx: SchedulingContext) -> None:
         share = self._sharing_on(ctx.now)
         backfill = share and self.config.backfill_while_sharing
-        exclusive = self._exclusive.setdefault(vc.name, defaultdict(list))  # (kept by the run hooks)
+        exclusive = self._exclusive.setdefault(vc.name, defaultdict(_Candidates))  # (kept by the run hooks)
         no_room: set[int] = set()  # GPU counts that found no idle GPUs in this pass (starts only take GPUs)
         for job in list(vc.pending):
             size = job.gpu_num
             if share and size <= vc.gpus_per_node:
                 candidates = exclusive[size]
-                partner = self._partner(job, candidates, ctx) if candidates else None
+                partner = self._partner(job, candidates, ctx) if candidates.total else None
                 if partner is not None:  # (it shares from now on: the run hooks take it out of the candidates)
                     ctx.start_on(job, [(node, list(ids)) for node, ids in partner.allocation])
                     self.counts["paired"] += 1
@@ -236,33 +256,102 @@ class Lucid(Policy):
                     return
                 no_room.add(size)
 
-    def _partner(self, job: Job, candidates: list[tuple[int, Job]], ctx: SchedulingContext) -> Job | None:
+    def _partner(self, job: Job, candidates: _Candidates, ctx: SchedulingContext) -> Job | None:
+        # The rule: of the candidates in start order, the first (pair_choice "first") or the one of the lowest
+        # (score sum, trace index) that passes every check.  Candidates are kept by score (those not scored yet
+        # apart, scored in start order as the walk reaches them, as a walk over all of them would), so those
+        # whose score cannot fit are never visited.
         score = self._score(job, ctx) if job.gpu_milli >= 1000 else None  # GPU fractions share by fraction
         if score is None:
             return None
-        config, priorities, scores = self.config, self._priority, self._scores
+        config, priorities = self.config, self._priority
         priority, memory_limit, most, ratio = self._priority[job], config.gpu_memory, config.max_score_sum, \
             config.pair_priority_ratio
-        first, throughputs, memory = config.pair_choice == "first", ctx.throughputs, job.memory
-        best: tuple[tuple[int, int], Job] | None = None
-        for _, other in candidates:  # in start order
-            if memory + other.memory > memory_limit or other.gpu_milli < 1000:
-                continue
-            if job.speeds is not None and not all(job.speed_on(node.gpu_type) for node, _ in other.allocation):
-                continue  # its partner's GPUs are of a type it cannot run on
+        first, throughputs, memory, speeds = self._first, ctx.throughputs, job.memory, job.speeds
+
+        def fits(other: Job) -> bool:  # every check but the score's
+            if memory + other.memory > memory_limit:
+                return False
+            if speeds is not None and not all(job.speed_on(node.gpu_type) for node, _ in other.allocation):
+                return False
             if throughputs is not None and not can_share(job, other, throughputs):
-                continue
-            other_score = scores[other] if other in scores else self._score(other, ctx)
-            if other_score is None or score + other_score > most:
-                continue
-            if priority > ratio * priorities[other]:
-                continue
-            if first:
-                return other
-            key = (score + other_score, other.index)
-            if best is None or key < best[0]:
-                best = (key, other)
-        return None if best is None else best[1]
+                return False
+            return not priority > ratio * priorities[other]
+
+        def prechecks(other: Job) -> bool:  # the checks made before a candidate's score is looked at
+            if memory + other.memory > memory_limit:
+                return False
+            if speeds is not None and not all(job.speed_on(node.gpu_type) for node, _ in other.allocation):
+                return False
+            return throughputs is None or can_share(job, other, throughputs)
+
+        buckets = candidates.buckets
+        if first:
+            found: tuple[int, Job] | None = None
+            for s in candidates.order:
+                if score + s > most:
+                    break
+                for entry in buckets[s]:
+                    if found is not None and entry[0] > found[0]:
+                        break
+                    if fits(entry[1]):
+                        found = entry
+                        break
+            limit = found[0] if found is not None else None
+            unscored = candidates.unscored
+            if unscored:
+                kept: list[tuple[int, Job]] = []
+                result = None
+                for at, entry in enumerate(unscored):
+                    number, other = entry
+                    if limit is not None and number > limit:
+                        kept.extend(unscored[at:])
+                        break
+                    if not prechecks(other):
+                        kept.append(entry)
+                        continue
+                    other_score = self._score(other, ctx)
+                    self._file(other, number, other_score, candidates)
+                    if other_score is not None and score + other_score <= most \
+                            and not priority > ratio * priorities[other]:
+                        result = other
+                        kept.extend(unscored[at + 1:])
+                        break
+                candidates.unscored = kept
+                if result is not None:
+                    return result
+            return None if found is None else found[1]
+        unscored = candidates.unscored
+        if unscored:  # a walk over all candidates scores every one that passes the checks before the score's
+            kept = []
+            for entry in unscored:
+                number, other = entry
+                if not prechecks(other):
+                    kept.append(entry)
+                    continue
+                self._file(other, number, self._score(other, ctx), candidates)
+            candidates.unscored = kept
+        for s in candidates.order:
+            if score + s > most:
+                break
+            for _, other in buckets[s]:  # in trace order
+                if fits(other):
+                    return other
+        return None
+
+    def _file(self, job: Job, number: int, score: int | None, candidates: _Candidates) -> None:
+        """File a scored candidate (not among the unscored ones) under its score."""
+        if score is None:  # never pairs
+            insort(candidates.never, (number, job))
+            self._where[job] = (candidates, NEVER, number)
+            return
+        key = number if self._first else (job.index, number)
+        bucket = candidates.buckets.get(score)
+        if bucket is None:
+            bucket = candidates.buckets[score] = []
+            candidates.order = sorted(candidates.buckets)
+        insort(bucket, (key, job))
+        self._where[job] = (candidates, score, key)
 
     def _score(self, job: Job, ctx: SchedulingContext) -> int | None:
         if job not in self._scores:
@@ -327,6 +416,34 @@ class Lucid(Policy):
         if self.forecaster is not None:
             lucid["throughput"] = {**self.forecaster.report(), "top_terms": top_terms(self.forecaster.model)}
         return {"estimator": self.estimator.name, "estimate_quality": self.quality.report(), "lucid": lucid}
+
+
+class _Candidates:
+    """A VC's running exclusive jobs of one GPU count: a pair's candidates.
+
+    ``total`` counts them all; those whose score is known sit in ``buckets`` by score, sorted by start number
+    (pair_choice "first") or by (trace index, start number); those not scored yet in ``unscored`` and those
+    that can never pair (GPU fractions, no profile) in ``never``, by start number.  Iterated: all of them as
+    (start number, job), in start order.
+    """
+
+    __slots__ = ("buckets", "never", "order", "total", "unscored")
+
+    def __init__(self) -> None:
+        self.total = 0
+        self.buckets: dict[int, list[tuple[Any, Job]]] = {}
+        self.order: list[int] = []
+        self.unscored: list[tuple[int, Job]] = []
+        self.never: list[tuple[int, Job]] = []
+
+    def __len__(self) -> int:
+        return self.total
+
+    def __iter__(self) -> Iterator[tuple[int, Job]]:
+        entries = [*self.unscored, *self.never]
+        for bucket in self.buckets.values():
+            entries += [(key if isinstance(key, int) else key[1], job) for key, job in bucket]
+        return iter(sorted(entries, key=itemgetter(0)))
 
 
 def can_share(job: Job, partner: Job, table: Any) -> bool:
