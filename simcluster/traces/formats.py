@@ -19,7 +19,7 @@ from simcluster.errors import TraceError
 from simcluster.paths import resolve_data, shared_data_dir
 from simcluster.traces.base import Trace
 from simcluster.traces.columns import parse_columns
-from simcluster.traces.csvfile import parse_delimiter
+from simcluster.traces.csvfile import parse_delimiter, release_arrow_memory
 from simcluster.traces.files import find_job_log, trace_format
 from simcluster.traces.gavel import load_gavel_trace
 from simcluster.traces.joblog import load_job_log
@@ -40,6 +40,13 @@ def load_trace(path: str | Path, vc_config: str | Path | None = None, **options:
     for openb, ``node_list`` (a node-list CSV).  Options that a format does not take are errors, not
     silently ignored.
     """
+    try:
+        return _load(path, vc_config, options)
+    finally:
+        release_arrow_memory()  # what Arrow's reader held while parsing, back to the system before the run
+
+
+def _load(path: str | Path, vc_config: str | Path | None, options: dict[str, Any]) -> Trace:
     path = resolve_data(path)
     if not path.exists():
         raise TraceError(path, f"no such file or directory (nor in the shared data, {shared_data_dir()}: "
