@@ -224,10 +224,7 @@ def run_settings(
             cv_target=cv_target,
             time_limit_s=time_limit,
         )
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc)) from None
-    chosen = size.value if size is not None else ("full" if device == "cuda" else "tiny")
-    try:
+        chosen = size.value if size is not None else ("full" if device == "cuda" else "tiny")
         return RunSettings(
             device=device,
             size=chosen,  # type: ignore[arg-type]

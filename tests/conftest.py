@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import pandas as pd
@@ -14,6 +15,14 @@ def venus_sept() -> Path:
     path = shared_data_dir() / "venus_sept"
     if not (path / "cluster_full_log.csv").is_file():
         pytest.skip(f"reference data not found at {path} (set SIMCLUSTER_DATA to the shared data folder)")
+    return path
+
+
+def write_source(folder: Path, name: str, text: str) -> Path:
+    """``text``, dedented, as the file ``folder/name`` (a plug-in's source; the folder made if need be)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text(textwrap.dedent(text))
     return path
 
 

@@ -3,7 +3,6 @@ models; an elastic policy's ``allocate`` may return ``{job: plan}`` as the guide
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from simcluster.config import SimConfig
 from simcluster.guard import PluginFailed
 from simcluster.paths import shared_data_dir
 from tests.conftest import make_trace
+from tests.conftest import write_source as write
 
 runner = CliRunner()
 MINFREE = '''
@@ -37,12 +37,6 @@ class MinFree(IntervalPolicy):
             plans[job] = plan_of_nodes(vc, [node])
         return plans  # {job: plan}, as the guide writes it
 '''
-
-
-def write(folder: Path, name: str, text: str) -> Path:
-    path = folder / name
-    path.write_text(textwrap.dedent(text))
-    return path
 
 
 def test_check_policy_recognises_a_placement_file_and_checks_it(tmp_path):

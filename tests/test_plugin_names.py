@@ -4,8 +4,6 @@ the same specs; the Python API of sweeps takes what the command line takes, in P
 from __future__ import annotations
 
 import json
-import textwrap
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -17,6 +15,7 @@ from simcluster.config import SimConfig
 from simcluster.experiments.sweep import SweepError, build_grid, parse_sets, run_sweep
 from simcluster.plugins import display_name
 from simcluster.traces.synth import SynthSpec, synthesize
+from tests.conftest import write_source as write
 
 runner = CliRunner()
 SYNTH = "synth:jobs=30,nodes=2,vcs=1,seed=4"
@@ -38,13 +37,6 @@ class SrtfCap(Policy):
 
     schedule = staticmethod(start_in_order_until_blocked)
 '''
-
-
-def write(folder: Path, name: str, text: str) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / name
-    path.write_text(textwrap.dedent(text))
-    return path
 
 
 def test_a_plugin_is_labelled_by_its_name_and_its_file_stays_in_the_summary(tmp_path):

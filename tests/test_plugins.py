@@ -6,8 +6,6 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -26,6 +24,7 @@ from simcluster.plugins import (
 )
 from simcluster.presets import resolve_config
 from simcluster.traces.synth import SynthSpec, synthesize
+from tests.conftest import write_source as write
 
 runner = CliRunner()
 LARGEST_FIRST = '''
@@ -48,13 +47,6 @@ class LargestFirst(Policy):
 
     schedule = staticmethod(start_in_order_until_blocked)
 '''
-
-
-def write(folder: Path, name: str, text: str) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / name
-    path.write_text(textwrap.dedent(text))
-    return path
 
 
 def small_trace():
