@@ -20,11 +20,11 @@ from simcluster.experiments.replicas import (
     paired,
     parse_perturbation,
     perturb_trace,
-    posthoc_bootstrap,
     replica_config,
     verdict,
 )
 from simcluster.experiments.sweep import SweepError, build_grid, read_runs, run_sweep
+from simcluster.experiments.uncertainty import posthoc_figures
 from simcluster.traces.joblog import JobLog
 from simcluster.traces.synth import SynthSpec, synthesize
 
@@ -51,7 +51,7 @@ def test_the_95_percent_interval_of_avg_jct_covers_the_truth_in_at_least_90_of_1
     for repetition in range(100):
         trace = days_trace(30, np.random.default_rng([7, repetition]))
         jobs = trace.frame.assign(jct=trace.frame["duration"].astype(float), queue=0.0)
-        drawn = posthoc_bootstrap({"run": jobs}, replicas=200, seed=repetition)["run"]["avg_jct"]
+        drawn = posthoc_figures({"run": jobs}, replicas=200, seed=repetition)["run"]["avg_jct"]
         found = interval(list(drawn.values()))
         covered += found.low <= truth <= found.high
     assert covered >= 90, covered
@@ -60,7 +60,7 @@ def test_the_95_percent_interval_of_avg_jct_covers_the_truth_in_at_least_90_of_1
 def test_the_bootstrap_by_replays_and_the_post_hoc_one_draw_the_same_days():
     trace = days_trace(10, np.random.default_rng(1))
     jobs = trace.frame.assign(jct=trace.frame["duration"].astype(float), queue=0.0)
-    drawn = posthoc_bootstrap({"run": jobs}, replicas=5, seed=4)["run"]["avg_jct"]
+    drawn = posthoc_figures({"run": jobs}, replicas=5, seed=4)["run"]["avg_jct"]
     made = parse_perturbation("bootstrap")
     for replica in range(5):
         copy = perturb_trace(trace, made, replica, seed=4)

@@ -338,37 +338,3 @@ def summarize_rows(rows: Sequence[Mapping[str, Any]], figures: Sequence[str] = S
 
 def _number(value: Any) -> float:
     return np.nan if value is None or value == "" else float(value)
-
-
-def posthoc_bootstrap(jobs: Mapping[str, pd.DataFrame], replicas: int, seed: int,
-                      block: float = DAY) -> dict[str, dict[str, dict[int, float]]]:
-    """Replicas of finished runs without simulating again: each replica draws the trace's days with
-    replacement (the same draws for every run, so runs of one trace pair up) and recomputes avg JCT, p99 JCT
-    and avg queueing delay over the drawn days' jobs as they ran.  The schedule is held fixed, so this
-    measures how much the figures depend on which days the trace holds, not how a scheduler would have
-    handled other days (for that: ``sweep --replicas``).
-
-    ``jobs``: label → the run's finished jobs (``submit_time``, ``jct``, ``queue``).  Returns label → figure →
-    replica → value.
-    """
-    firsts = [float(frame["submit_time"].min()) for frame in jobs.values() if len(frame)]
-    start = np.floor(min(firsts, default=0.0) / block) * block
-    days = max((int((float(f["submit_time"].max()) - start) // block) + 1 for f in jobs.values() if len(f)), default=1)
-    if days > MAX_BLOCKS:
-        raise PerturbationError(f"the runs span {days:,} blocks of {block:g} s, more than the limit of {MAX_BLOCKS:,}"
-                                " a replica draws: give a longer block (bootstrap:block=SECONDS)")
-    draws = [np.bincount(replica_rng(seed, i).integers(days, size=days), minlength=days) for i in range(replicas)]
-    found: dict[str, dict[str, dict[int, float]]] = {}
-    for label, frame in jobs.items():
-        day = ((frame["submit_time"].to_numpy(float) - start) // block).astype(np.int64).clip(0, days - 1)
-        jct, queue = frame["jct"].to_numpy(float), frame["queue"].to_numpy(float)
-        figures: dict[str, dict[int, float]] = {"avg_jct": {}, "p99_jct": {}, "avg_queue": {}}
-        for i, times in enumerate(draws):
-            weight = times[day].astype(float)
-            if not weight.sum():
-                continue
-            figures["avg_jct"][i] = float(np.average(jct, weights=weight))
-            figures["avg_queue"][i] = float(np.average(queue, weights=weight))
-            figures["p99_jct"][i] = float(np.percentile(np.repeat(jct, times[day]), 99))
-        found[label] = figures
-    return found

@@ -5,8 +5,7 @@ Two sources of replicas (:mod:`simcluster.experiments.replicas`):
 * runs that *are* replicas — a sweep's ``--replicas N``, recorded in each summary's ``sweep_run``;
   configurations run on the same replica indices pair up;
 * ``report --replicas N``: a post-hoc bootstrap of finished runs over the trace's days, the schedule
-  held fixed (:func:`posthoc_figures`, the draws of
-  :func:`~simcluster.experiments.replicas.posthoc_bootstrap`).
+  held fixed (:func:`posthoc_figures`).
 
 The comparison table gains ``F_sd``, ``F_low``, ``F_high`` (the 95 % percentile interval of the replica values)
 and ``F_replicas`` for each figure with at least :data:`MIN_INTERVAL` replicas (fewer: its min–max stays, and the
@@ -36,6 +35,7 @@ from simcluster.experiments.replicas import (
     DAY,
     FEWEST,
     Interval,
+    PerturbationError,
     interval,
     parse_perturbation,
     replica_rng,
@@ -188,8 +188,8 @@ POSTHOC = ("avg_jct", "p50_jct", "p99_jct", "avg_queue", "p99_queue", "max_queue
 def posthoc_figures(jobs: Mapping[str, pd.DataFrame], replicas: int, seed: int, block: float = DAY,
                     bounds: Sequence[float] = DEFAULT_WAIT_BOUNDS) -> dict[str, dict[str, dict[int, float]]]:
     """Replicas of finished runs without simulating again: each replica draws the trace's days with replacement
-    (the draws of :func:`~simcluster.experiments.replicas.posthoc_bootstrap`: the same for every run, so runs of
-    one trace pair up) and recomputes :data:`POSTHOC` and the shares over ``bounds`` from the drawn days' jobs as
+    (the same draws for every run, so runs of one trace pair up; the days a ``--perturb bootstrap`` replay of
+    the same seed draws) and recomputes :data:`POSTHOC` and the shares over ``bounds`` from the drawn days' jobs as
     they ran (a day drawn k times weighs k; percentiles as ``np.percentile`` of the jobs repeated).
 
     ``jobs``: label → the run's finished jobs (``submit_time``, ``jct``, ``queue``, and ``duration`` for the
@@ -199,8 +199,8 @@ def posthoc_figures(jobs: Mapping[str, pd.DataFrame], replicas: int, seed: int, 
     start = np.floor(min(firsts, default=0.0) / block) * block
     days = max((int((float(f["submit_time"].max()) - start) // block) + 1 for f in jobs.values() if len(f)), default=1)
     if days > MAX_BLOCKS:
-        raise ValueError(f"the runs span {days:,} blocks of {block:g} s, more than the limit of {MAX_BLOCKS:,} a "
-                         "replica draws: give a longer block (bootstrap:block=SECONDS)")
+        raise PerturbationError(f"the runs span {days:,} blocks of {block:g} s, more than the limit of {MAX_BLOCKS:,} a "
+                                "replica draws: give a longer block (bootstrap:block=SECONDS)")
     draws = [np.bincount(replica_rng(seed, i).integers(days, size=days), minlength=days) for i in range(replicas)]
     found: dict[str, dict[str, dict[int, float]]] = {}
     for label, frame in jobs.items():
