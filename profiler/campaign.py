@@ -14,8 +14,11 @@ A GPU may be lent for a few minutes, by chance, and taken back without warning, 
 * **Chunks**: a chunk starts no row it does not expect to finish within its minutes (the longest row
   so far, or the plan's time limit plus a start-up before any), and stops after ``max_rows`` rows.
 
-Tables: ``single.csv`` (jobs alone, solo throughputs of the pairs), ``pair.csv`` and
-``pair_repeats.csv`` (the repeat stages: the pair table's columns plus ``repeat``).
+Tables: ``single.csv`` (jobs alone, solo throughputs of the pairs), ``pair.csv``, and the repeat stages'
+``single_repeats.csv`` and ``pair_repeats.csv`` (the single and pair tables' columns plus ``repeat``).  A
+repeated pair is judged against the solo runs of its own round where its stage measures jobs alone too (so
+its speed carries the noise of all three runs), and is never measured again when it seems faster shared
+than alone: a repeat stage measures the noise, it does not hide it.
 """
 
 from __future__ import annotations
@@ -33,10 +36,11 @@ from profiler.pair import profile_pair, swap_jobs
 from profiler.plan import JobConfig, estimate_run
 from profiler.runner import RunSettings
 from profiler.single import Resolver, Runner, needs_run, profile_single
-from profiler.tables import ResultTable
+from profiler.tables import ResultTable, RoundOfRepeats, SoloTable
 from simcluster.colocation import STATUS_OK
 
-TABLE_NAMES = {"single": "single.csv", "pair": "pair.csv", "repeat": "pair_repeats.csv"}
+TABLE_NAMES = {"single": "single.csv", "pair": "pair.csv", "repeat": "pair_repeats.csv",
+               "single_repeat": "single_repeats.csv"}
 """The campaign's tables in its folder, by kind."""
 
 Clock = Callable[[], float]
@@ -59,12 +63,13 @@ def gpu_type_name(device_name: str) -> str:
 
 @dataclass
 class CampaignTables:
-    """The campaign's three tables in ``folder``, loaded once and appended to row by row."""
+    """The campaign's tables in ``folder``, loaded once and appended to row by row."""
 
     folder: Path
     single: ResultTable = field(init=False)
     pair: ResultTable = field(init=False)
     repeat: ResultTable = field(init=False)
+    single_repeat: ResultTable = field(init=False)
 
     def __post_init__(self) -> None:
         for kind, name in TABLE_NAMES.items():
@@ -73,16 +78,26 @@ class CampaignTables:
     @property
     def added(self) -> int:
         """Rows written since they were opened (solo rows a pair needed included)."""
-        return self.single.added + self.pair.added + self.repeat.added
+        return self.single.added + self.pair.added + self.repeat.added + self.single_repeat.added
 
     def status(self, item: Item) -> str | None:
         """``ok``, ``failed`` or None (not measured yet) of the item's row."""
         if item.single is not None:
+            if item.repeat:
+                return self.single_repeat.status((*item.single.key, item.repeat))
             return self.single.status(item.single.key)
         assert item.pair is not None  # an item holds one or the other
         if item.repeat:
             return self.repeat.pair_status(item.pair, item.repeat)
         return self.pair.pair_status(item.pair)
+
+    def measured_since_opened(self, item: Item) -> bool:
+        """Whether the item's row was written since the tables were opened (a job alone that a pair needed)."""
+        if item.single is None:
+            return False
+        if item.repeat:
+            return (*item.single.key, item.repeat) in self.single_repeat.added_keys
+        return tuple(item.single.key) in self.single.added_keys
 
 
 @dataclass(frozen=True)
@@ -199,8 +214,11 @@ def run_campaign(
             break
         item = next_item(pending, held)
         pending.remove(item)
+        if tables.measured_since_opened(item):
+            continue  # measured already in this chunk, as a pair's solo run
         began, rows_before = clock(), tables.added
-        status = _measure(item, tables, resolve, settings, observer, runner, retry_solo)
+        solo_rounds = bool(item.repeat and plan.stages[item.stage].singles)
+        status = _measure(item, tables, resolve, settings, observer, runner, retry_solo, solo_rounds)
         chunk.record(clock() - began, tables.added - rows_before)
         summary.failed += status != STATUS_OK
     summary.measured = tables.added
@@ -213,15 +231,22 @@ def run_campaign(
 
 
 def _measure(item: Item, tables: CampaignTables, resolve: Resolver, settings: RunSettings, observer: SweepObserver,
-             runner: Runner, retry_solo: set[JobConfig] | None) -> str:
-    """Measure one row, write it, and return its status."""
+             runner: Runner, retry_solo: set[JobConfig] | None, solo_rounds: bool = False) -> str:
+    """Measure one row, write it, and return its status.  ``solo_rounds``: a repeated pair is judged against
+    the solo runs of its round (in the single repeat table) rather than the single table."""
     if item.single is not None:
         observer.on_config_start(item.label)
         row = profile_single(item.single, resolve, settings, observer, None, runner=runner)
-        tables.single.add(row)
+        if item.repeat:
+            tables.single_repeat.add(row | {"repeat": item.repeat})
+        else:
+            tables.single.add(row)
     else:
         assert item.pair is not None  # an item holds one or the other
-        row = profile_pair(item.pair, tables.single, resolve, settings, observer, None, retry_solo, runner=runner)
+        solo: SoloTable = RoundOfRepeats(tables.single_repeat, item.repeat) if solo_rounds and item.repeat \
+            else tables.single
+        row = profile_pair(item.pair, solo, resolve, settings, observer, None, retry_solo,
+                           remeasure=not item.repeat, runner=runner)
         table = tables.repeat if item.repeat else tables.pair
         more = () if item.repeat is None else (item.repeat,)
         if table.status(item.pair.key + more) is None and table.pair_status(item.pair, item.repeat) is not None:

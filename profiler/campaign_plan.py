@@ -24,10 +24,11 @@ as ``"model,batchsize,amp"`` (the trace's own columns; one GPU per job)::
 
     [[stage]]
     name = "repeatability"
+    singles = ["ResNet18,32,0", "VGG,32,0"]
     pairs = [["ResNet18,32,0", "VGG,32,0"]]
-    repeat = 3       # each pair 3 times, into the repeat table
+    repeat = 3       # 3 rounds, each measuring every job alone and every pair, into the repeat tables
 
-:func:`issue_plan` builds the plan of issue 33 from a trace's job log (``lucid-profile plan``).
+:func:`issue_plan` builds the plan of issues 33 and 44 from a trace's job log (``lucid-profile plan``).
 """
 
 from __future__ import annotations
@@ -68,7 +69,8 @@ class PlanError(ValueError):
 
 @dataclass(frozen=True)
 class Stage:
-    """One step of a plan: configurations alone, or pairs (measured ``repeat`` times each when > 0)."""
+    """One step of a plan: configurations alone, or pairs; or, when ``repeat`` > 0, either or both measured
+    ``repeat`` times each, round by round."""
 
     name: str
     singles: tuple[JobConfig, ...] = ()
@@ -101,7 +103,7 @@ class CampaignPlan:
 
 @dataclass(frozen=True)
 class Item:
-    """One row to measure: a configuration alone, a pair, or a pair's ``repeat``-th repetition."""
+    """One row to measure: a configuration alone or a pair, or its ``repeat``-th repetition."""
 
     stage: int
     single: JobConfig | None = None
@@ -127,14 +129,13 @@ class Item:
 
 
 def plan_items(plan: CampaignPlan) -> list[Item]:
-    """Every row of the plan in priority order: stage by stage, a repeat stage round by round."""
+    """Every row of the plan in priority order: stage by stage, a repeat stage round by round (in each round
+    the jobs alone, then the pairs)."""
     items: list[Item] = []
     for s, stage in enumerate(plan.stages):
-        items += [Item(s, single=config) for config in stage.singles]
-        if stage.repeat:
-            items += [Item(s, pair=p, repeat=r) for r in range(1, stage.repeat + 1) for p in stage.pairs]
-        else:
-            items += [Item(s, pair=p) for p in stage.pairs]
+        for r in range(1, stage.repeat + 1) if stage.repeat else (None,):
+            items += [Item(s, single=config, repeat=r) for config in stage.singles]
+            items += [Item(s, pair=p, repeat=r) for p in stage.pairs]
     return items
 
 
@@ -216,11 +217,13 @@ def _stage(entry: object, number: int, path: Path, resolve: Resolver) -> Stage:
     if unknown:
         raise PlanError(f"{where}: unknown key(s) {', '.join(unknown)}")
     singles, pairs = entry.get("singles", []), entry.get("pairs", [])
-    if bool(singles) == bool(pairs):
-        raise PlanError(f"{where}: give either singles or pairs (one of them, not empty)")
     repeat = entry.get("repeat", 0)
-    if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 0 or (repeat and not pairs):
-        raise PlanError(f"{where}: repeat must be a whole number of times to measure each pair, got {repeat!r}")
+    if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 0:
+        raise PlanError(f"{where}: repeat must be a whole number of times to measure each entry, got {repeat!r}")
+    if not singles and not pairs:
+        raise PlanError(f"{where}: give singles or pairs (not empty)")
+    if singles and pairs and not repeat:
+        raise PlanError(f"{where}: give either singles or pairs; only a repeat stage may hold both")
     parsed_singles = tuple(parse_config(text, resolve, f"{where}, singles[{i}]") for i, text in enumerate(singles))
     parsed_pairs = []
     for i, pair in enumerate(pairs):
@@ -322,13 +325,19 @@ def repeat_sample(pairs: Sequence[PairConfig], count: int = 10, seed: int = 0) -
 def issue_plan(log: Path, resolve: Resolver, order: Sequence[str], *, name: str = "h100",
                out: str = "traces/profiles/measured/{gpu}", batch: int = 32, repeats: int = 3,
                sample: int = 10) -> CampaignPlan:
-    """Issue 33's campaign: the batch-``batch`` pairs, the trace's configurations alone, pairs across
-    configurations, and a repeatability sample; measured as the committed H100 tables were."""
+    """Issues 33 and 44's campaign: first a repeatability sample (each workload alone and ``sample`` of the
+    batch-``batch`` pairs, ``repeats`` rounds: without the noise no model error means anything), then the
+    batch-``batch`` pairs, the trace's configurations alone and pairs across configurations; measured as the
+    committed H100 tables were."""
     base = [parse_config(f"{model},{batch},0", resolve, "plan") for model in order]
     trace = trace_configurations(log, resolve, order)
     batch_pairs = pair_plan(base, include_self=True)
     measure = MeasureSettings(warmup_steps=10, window_s=0.5, cv_windows=4, cv_target=0.03, time_limit_s=8.0)
     stages = (
+        Stage("repeatability", singles=tuple(base), pairs=tuple(repeat_sample(batch_pairs, sample)), repeat=repeats,
+              why=f"each workload alone and {sample} of the batch-{batch} pairs drawn at random (seed 0), measured "
+                  f"{repeats} times, round by round: the coefficient of variation of a solo throughput and of a "
+                  "pair's speeds (target <= 3 %)"),
         Stage(f"pairs at batch {batch}", pairs=tuple(batch_pairs),
               why=f"every unordered pair of the {len(base)} workloads at batch {batch} without AMP, self-pairs "
                   "included (the pairs already in the tables are skipped)"),
@@ -339,11 +348,8 @@ def issue_plan(log: Path, resolve: Resolver, order: Sequence[str], *, name: str 
               why="each workload's lightest and busiest trace configuration beside a light, a medium and a busy "
                   f"partner ({', '.join(REFERENCE_PARTNERS)} at batch {batch}) and beside each other: how "
                   "slowdown changes across its batch-size range"),
-        Stage("repeatability", pairs=tuple(repeat_sample(batch_pairs, sample)), repeat=repeats,
-              why=f"{sample} of the batch-{batch} pairs drawn at random (seed 0), each measured {repeats} times, "
-                  "round by round: the coefficient of variation per pair (target <= 3 %)"),
     )
     return CampaignPlan(name=name, out=out, stages=stages, measure=measure,
-                        description="issue 33: the remaining batch-32 pairs, the trace's configurations alone, "
-                                    "pairs across configurations, repeatability")
+                        description="issues 33 and 44: repeatability first, then the remaining batch-32 pairs, "
+                                    "the trace's configurations alone, pairs across configurations")
 

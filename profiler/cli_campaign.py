@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import time
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -52,7 +53,7 @@ def campaign(
     ] = None,
     out: Annotated[
         Path | None,
-        typer.Option("--out", "-o", help="Folder of the tables (single.csv, pair.csv, pair_repeats.csv, "
+        typer.Option("--out", "-o", help="Folder of the tables (single.csv, pair.csv, single_repeats.csv, pair_repeats.csv, "
                      "metadata.json). [default: the plan's out, {gpu} replaced by the GPU type, e.g. h100]",
                      show_default=False),
     ] = None,
@@ -74,9 +75,16 @@ def campaign(
     Example: lucid-profile campaign docs/h100-campaign.toml --minutes 8
     """
     need_pytorch()
-    from profiler.campaign import Budget, CampaignTables, gpu_type_name, pending_items, run_campaign
+    from profiler.campaign import (
+        TABLE_NAMES,
+        Budget,
+        CampaignTables,
+        gpu_type_name,
+        pending_items,
+        run_campaign,
+    )
     from profiler.campaign_plan import PlanError, read_plan
-    from profiler.metadata import describe_environment, record_chunk, resume_conflict, write_metadata
+    from profiler.metadata import describe_environment, record_chunk, resume_conflict
     from profiler.pool import WorkerPool
     from profiler.progress import RichSweepObserver
     from profiler.runner import JobRequest
@@ -101,7 +109,7 @@ def campaign(
             check_writable(folder, "--out" if out else "the plan's out")
         except OutputError as exc:
             raise typer.BadParameter(str(exc), param_hint="--out" if out else "PLAN.toml") from None
-        for name in ("single.csv", "pair.csv", "pair_repeats.csv"):
+        for name in TABLE_NAMES.values():
             conflict = resume_conflict(folder / name, environment)
             if conflict:
                 raise typer.BadParameter(conflict, param_hint="--out")
@@ -117,8 +125,8 @@ def campaign(
         began, index = time.monotonic(), None
         try:
             with terminate_as_interrupt():  # SIGTERM as Ctrl-C: the workers ended, every row kept
-                for name in ("single.csv", "pair.csv", "pair_repeats.csv"):
-                    write_metadata(folder / name, environment, settings, selection)
+                record = partial(_record_environment, tables, environment, settings, selection)
+                record(written=False)
                 chunk = _chunk_record(plan, plan_file, environment, minutes, max_rows)
                 index = record_chunk(folder, chunk)
                 with (WorkerPool(settings, nvml) as pool,
@@ -129,8 +137,10 @@ def campaign(
                         held=lambda c: pool.holds(JobRequest(get_workload(c.model), c.batchsize, c.amp, 1)),
                     )  # fmt: skip
                     chunk["workers_started"], chunk["builds"] = pool.started, pool.builds
+                record(written=True)
         except KeyboardInterrupt as stop:
             if index is not None:
+                record(written=True)
                 record_chunk(folder, chunk | _ended(began, tables.added, f"interrupted ({interrupted_by(stop)})"),
                              index)
             console.print(f"\n[yellow]interrupted ({interrupted_by(stop)}).[/] {folder} holds every row measured "
@@ -162,11 +172,12 @@ def make_plan(
         str, typer.Option("--tables", help="Folder of the tables the plan measures into; {gpu} becomes the GPU type.")
     ] = "traces/profiles/measured/{gpu}",
     batch: Annotated[int, typer.Option("--batch", min=1, help="Batch size of the all-pairs stage.")] = 32,
-    repeats: Annotated[int, typer.Option("--repeats", min=2, help="Measurements of each repeated pair.")] = 3,
+    repeats: Annotated[int, typer.Option("--repeats", min=2, help="Rounds of the repeatability sample: measurements of each of its jobs alone and pairs.")] = 3,
     sample: Annotated[int, typer.Option("--sample", min=1, help="Pairs in the repeatability sample.")] = 10,
 ) -> None:
-    """Write issue 33's campaign plan for a trace: all pairs at one batch size, the trace's configurations
-    alone, pairs across configurations, and a repeatability sample, in that order.
+    """Write the campaign plan of issues 33 and 44 for a trace: a repeatability sample (each workload alone and
+    some pairs, measured in rounds), all pairs at one batch size, the trace's configurations alone, and pairs
+    across configurations, in that order.
 
     Example: lucid-profile plan --trace ../shared/data/venus_sept -o docs/h100-campaign.toml
     """
@@ -203,11 +214,28 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+def _record_environment(tables: CampaignTables, environment: dict[str, Any], settings: RunSettings,
+                        selection: dict[str, Any], *, written: bool) -> None:
+    """Give each table the environment of the last chunk that wrote rows into it: before a chunk, the tables
+    that have no entry yet; after it (or when it is stopped), the tables it wrote.  A table left alone keeps
+    the machine it was measured on (the chunk records say when each machine measured what)."""
+    from profiler.campaign import TABLE_NAMES
+    from profiler.metadata import read_metadata, write_metadata
+
+    for kind, name in TABLE_NAMES.items():
+        path = tables.folder / name
+        known = name in (read_metadata(path) or {}).get("tables", {})
+        if (written and getattr(tables, kind).added) or (not written and not known):
+            write_metadata(path, environment, settings, selection)
+
+
 def _chunk_record(plan: CampaignPlan, plan_file: Path, environment: dict[str, Any], minutes: float | None,
                   max_rows: int | None) -> dict[str, Any]:
     return {"plan": plan.name, "plan_file": str(plan_file), "started": _now(), "ended": None,
             "device_name": environment.get("device_name"), "driver": environment.get("driver"),
-            "torch": environment.get("torch"), "minutes": minutes, "max_rows": max_rows}
+            "torch": environment.get("torch"), "minutes": minutes, "max_rows": max_rows,
+            **{key: environment[key] for key in ("cpu_model", "cpu_mhz", "cpus_usable", "load_average", "gpus")
+               if key in environment}}
 
 
 def _ended(began: float, measured: int, why: str) -> dict[str, Any]:

@@ -57,8 +57,30 @@ def describe_environment(settings: RunSettings, gpu_count: int, nvml: Nvml | Non
         "python": platform.python_version(),
         "host": socket.gethostname(),
         "cpu_count": os.cpu_count(),
+        **describe_host(),
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
     }
+
+
+def describe_host(cpuinfo: Path = Path("/proc/cpuinfo")) -> dict[str, Any]:
+    """What of the host moves a launch-bound job's speed between machines: the CPU model, its clock now, the
+    cores this process may use and the load.  Keys whose source this system lacks are left out."""
+    host: dict[str, Any] = {}
+    try:
+        lines = cpuinfo.read_text(errors="replace").splitlines()
+    except OSError:
+        lines = []
+    models = [line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")]
+    clocks = [float(line.split(":", 1)[1]) for line in lines if line.startswith("cpu MHz")]
+    if models:
+        host["cpu_model"] = models[0]
+    if clocks:
+        host["cpu_mhz"] = {"min": min(clocks), "mean": round(sum(clocks) / len(clocks), 1), "max": max(clocks)}
+    if hasattr(os, "sched_getaffinity"):
+        host["cpus_usable"] = len(os.sched_getaffinity(0))
+    if hasattr(os, "getloadavg"):
+        host["load_average"] = [round(x, 2) for x in os.getloadavg()]
+    return host
 
 
 def read_metadata(table: Path) -> dict[str, Any] | None:

@@ -16,13 +16,13 @@ from profiler.observe import SweepObserver
 from profiler.plan import JobConfig, PairConfig
 from profiler.runner import JobRequest, RunSettings
 from profiler.single import Resolver, Runner, SweepSummary, fresh_runner, needs_run, profile_single
-from profiler.tables import ResultTable, Row, pair_row, pair_speeds, speed_problem
+from profiler.tables import ResultTable, Row, SoloTable, pair_row, pair_speeds, speed_problem
 from simcluster.colocation import STATUS_OK
 
 
 def solo_throughput(
     config: JobConfig,
-    single_table: ResultTable,
+    single_table: SoloTable,
     resolve: Resolver,
     settings: RunSettings,
     observer: SweepObserver,
@@ -55,7 +55,7 @@ def solo_throughput(
 
 def profile_pair(
     pair: PairConfig,
-    single_table: ResultTable,
+    single_table: SoloTable,
     resolve: Resolver,
     settings: RunSettings,
     observer: SweepObserver,

@@ -9,8 +9,9 @@ skipping the keys already in it.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pandas as pd
 
@@ -22,15 +23,20 @@ from simcluster.colocation import (
     REPEAT_COLUMNS,
     REPEAT_KEY,
     SINGLE_COLUMNS,
+    SINGLE_GPM_COLUMNS,
     SINGLE_KEY,
+    SINGLE_REPEAT_COLUMNS,
+    SINGLE_REPEAT_KEY,
     SPEED_MAX,
     STATUS_FAILED,
     STATUS_OK,
     read_pair_table,
     read_repeat_table,
+    read_single_repeat_table,
     read_single_table,
     validate_pair_table,
     validate_repeat_table,
+    validate_single_repeat_table,
     validate_single_table,
     write_table,
 )
@@ -62,7 +68,7 @@ def single_row(config: JobConfig, outcome: RunOutcome) -> Row:
         "torch_peak_mem": job.torch_peak_mem,
         "status": STATUS_OK if outcome.ok else STATUS_FAILED,
         "error": outcome.error,
-    }
+    } | {name: outcome.gpu.gpm.get(name, math.nan) for name in SINGLE_GPM_COLUMNS}
 
 
 def pair_row(pair: PairConfig, outcome: RunOutcome | None, solo: tuple[float, float], error: str = "") -> Row:
@@ -118,7 +124,9 @@ def speed_problem(speeds: list[float]) -> str:
 
 
 _KINDS: dict[str, tuple[list[str], list[str], Any, Any]] = {  # columns, key, reader, validator
-    "single": (SINGLE_COLUMNS, SINGLE_KEY, read_single_table, validate_single_table),
+    "single": ([*SINGLE_COLUMNS, *SINGLE_GPM_COLUMNS], SINGLE_KEY, read_single_table, validate_single_table),
+    "single_repeat": ([*SINGLE_REPEAT_COLUMNS, *SINGLE_GPM_COLUMNS], SINGLE_REPEAT_KEY, read_single_repeat_table,
+                      validate_single_repeat_table),
     "pair": (PAIR_COLUMNS, PAIR_KEY, read_pair_table, validate_pair_table),
     "repeat": (REPEAT_COLUMNS, REPEAT_KEY, read_repeat_table, validate_repeat_table),
 }
@@ -140,6 +148,8 @@ class ResultTable:
         self._status = {self._key_of(r): r["status"] for r in self._frame.to_dict("records")}
         self.added = 0
         """Rows added (or replaced) since the table was opened."""
+        self.added_keys: set[tuple[Any, ...]] = set()
+        """Keys of those rows."""
 
     def __len__(self) -> int:
         return len(self._frame)
@@ -174,11 +184,48 @@ class ResultTable:
         self._frame = self._validate(combined, str(self.path))
         self._status[key] = row["status"]
         self.added += 1
+        self.added_keys.add(key)
 
     def pair_status(self, pair: PairConfig, repeat: int | None = None) -> str | None:
         """Status of a pair measured in either order (of its ``repeat``-th measurement, in a repeat table)."""
         more = () if repeat is None else (repeat,)
         return self.status(pair.key + more) or self.status(_swapped(pair.key) + more)
+
+
+class SoloTable(Protocol):
+    """Where a pair's solo throughputs come from, and where missing ones are written: a single table, or
+    one round of a single repeat table (:class:`RoundOfRepeats`)."""
+
+    @property
+    def path(self) -> Path: ...
+
+    def status(self, key: tuple[Any, ...]) -> str | None: ...
+
+    def row(self, key: tuple[Any, ...]) -> Row | None: ...
+
+    def add(self, row: Row) -> None: ...
+
+
+@dataclass(frozen=True)
+class RoundOfRepeats:
+    """Round ``repeat`` of a single repeat table, seen as a single table: the solo runs that the pairs of
+    the same round are judged against, so that a repeated speed carries the noise of both its runs."""
+
+    table: ResultTable
+    repeat: int
+
+    @property
+    def path(self) -> Path:
+        return self.table.path
+
+    def status(self, key: tuple[Any, ...]) -> str | None:
+        return self.table.status((*key, self.repeat))
+
+    def row(self, key: tuple[Any, ...]) -> Row | None:
+        return self.table.row((*key, self.repeat))
+
+    def add(self, row: Row) -> None:
+        self.table.add(row | {"repeat": self.repeat})
 
 
 def _swapped(key: PairKey) -> PairKey:

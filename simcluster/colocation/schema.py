@@ -38,9 +38,17 @@ Pair table -- one row per pair of configurations sharing the same GPU(s)
 This mirrors the layout of Lucid's public ``colocate_info.csv`` (speed, utilization
 and memory of each measured pair) with explicit throughputs and a status.
 
-Repeat table -- the pair table's columns plus ``repeat`` (1, 2, ...): the same pairs
+Repeat tables -- the pair table's columns plus ``repeat`` (1, 2, ...): the same pairs
 measured several times, to tell how repeatable a measurement is (key: the pair and
-``repeat``).
+``repeat``); likewise the single table's columns plus ``repeat`` for jobs measured alone
+several times (key: the configuration and ``repeat``).
+
+Optional single-table columns -- the GPU performance-monitoring (GPM) metrics that Hopper
+and later GPUs give through NVML, means over the measured window, empty where the GPU (or
+its virtualisation) has none: ``gr_active``, ``sm_active``, ``sm_occupancy``,
+``tensor_active``, ``dram_active``, ``fp32_active``, ``fp16_active`` (percent) and
+``pcie_tx_mibps``, ``pcie_rx_mibps``, ``nvlink_tx_mibps``, ``nvlink_rx_mibps`` (MiB/s).
+A table without them is complete; a table with them keeps them.
 
 Files are CSV or Parquet, chosen by the extension (``.csv``, ``.parquet``/``.pq``).
 Columns other than the ones above are ignored on reading; keys must be unique.
@@ -69,16 +77,21 @@ __all__ = [
     "REPEAT_COLUMNS",
     "REPEAT_KEY",
     "SINGLE_COLUMNS",
+    "SINGLE_GPM_COLUMNS",
     "SINGLE_KEY",
+    "SINGLE_REPEAT_COLUMNS",
+    "SINGLE_REPEAT_KEY",
     "SPEED_MAX",
     "STATUS_FAILED",
     "STATUS_OK",
     "TableError",
     "read_pair_table",
     "read_repeat_table",
+    "read_single_repeat_table",
     "read_single_table",
     "validate_pair_table",
     "validate_repeat_table",
+    "validate_single_repeat_table",
     "validate_single_table",
     "write_table",
 ]
@@ -113,6 +126,16 @@ PAIR_COLUMNS: list[str] = [
 
 REPEAT_KEY: list[str] = [*PAIR_KEY, "repeat"]
 REPEAT_COLUMNS: list[str] = [*PAIR_COLUMNS, "repeat"]
+
+GPM_PERCENT_COLUMNS: list[str] = [
+    "gr_active", "sm_active", "sm_occupancy", "tensor_active", "dram_active", "fp32_active", "fp16_active",
+]
+GPM_RATE_COLUMNS: list[str] = ["pcie_tx_mibps", "pcie_rx_mibps", "nvlink_tx_mibps", "nvlink_rx_mibps"]
+SINGLE_GPM_COLUMNS: list[str] = [*GPM_PERCENT_COLUMNS, *GPM_RATE_COLUMNS]
+"""Optional columns of the single tables: kept when present, never required."""
+
+SINGLE_REPEAT_KEY: list[str] = [*SINGLE_KEY, "repeat"]
+SINGLE_REPEAT_COLUMNS: list[str] = [*SINGLE_COLUMNS, "repeat"]
 
 STATUS_OK = "ok"
 STATUS_FAILED = "failed"
@@ -159,6 +182,9 @@ _PAIR_RULES: list[tuple[list[str], str, bool]] = [
 
 
 _REPEAT_RULES: list[tuple[list[str], str, bool]] = [*_PAIR_RULES, (["repeat"], _POS_INT, True)]
+_SINGLE_REPEAT_RULES: list[tuple[list[str], str, bool]] = [*_SINGLE_RULES, (["repeat"], _POS_INT, True)]
+_GPM_RULES: list[tuple[list[str], str, bool]] = [(GPM_PERCENT_COLUMNS, _PERCENT, False),
+                                                  (GPM_RATE_COLUMNS, _NONNEG, False)]
 
 
 def _fail(source: str, row: int | None, field: str | None, problem: str) -> TableError:
@@ -223,6 +249,7 @@ def _validate(
     key: Sequence[str],
     rules: list[tuple[list[str], str, bool]],
     source: str,
+    optional: Sequence[tuple[list[str], str, bool]] = (),
 ) -> pd.DataFrame:
     missing = [c for c in columns if c not in df.columns]
     if missing:
@@ -244,8 +271,14 @@ def _validate(
         if not is_ok and not text:
             raise _fail(source, i + 1, "error", "a failed row must say why (error is empty)")
 
-    for names, kind, required_when_ok in rules:
+    # an optional group is kept where any of its columns holds a value: no GPM, no empty columns
+    present = [(names_, kind_, False) for names_, kind_, _ in optional
+               if any(not all(map(_is_blank, df[n].tolist())) for n in names_ if n in df.columns)]
+    for names, kind, required_when_ok in [*rules, *present]:
         for name in names:
+            if name not in df.columns:  # an optional column the table lacks while it has others of its group
+                out[name] = pd.Series(np.full(len(df), math.nan))
+                continue
             if kind == _STRING:
                 text_values = _as_text(df[name])
                 for i, value in enumerate(text_values):
@@ -273,7 +306,8 @@ def _validate(
                 out[name] = pd.Series(numbers)
     out["status"] = status
     out["error"] = error
-    table = pd.DataFrame({c: out[c] for c in columns})
+    extra = [name for names, _, _ in present for name in names]
+    table = pd.DataFrame({c: out[c] for c in [*columns, *extra]})
 
     duplicated = table.duplicated(subset=list(key), keep="first").to_numpy()
     if duplicated.any():
@@ -285,7 +319,12 @@ def _validate(
 
 def validate_single_table(df: pd.DataFrame, source: str = "<single table>") -> pd.DataFrame:
     """The single-job table in canonical column order and dtypes; TableError if it breaks a rule."""
-    return _validate(df, SINGLE_COLUMNS, SINGLE_KEY, _SINGLE_RULES, source)
+    return _validate(df, SINGLE_COLUMNS, SINGLE_KEY, _SINGLE_RULES, source, _GPM_RULES)
+
+
+def validate_single_repeat_table(df: pd.DataFrame, source: str = "<single repeat table>") -> pd.DataFrame:
+    """The table of jobs measured alone several times, in canonical order; TableError if it breaks a rule."""
+    return _validate(df, SINGLE_REPEAT_COLUMNS, SINGLE_REPEAT_KEY, _SINGLE_REPEAT_RULES, source, _GPM_RULES)
 
 
 def validate_pair_table(df: pd.DataFrame, source: str = "<pair table>") -> pd.DataFrame:
@@ -326,6 +365,12 @@ def read_single_table(path: str | os.PathLike[str]) -> pd.DataFrame:
     return validate_single_table(_read_raw(p), str(p))
 
 
+def read_single_repeat_table(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """Load and check a table of jobs measured alone several times (CSV or Parquet)."""
+    p = Path(path)
+    return validate_single_repeat_table(_read_raw(p), str(p))
+
+
 def read_pair_table(path: str | os.PathLike[str]) -> pd.DataFrame:
     """Load and check a pair table (CSV or Parquet)."""
     p = Path(path)
@@ -349,6 +394,8 @@ def write_table(df: pd.DataFrame, path: str | os.PathLike[str]) -> None:
         table = validate_repeat_table(df, f"table for {p}")
     elif set(PAIR_KEY) <= set(df.columns):
         table = validate_pair_table(df, f"table for {p}")
+    elif set(SINGLE_REPEAT_KEY) <= set(df.columns):
+        table = validate_single_repeat_table(df, f"table for {p}")
     elif set(SINGLE_KEY) <= set(df.columns):
         table = validate_single_table(df, f"table for {p}")
     else:

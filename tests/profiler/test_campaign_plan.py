@@ -82,6 +82,16 @@ def test_rows_come_stage_by_stage_and_a_repeat_stage_round_by_round(tmp_path: Pa
     ]  # fmt: skip
 
 
+def test_a_repeat_stage_may_measure_jobs_alone_and_pairs_each_round_alone_first(tmp_path: Path) -> None:
+    text = PLAN.replace('name = "again"\n', 'name = "again"\nsingles = ["TD3,8,0", "PPO,8,0"]\n')
+    plan = read_plan(write(tmp_path, text), resolve)
+    assert read_plan(write(tmp_path, plan_toml(plan)), resolve) == plan
+    assert [i.label for i in plan_items(plan) if i.stage == 2] == [
+        "TD3 bs8 (repeat 1)", "PPO bs8 (repeat 1)", "NeuMF bs8 + TD3 bs8 (repeat 1)", "TD3 bs8 + PPO bs8 (repeat 1)",
+        "TD3 bs8 (repeat 2)", "PPO bs8 (repeat 2)", "NeuMF bs8 + TD3 bs8 (repeat 2)", "TD3 bs8 + PPO bs8 (repeat 2)",
+    ]  # fmt: skip
+
+
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
@@ -96,7 +106,8 @@ def test_rows_come_stage_by_stage_and_a_repeat_stage_round_by_round(tmp_path: Pa
         (("time_limit = 2.0", "time_limit = 1e9"), "time_limit_s must be at most 3,600"),
         (("cv_windows = 3", "cv_windows = 2.5"), "[measure], cv_windows: expected a whole number"),
         (('singles = ["NeuMF,16,1", "TD3,16,0"]', 'singles = ["TD3,16,0", "TD3,16,0"]'), "singles lists an entry twice"),
-        (('name = "alone"', 'name = "alone"\npairs = [["TD3,8,0", "TD3,8,0"]]'), "give either singles or pairs"),
+        (('name = "alone"', 'name = "alone"\npairs = [["TD3,8,0", "TD3,8,0"]]'), "only a repeat stage may hold both"),
+        (('singles = ["NeuMF,16,1", "TD3,16,0"]', 'singles = []'), "stage 2 ('alone'): give singles or pairs"),
         (("[campaign]", "[campaigns]"), "a [campaign] table with name and out"),
     ],
 )
@@ -183,13 +194,14 @@ def test_the_issue_plan_measures_in_the_issues_order() -> None:
     import pandas as pd
 
     plan = issue_plan(venus_log(), get_workload, workload_names())
-    pairs, alone, cross, repeat = plan.stages
+    repeat, pairs, alone, cross = plan.stages  # the noise first (issue 44)
     assert len(pairs.pairs) == 105 and {p.first.batchsize for p in pairs.pairs} == {32}  # 14 * 15 / 2
     assert {c.model for p in pairs.pairs for c in (p.first, p.second)} == set(workload_names())
     trace = pd.read_csv(venus_log(), usecols=["model", "batchsize", "amp"]).drop_duplicates()
     assert {(c.model, c.batchsize, int(c.amp)) for c in alone.singles} == set(trace.itertuples(index=False, name=None))
     assert len(alone.singles) == 66
     assert repeat.repeat == 3 and len(repeat.pairs) == 10 and set(repeat.pairs) <= set(pairs.pairs)
+    assert [c.model for c in repeat.singles] == list(workload_names()) and {c.batchsize for c in repeat.singles} == {32}
     for model in workload_names():  # each workload's lightest and busiest trace configuration meets every partner
         lightest, busiest = extremes([c for c in alone.singles if c.model == model])
         for end in {lightest, busiest} - {job(f"{model},32,0")}:

@@ -28,7 +28,12 @@ from profiler.observe import QuietSweepObserver
 from profiler.plan import PairConfig
 from profiler.pool import WorkerPool
 from profiler.runner import JobRequest
-from simcluster.colocation import read_pair_table, read_repeat_table, read_single_table
+from simcluster.colocation import (
+    read_pair_table,
+    read_repeat_table,
+    read_single_repeat_table,
+    read_single_table,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -94,6 +99,28 @@ def test_a_campaign_in_chunks_measures_every_row_once_in_the_plans_order(tmp_pat
     repeats = read_repeat_table(tmp_path / "pair_repeats.csv")
     assert list(repeats["repeat"]) == [1, 2]
     assert pool.started < runs  # workers are kept from one row to the next
+
+
+def test_a_repeat_stage_judges_each_pair_against_the_solo_runs_of_its_own_round(tmp_path: Path) -> None:
+    plan = CampaignPlan("test", "unused", (
+        Stage("noise", singles=(job("Linear,4,0"), job("Linear,8,0")), pairs=(pair("Linear,4,0", "Linear,8,0"),),
+              repeat=2),
+    ), measure=quick_settings().measure)  # fmt: skip
+    with WorkerPool(quick_settings()) as pool:
+        summary = campaign(plan, CampaignTables(tmp_path), pool, heard := Heard())
+    assert summary.done and summary.measured == 6
+    # each round's solo runs, then its pair (a solo run the pair asked for first counts as the round's, once)
+    assert [label for label in heard.ended if "+" in label] == [heard.ended[2], heard.ended[5]] == [
+        "Linear bs4 + Linear bs8 (repeat 1)", "Linear bs4 + Linear bs8 (repeat 2)"]
+    assert not (tmp_path / "single.csv").exists()  # a repeat stage leaves the single table alone
+    solo = read_single_repeat_table(tmp_path / "single_repeats.csv").set_index(["batchsize", "repeat"])["iters_per_s"]
+    repeats = read_repeat_table(tmp_path / "pair_repeats.csv")
+    assert list(repeats["repeat"]) == [1, 2]
+    for row in repeats.itertuples():
+        assert row.iters_per_s1 > 0 and row.iters_per_s2 > 0  # kept even where the speeds look suspect
+        if row.status == "ok":
+            assert row.speed1 == pytest.approx(row.iters_per_s1 / solo[(4, row.repeat)])
+            assert row.speed2 == pytest.approx(row.iters_per_s2 / solo[(8, row.repeat)])
 
 
 def test_a_worker_killed_mid_row_fails_that_row_only_and_the_campaign_goes_on(tmp_path: Path) -> None:
