@@ -425,3 +425,7 @@ class _quiet_gc:
         gc.unfreeze()
         if self._enabled:
             gc.enable()
+
+
+# the reliability study (`lucid-sim reliability`), last: simcluster.experiments imports this module
+from simcluster.experiments.reliability import ReliabilityStudy, reliability_study  # noqa: F401

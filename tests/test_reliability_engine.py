@@ -217,3 +217,32 @@ def test_the_simulated_ettr_agrees_with_the_closed_form():
         mean, half = np.mean(walls), 1.96 * np.std(walls, ddof=1) / math.sqrt(len(walls))
         expected = expected_wall_time(work, interval, cost, nodes / mtbf, restart, exposed=True)
         assert mean - half <= expected <= mean + half, (mtbf, interval, mean, half, expected)
+
+
+def test_the_reliability_study_writes_its_table_and_picture(tmp_path):
+    from simcluster.api import reliability_study
+    from simcluster.experiments.reliability import parse_intervals
+
+    study = reliability_study([8, 64], parse_intervals("10m..2h", 3), "mtbf=5d,repair=1h", replicas=4,
+                              work=86_400.0)
+    table = study.table
+    assert len(table) == 2 * 4 and table["daly"].sum() == 2  # 3 intervals and Daly's, per size
+    assert ((table["ettr_low"] <= table["ettr_mean"]) & (table["ettr_mean"] <= table["ettr_high"])).all()
+    assert table["closed_form"].between(0, 1).all()
+    written = study.write(tmp_path)
+    assert [p.name for p in written] == ["reliability.csv", "reliability.png"]
+    assert pd.read_csv(written[0]).shape == table.shape
+
+
+def test_lucid_sim_reliability_runs_from_the_command_line(tmp_path):
+    from typer.testing import CliRunner
+
+    from simcluster.cli import app
+
+    runner = CliRunner()
+    done = runner.invoke(app, ["reliability", "--faults", "mtbf=5d,repair=1h", "--gpus", "8,16", "--checkpoint-interval",
+                               "30m,1h", "--replicas", "3", "--work", "1d", "--out", str(tmp_path)])
+    assert done.exit_code == 0, done.output
+    assert (tmp_path / "reliability.png").exists() and "Daly" in done.output
+    bad = runner.invoke(app, ["reliability", "--faults", "mtbf=5d", "--gpus", "12", "--out", str(tmp_path)])
+    assert bad.exit_code == 2 and "--gpus 12: a job of whole nodes" in bad.output

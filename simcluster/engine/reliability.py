@@ -10,11 +10,12 @@ server concerned: nodes that never fail cost nothing.  The model's nodes are *se
 (*slots*) hold servers 0 … N−1 at the start, the K spares are servers N … N+K−1.  A fault stops every job on
 the slot that holds the server; a job on several nodes stops whole.
 
-**Spares.** When the failed server's slot runs jobs and a spare is ready, the spare takes its slot: the jobs
-keep their GPUs, lose what they did since their last checkpoint and resume after ``--spare-swap`` plus
-``--restart-cost`` seconds without progress (:class:`~simcluster.engine.causes.Swapped`); the failed server,
-once repaired, is a spare.  Otherwise the slot goes down, its jobs are requeued (``NodeFailed``) and owe the
-restart cost when they start again, and the slot comes back with its server.
+**Spares.** When a spare is ready, it takes the failed server's slot: the slot's jobs keep their GPUs, lose
+what they did since their last checkpoint and resume after ``--spare-swap`` plus ``--restart-cost`` seconds
+without progress (:class:`~simcluster.engine.causes.Swapped`); an idle slot is down for ``--spare-swap``
+seconds.  The failed server, once repaired, is a spare (a spare fails too, and is out while repaired).  With
+no spare ready (or an elastic job on the slot) the slot goes down, its jobs are requeued (``NodeFailed``) and
+owe the restart cost when they start again, and the slot comes back with its server.
 
 **Exclusion.** ``--exclude-after N/DAYS``: a server's N-th fault within DAYS days takes it out for good; its
 slot takes a spare when one is ready (after the swap time), else stays down.
@@ -359,13 +360,17 @@ class Reliability:
         else:
             node = self.slots[slot]
             jobs = list(node.jobs)
-            if jobs and self.pool and all(job.elastic is None for job in jobs):
-                spare = next(iter(self.pool))
-                del self.pool[spare]
-                self._seat(spare, slot)
+            if self.pool and all(job.elastic is None for job in jobs):
                 self.slot_of[server] = -1
-                self.swaps += 1
-                self.sim.swap_out(node, jobs, self.swap_s)
+                if jobs:  # the spare takes the slot at once, its jobs keep their GPUs and wait for the swap
+                    spare = next(iter(self.pool))
+                    del self.pool[spare]
+                    self._seat(spare, slot)
+                    self.swaps += 1
+                    self.sim.swap_out(node, jobs, self.swap_s)
+                else:  # an idle node: down until the spare is in
+                    self.sim._node_down(node)
+                    self._fill(slot)
             else:
                 self.sim._node_down(node)
                 if out:
