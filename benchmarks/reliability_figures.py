@@ -12,7 +12,7 @@ exposed=True)``) and the simulated one with the 95 % interval of its replicas' m
 simulated ETTR at Daly's interval beside the best of the grid.
 
 **llama**: the rates fitted from the InfiniteHBD log, one 16,384-GPU job on 2,048 servers of 8 GPUs for 54
-days (δ = 60 s, R = 300 s, Daly's interval), with 64 hot spares (swap 10 min) and without: its interruptions
+days (δ = 60 s, R = 300 s, Daly's interval), with 64 hot spares (swapped at once, or in 10 min) and without: its interruptions
 and ETTR over seeds, beside Llama 3's 419 and "higher than 90 %"; and the log itself replayed.
 
 **scale**: 2,048 nodes, the InfiniteHBD log replayed over 54 days, one 16,384-GPU job and 100,000 small jobs
@@ -38,6 +38,7 @@ from simcluster.faults import (
     RateModel,
     Repair,
     daly_interval,
+    ettr,
     expected_wall_time,
     fit_faults,
     read_fault_log,
@@ -98,13 +99,21 @@ def llama(seeds: int) -> None:
     horizon, gpus = 54 * DAY, 16_384
     print(f"InfiniteHBD fit: {fit.rate * 1000:.2f} faults per 1,000 server-days; 16,384 GPUs on 2,048 servers, "
           f"54 days, δ 60 s, R 300 s, Daly's interval; {seeds} seeds")
-    for name, model, spares in (("fitted, 64 spares (swap 10 min)", fitted, 64), ("fitted, no spares", fitted, 0),
-                                ("log replayed, 64 spares", replay, 64)):
+    rate = fit.rate / DAY * 2048
+    for swap in (0.0, 600.0):
+        tau = daly_interval(60.0, rate)
+        print(f"  closed form at Daly's {tau / 60:.1f} min, restart 300 s + swap {swap:g} s (exposed): ETTR "
+              f"{ettr(tau, 60.0, rate, 300.0 + swap, exposed=True):.3f}; "
+              f"{rate * horizon:.0f} faults expected")
+    for name, model, spares, swap in (("fitted, 64 spares (swap at once)", fitted, 64, 0.0),
+                                      ("fitted, 64 spares (swap 10 min)", fitted, 64, 600.0),
+                                      ("fitted, no spares", fitted, 0, 600.0),
+                                      ("log replayed, 64 spares (10 min)", replay, 64, 600.0)):
         counts, ettrs, cpu = [], [], time.process_time()
         for seed in range(seeds):
             config = SimConfig(seed=seed, until=horizon, checkpoint_interval="young-daly", checkpoint_cost=60.0,
-                               restart_cost=300.0, spare_nodes=spares, spare_swap=600.0)
-            trace = load_trace(pd.DataFrame({"submit_time": [0], "gpu_num": [gpus], "duration": [10 * horizon]}),
+                               restart_cost=300.0, spare_nodes=spares, spare_swap=swap)
+            trace = load_trace(pd.DataFrame({"submit_time": [0], "gpu_num": [gpus], "duration": [2 * horizon]}),
                                nodes=gpus // 8)
             result = simulate(trace, config, faults=model)
             job = result.jobs.iloc[0]

@@ -71,7 +71,7 @@ def check_reliability(config: SimConfig, where: str = "settings", model_given: b
         if not config.checkpoint_cost:
             raise ValueError(f"{where}: --checkpoint-interval young-daly needs --checkpoint-cost > 0 (the interval "
                              "grows as the square root of the checkpoint's cost)")
-        if not config.faults and config.node_mtbf <= 0:
+        if not failing:
             raise ValueError(f"{where}: --checkpoint-interval young-daly needs a failure rate: give --faults or "
                              "--node-mtbf")
     if (config.spare_nodes or config.exclude_after) and not failing:
