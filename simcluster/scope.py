@@ -268,13 +268,19 @@ def _readers(name: str, config: SimConfig) -> str:
 
 
 _CONDITIONS = {  # settings read only together with another one
-    "seed": "random placement, node failures, learned models (lucid, --estimator ebm) and Gavel's agnostic "
+    "seed": "random placement, node failures (--node-mtbf, --faults), learned models (lucid, --estimator ebm) and Gavel's agnostic "
             "policies",
     "throughputs": "traces with job types (Gavel's .trace files)",
     "node_repair": "runs with node failures (--node-mtbf > 0)",
-    "checkpoint_interval": "runs with node failures (--node-mtbf > 0)",
-    "restart_limit": "runs with node failures (--node-mtbf > 0)",
-    "on_no_progress": "runs with node failures (--node-mtbf > 0)",
+    "checkpoint_interval": "runs with node failures (--node-mtbf > 0 or --faults) or --checkpoint-cost",
+    "checkpoint_cost": "runs with periodic checkpoints (--checkpoint-interval) or a preemptive policy",
+    "restart_cost": "runs with node failures (--node-mtbf > 0 or --faults)",
+    "spare_nodes": "runs with node failures (--node-mtbf > 0 or --faults)",
+    "spare_swap": "runs with spares (--spare-nodes)",
+    "exclude_after": "runs with node failures (--node-mtbf > 0 or --faults)",
+    "faults_offset": "runs replaying a fault log (--faults LOG)",
+    "restart_limit": "runs with node failures (--node-mtbf > 0 or --faults)",
+    "on_no_progress": "runs with node failures (--node-mtbf > 0 or --faults)",
     "estimates": "qssf, lucid, easy-backfill and slurm with --estimator file",
     "retrain_interval": "the ebm estimator (lucid's default; qssf with --estimator ebm)",
     "retrain_growth": "the ebm estimator (lucid's default; qssf with --estimator ebm) and lucid's forecaster",

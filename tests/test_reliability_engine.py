@@ -246,3 +246,31 @@ def test_lucid_sim_reliability_runs_from_the_command_line(tmp_path):
     assert (tmp_path / "reliability.png").exists() and "Daly" in done.output
     bad = runner.invoke(app, ["reliability", "--faults", "mtbf=5d", "--gpus", "12", "--out", str(tmp_path)])
     assert bad.exit_code == 2 and "--gpus 12: a job of whole nodes" in bad.output
+
+
+def test_lucid_sim_run_takes_the_fault_options(tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from simcluster.cli import app
+
+    trace = tmp_path / "jobs.csv"
+    trace.write_text("submit_time,gpu_num,duration\n0,8,50000\n10,16,40000\n20,1,3000\n")
+    log = tmp_path / "faults.csv"
+    log.write_text("node,start,end,class\nn0,5000,8000,GPU\nn1,9000,9500,NIC\nn2,30000,31000,GPU\n")
+    out = tmp_path / "run"
+    done = CliRunner().invoke(app, ["run", "--trace", str(trace), "--nodes", "4", "--faults", str(log),
+                                    "--checkpoint-interval", "young-daly", "--checkpoint-cost", "60",
+                                    "--restart-cost", "300", "--spare-nodes", "1", "--exclude-after", "2/1",
+                                    "--out", str(out), "--quiet"])
+    assert done.exit_code == 0, done.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["config"]["checkpoint_interval"] == "young-daly" and summary["failures"]["faults"] >= 1
+    assert set(summary["gpu_share_by_cause"]) == {"productive", "lost", "checkpoint", "restart", "other_overhead",
+                                                 "down", "idle"}
+    jobs = pd.read_csv(out / "jobs.csv")
+    assert {"interruptions", "checkpoint_s", "restart_s", "ettr"} <= set(jobs.columns)
+    bad = CliRunner().invoke(app, ["run", "--trace", str(trace), "--nodes", "4", "--checkpoint-interval", "daily",
+                                   "--out", str(tmp_path / "bad"), "--quiet"])
+    assert bad.exit_code == 2 and "checkpoint_interval" in bad.output and "young-daly" in bad.output
