@@ -294,8 +294,11 @@ class Simulation(JobLife):
                 vcs = self.cluster.vcs.values()
                 if self.plugin_guard is not None:  # a plug-in policy (or placement) left them waiting
                     raise self.plugin_guard.stalled(vcs, self._policy_guarded) from None
+                out = self.reliability.excluded if self.reliability is not None else {}
+                why = (f"; --exclude-after took {len(out)} server(s) out for good, leaving "
+                       f"{sum(n.gpu_count for n in self.cluster.nodes if n.up):,} GPUs up" if out else "")
                 raise SimulationStalled(f"the simulation stalled: {stall_seen(vcs, env.now)}; nothing was left to "
-                                        f"happen ({self.label})") from exc
+                                        f"happen ({self.label}){why}") from exc
             except PluginFailed:
                 raise
             except Exception as exc:  # a plug-in's hook raised (those called by the thousand run bare): said so
