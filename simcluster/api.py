@@ -25,7 +25,9 @@ from simcluster.colocation.loader import ColocationModel
 from simcluster.config import SimConfig
 from simcluster.doubts import fallbacks_warning, table_warnings
 from simcluster.engine import Simulation
+from simcluster.engine.reliability import reliability_mode
 from simcluster.faults import (  # noqa: F401  (the fault-log API, as `lucid-sim faults` runs it)
+    FailureModel,
     FaultFit,
     FaultLog,
     LogReplay,
@@ -52,6 +54,9 @@ from simcluster.metrics.elastic import (
 from simcluster.metrics.fairness import finish_time_fairness, users_table
 from simcluster.metrics.fragmentation import FragmentationTimeline
 from simcluster.metrics.gpu_types import TypeSeconds
+from simcluster.metrics.reliability import DownTime, node_gpus
+from simcluster.metrics.reliability import job_columns as reliability_columns
+from simcluster.metrics.reliability import run_figures as reliability_figures
 from simcluster.metrics.summary import jobs_frame, summarize
 from simcluster.plugins import Origin, display_name, origin_of, resolve, resolved_config
 from simcluster.policies import Policy
@@ -144,13 +149,15 @@ class TraceWarning(UserWarning):
 
 def simulate(trace: Trace, config: SimConfig | None = None, observers: Iterable[Observer] = (),
              colocation: ColocationModel | None = None, throughputs: ThroughputTable | None = None,
-             kernel: str | None = None) -> RunResult:
+             kernel: str | None = None, faults: FailureModel | None = None) -> RunResult:
     """Replay ``trace`` under ``config``: every policy on every trace and cluster shape, one engine.
 
     The cluster is the trace's own (its VCs; an openb node list), or ``config.cluster`` (``--cluster
     v100:4,p100:4``: one VC of those GPUs, into which a trace's VCs are merged, with a warning).
     ``colocation`` and ``throughputs`` override the model and table that ``config`` names; ``kernel``
-    picks the engine's kernel ("fast", "reference"; None: the fast one where it can run).
+    picks the engine's kernel ("fast", "reference"; None: the fast one where it can run).  ``faults``: a failure
+    model (:class:`~simcluster.faults.RateModel`, :class:`~simcluster.faults.LogReplay`, anything with its
+    ``outages``) to replay instead of the one ``config.faults`` names.
 
     >>> from simcluster.traces.synth import SynthSpec, synthesize
     >>> result = simulate(synthesize(SynthSpec(jobs=50, nodes=4, vcs=2, seed=1)), SimConfig(policy="sjf"))
@@ -171,6 +178,8 @@ def simulate(trace: Trace, config: SimConfig | None = None, observers: Iterable[
     load_cpu = trace.load_cpu_seconds + tables.load_cpu_seconds
     cpu0 = time.process_time()
     failures, timeline = NodeFailures(), ClusterTimeline()
+    costed = reliability_mode(config) or faults is not None
+    down = DownTime(node_gpus(spec, config.gpus_per_node), config.gpus_per_node) if costed else None
     per_type = TypeSeconds(spec.gpu_types) if spec.typed else None
     with _quiet_gc() as quiet:  # from the jobs' making on: tens of thousands of objects that live as long as the run
         jobs = trace.make_jobs(tables.throughputs)
@@ -195,8 +204,10 @@ def simulate(trace: Trace, config: SimConfig | None = None, observers: Iterable[
             allocations = AllocationTimeline()
         frag = FragmentationTimeline(jobs, spec) if any(j.gpu_milli < 1000 for j in jobs) else None
         watchers = [failures, timeline, *([per_type] if per_type else []), *([frag] if frag else []),
+                    *([down] if down else []),
                     *([allocations] if allocations else []), *observers]
-        outcome = Simulation(jobs, spec, config, watchers, tables.colocation, tables.throughputs, kernel=kernel).run()
+        outcome = Simulation(jobs, spec, config, watchers, tables.colocation, tables.throughputs, kernel=kernel,
+                             faults=faults).run()
     sim_cpu = time.process_time() - cpu0
 
     # finished jobs in trace order, listed now rather than collected by a hook as each finished: no call per job
@@ -227,6 +238,8 @@ def simulate(trace: Trace, config: SimConfig | None = None, observers: Iterable[
     if policy_class.elastic:
         frame = elastic_columns(frame, reported, end)
     frame["rho"] = finish_time_fairness(frame, vc_gpus)
+    if outcome.reliability is not None:
+        frame = reliability_columns(frame, reported, outcome.reliability, end)
     if outcome.colocation is not None:
         extra = {"colocation": outcome.colocation["source"],
                  "colocation_provenance": outcome.colocation["provenance"],
@@ -263,6 +276,9 @@ def simulate(trace: Trace, config: SimConfig | None = None, observers: Iterable[
         skipped_rows=dict(trace.skipped), config=config.as_dict(), **outcome.policy_report(), **extra, **stopped,
         warnings=warnings,
     )
+    if outcome.reliability is not None and down is not None:
+        summary |= reliability_figures(frame, outcome.reliability, down.total(end), int(summary["gpus"]),
+                                       float(summary["makespan"]))
     if policy_class.elastic:
         summary["cluster_efficiency"] = cluster_efficiency(reported, sum(vc_gpus.values()) + partition_gpus,
                                                            float(summary["makespan"]))
@@ -409,3 +425,7 @@ class _quiet_gc:
         gc.unfreeze()
         if self._enabled:
             gc.enable()
+
+
+# the reliability study (`lucid-sim reliability`), last: simcluster.experiments imports this module
+from simcluster.experiments.reliability import ReliabilityStudy, reliability_study  # noqa: F401

@@ -22,6 +22,7 @@ POLICY, CLUSTER, FAILURES, TIRESIAS, ESTIMATES, SHARING, LUCID, HETERO, ELASTIC 
     "Policy", "Cluster", "Failures and preemption", "Policy: tiresias", "Policy: qssf and lucid estimates",
     "Sharing", "Policy: lucid", "Heterogeneous (Gavel)", "Elastic jobs and deadlines",
 )
+MAX_COST_S = 30 * 86_400.0  # a checkpoint, a restart, a swap or a checkpoint interval: at most 30 days
 PROVENANCE = "provenance"  # fields that record where settings came from; no option or --set key sets them
 # the policy's own settings (its Settings dataclass): set by --set NAME=VALUE or a config file's [policy] table,
 # not by an option of their own
@@ -29,13 +30,16 @@ POLICY_SETTINGS = "policy settings"
 
 
 def setting(default: Any, help: str, panel: str = POLICY, *, min: float | None = None, max: float | None = None,
-            above: float | None = None, choices: tuple[str, ...] = (), cli: str | None = None) -> Any:
+            above: float | None = None, choices: tuple[str, ...] = (), cli: str | None = None,
+            words: tuple[str, ...] = ()) -> Any:
     """A field of :class:`SimConfig`: its default, help text, help panel and the values it admits.
 
     ``min``/``max`` are inclusive bounds, ``above`` an exclusive lower bound, ``choices`` the only strings
-    allowed, ``cli`` the option's name when it is not ``--field-name``.
+    allowed, ``cli`` the option's name when it is not ``--field-name``, ``words`` the words a number field
+    also takes in place of a number (``--checkpoint-interval young-daly``).
     """
-    meta = {"help": help, "panel": panel, "min": min, "max": max, "above": above, "choices": choices, "cli": cli}
+    meta = {"help": help, "panel": panel, "min": min, "max": max, "above": above, "choices": choices, "cli": cli,
+            "words": words}
     return field(default=default, metadata=meta)
 
 
@@ -70,9 +74,42 @@ class SimConfig:
     )
     node_mtbf: float = setting(0.0, "Mean seconds between failures of a node; 0 = nodes never fail.", FAILURES, min=0)
     node_repair: float = setting(3600.0, "Seconds a failed node is down before it is repaired.", FAILURES, min=0)
-    checkpoint_interval: float = setting(
+    checkpoint_interval: float | str = setting(
         0.0, "Seconds of progress between periodic checkpoints; a failure loses the work since the last one "
-        "(0 = only preemptions checkpoint).", FAILURES, min=0,
+        "(0 = only preemptions checkpoint); young-daly: each job at the Young/Daly interval of the failure rate its "
+        "nodes see and --checkpoint-cost.", FAILURES, min=0, max=MAX_COST_S, words=("young-daly",),
+    )
+    faults: str | None = setting(
+        None, "Failure model: a fault log (InfiniteHBD JSON, or CSV node,start,end[,class]) replayed onto the "
+        "nodes (seeded by --seed), a fitted.json of `lucid-sim faults fit`, or a rate model such as "
+        "mtbf=30d,repair=4h (also shape=K for Weibull times, per=gpu; times in s, m, h or d). Instead of "
+        "--node-mtbf.",
+        FAILURES,
+    )
+    faults_offset: float = setting(
+        0.0, "A replayed fault log starts this many seconds into the log at the run's first submission.",
+        FAILURES, min=0,
+    )
+    checkpoint_cost: float = setting(
+        0.0, "Seconds without progress at every periodic checkpoint and at every preemption (which checkpoints).",
+        FAILURES, min=0, max=MAX_COST_S,
+    )
+    restart_cost: float = setting(
+        0.0, "Seconds without progress at every restart after a failure (re-initialisation, loading the "
+        "checkpoint), on the GPUs the job restarts on.", FAILURES, min=0, max=MAX_COST_S,
+    )
+    spare_nodes: int = setting(
+        0, "Hot spare nodes beside the cluster, held out of scheduling: a failed node of a running job is swapped "
+        "for one (after --spare-swap) instead of requeueing the job; a repaired node becomes a spare.",
+        FAILURES, min=0, max=1_000_000,
+    )
+    spare_swap: float = setting(
+        0.0, "Seconds to swap a spare in for a failed node (the job holds its GPUs, without progress).",
+        FAILURES, min=0, max=MAX_COST_S,
+    )
+    exclude_after: str | None = setting(
+        None, "N/DAYS: take a server out for good at its N-th fault within DAYS days (reported in summary.json).",
+        FAILURES,
     )
     restart_limit: int = setting(
         50, "No-progress guard: a job evicted by node failures this many times in a row without its checkpointed "
@@ -352,6 +389,8 @@ class SimConfig:
             _check_range(f, getattr(self, name), where)
         if self.deadlines is not None and (only is None or "deadlines" in only):
             deadline_range(self.deadlines, where)
+        if self.exclude_after is not None and (only is None or "exclude_after" in only):
+            exclusion_rule(self.exclude_after, where)
 
 
 def knobs() -> dict[str, Field]:
@@ -435,6 +474,14 @@ def coerce(f: Field, value: Any, where: str = "settings") -> Any:
                 pass
         raise bad("an integer")
     if kind is float:
+        words = f.metadata.get("words") or ()
+        if words and isinstance(value, str) and value.strip().lower() in words:
+            return value.strip().lower()
+        if words and isinstance(value, str):
+            try:
+                float(value.strip())
+            except ValueError:
+                raise bad(f"a number of seconds or {' or '.join(words)}") from None
         return _number(value, bad)
     if kind is tuple:
         items = value
@@ -496,6 +543,25 @@ def deadline_range(text: str, where: str = "settings") -> tuple[float, float]:
     if not (math.isfinite(low) and math.isfinite(high) and 0 < low <= high):
         raise ConfigError(f"{where}: setting 'deadlines' needs 0 < A ≤ B, got {text!r}")
     return low, high
+
+
+def exclusion_rule(text: str, where: str = "settings") -> tuple[int, float]:
+    """``N/DAYS``: a server is taken out at its N-th fault within DAYS days (N ≥ 1, DAYS > 0), as (N, seconds).
+
+    >>> exclusion_rule("3/7"), exclusion_rule("2/0.5")
+    ((3, 604800.0), (2, 43200.0))
+    """
+    parts = [p.strip() for p in str(text).split("/")]
+    try:
+        count, days = int(parts[0]), float(parts[1])
+        if len(parts) != 2:
+            raise ValueError
+    except (ValueError, IndexError):
+        raise ConfigError(f"{where}: setting 'exclude_after' must be N/DAYS (e.g. 3/7: out at the 3rd fault within "
+                          f"7 days), got {text!r}") from None
+    if not (1 <= count <= 1_000_000 and math.isfinite(days) and 0 < days <= 36_500):
+        raise ConfigError(f"{where}: setting 'exclude_after' needs N ≥ 1 and 0 < DAYS ≤ 36,500, got {text!r}")
+    return count, days * 86_400.0
 
 
 def _did_you_mean(key: str, names: Mapping[str, Any]) -> str:

@@ -105,12 +105,15 @@ def _draws_random(run: Run) -> bool:
     if config.deadlines is not None:  # drawn deadlines
         return True
     if run.policy is not None and run.policy.own_placement is not None:  # (its placement draws nothing)
-        return run.policy.uses_seed(config) or config.node_mtbf > 0
-    return (config.placement == "random" or config.node_mtbf > 0 or _estimator(run) == "ebm"
+        return run.policy.uses_seed(config) or config.node_mtbf > 0 or bool(config.faults)
+    return (config.placement == "random" or config.node_mtbf > 0 or bool(config.faults) or _estimator(run) == "ebm"
             or (run.policy is not None and run.policy.uses_seed(config)))
 
 
-_WITH_FAILURES = Reader(lambda run: run.config.node_mtbf > 0)
+_WITH_FAILURES = Reader(lambda run: run.config.node_mtbf > 0 or bool(run.config.faults))
+_CHECKPOINTS = Reader(lambda run: run.config.node_mtbf > 0 or bool(run.config.faults) or run.config.checkpoint_cost > 0)
+_CHECKPOINT_COST = Reader(lambda run: run.config.checkpoint_interval != 0 or (run.policy is not None
+                                                                              and run.policy.preemptive))
 _LEARNS = Reader(lambda run: _estimator(run) == "ebm" or (run.policy is not None and "boosting" in run.policy.reads))
 
 READERS: dict[str, Reader] = {
@@ -119,8 +122,14 @@ READERS: dict[str, Reader] = {
     "seed": Reader(_draws_random),
     "cluster": Reader(_always),  # every policy runs on --cluster (a trace's VCs merged into it, with a warning)
     "placement": Reader(lambda run: run.policy is None or run.policy.own_placement is None),
-    "node_repair": _WITH_FAILURES,
-    "checkpoint_interval": _WITH_FAILURES,
+    "node_repair": Reader(lambda run: run.config.node_mtbf > 0),
+    "checkpoint_interval": _CHECKPOINTS,
+    "checkpoint_cost": _CHECKPOINT_COST,
+    "restart_cost": _WITH_FAILURES,
+    "spare_nodes": _WITH_FAILURES,
+    "spare_swap": Reader(lambda run: run.config.spare_nodes > 0),
+    "exclude_after": _WITH_FAILURES,
+    "faults_offset": Reader(lambda run: bool(run.config.faults)),
     "restart_limit": _WITH_FAILURES,
     "on_no_progress": _WITH_FAILURES,
     "preempt_overhead_small": Reader(_policy(lambda cls: cls.preemptive)),
@@ -259,13 +268,19 @@ def _readers(name: str, config: SimConfig) -> str:
 
 
 _CONDITIONS = {  # settings read only together with another one
-    "seed": "random placement, node failures, learned models (lucid, --estimator ebm) and Gavel's agnostic "
+    "seed": "random placement, node failures (--node-mtbf, --faults), learned models (lucid, --estimator ebm) and Gavel's agnostic "
             "policies",
     "throughputs": "traces with job types (Gavel's .trace files)",
     "node_repair": "runs with node failures (--node-mtbf > 0)",
-    "checkpoint_interval": "runs with node failures (--node-mtbf > 0)",
-    "restart_limit": "runs with node failures (--node-mtbf > 0)",
-    "on_no_progress": "runs with node failures (--node-mtbf > 0)",
+    "checkpoint_interval": "runs with node failures (--node-mtbf > 0 or --faults) or --checkpoint-cost",
+    "checkpoint_cost": "runs with periodic checkpoints (--checkpoint-interval) or a preemptive policy",
+    "restart_cost": "runs with node failures (--node-mtbf > 0 or --faults)",
+    "spare_nodes": "runs with node failures (--node-mtbf > 0 or --faults)",
+    "spare_swap": "runs with spares (--spare-nodes)",
+    "exclude_after": "runs with node failures (--node-mtbf > 0 or --faults)",
+    "faults_offset": "runs replaying a fault log (--faults LOG)",
+    "restart_limit": "runs with node failures (--node-mtbf > 0 or --faults)",
+    "on_no_progress": "runs with node failures (--node-mtbf > 0 or --faults)",
     "estimates": "qssf, lucid, easy-backfill and slurm with --estimator file",
     "retrain_interval": "the ebm estimator (lucid's default; qssf with --estimator ebm)",
     "retrain_growth": "the ebm estimator (lucid's default; qssf with --estimator ebm) and lucid's forecaster",

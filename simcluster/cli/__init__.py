@@ -24,6 +24,7 @@ from simcluster.cli import (  # noqa: F401  (register the commands)
     faults,
     fragmentation,
     info,
+    reliability,
     run,
     trace,
     validate,

@@ -48,6 +48,15 @@ class NodeFailed:
 
 
 @dataclass(frozen=True, slots=True)
+class Swapped:
+    """A node the job runs on failed and a hot spare took its place: the job keeps its GPUs, loses what it did
+    since its last checkpoint and makes no progress for ``pause`` seconds (the swap) and its restart."""
+
+    node: str
+    pause: float
+
+
+@dataclass(frozen=True, slots=True)
 class Resized:
     """The policy changed an elastic job's allocation (``plan``, ``from_gpus`` → ``to_gpus`` GPUs) or its batch
     while it runs: it goes on from the progress it made, after ``delay`` seconds without progress (None: the
@@ -83,4 +92,4 @@ class Stalled:
     seconds: float
 
 
-Cause = Preempted | RateChanged | Moved | NodeFailed | Resized | Declined | Abandoned | Stalled
+Cause = Preempted | RateChanged | Moved | NodeFailed | Swapped | Resized | Declined | Abandoned | Stalled

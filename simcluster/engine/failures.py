@@ -10,13 +10,16 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Generator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import simpy
 
 from simcluster.cluster import Node
 from simcluster.config import SimConfig
 from simcluster.job import Job
+
+if TYPE_CHECKING:  # pragma: no cover
+    from simcluster.engine.reliability import Reliability
 
 
 class NoProgressError(ValueError):
@@ -51,8 +54,9 @@ class NoProgressGuard:
     [False, True]
     """
 
-    def __init__(self, config: SimConfig) -> None:
+    def __init__(self, config: SimConfig, reliability: Reliability | None = None) -> None:
         self.config = config
+        self.reliability = reliability  # failures by model and their costs: the message reads its rate
         # job → (checkpointed progress after its last eviction, evictions in a row that did not advance it)
         self.futile: dict[Job, tuple[float, int]] = {}
 
@@ -78,6 +82,8 @@ class NoProgressGuard:
 
     def message(self, job: Job, nodes: int, evictions: int, now: float) -> str:
         c = self.config
+        if self.reliability is not None:
+            return self._costed_message(job, nodes, evictions, now)
         need = min(c.checkpoint_interval or job.work_left, job.work_left)  # failure-free seconds it needs
         survives = math.exp(-nodes * need / c.node_mtbf)
         return (f"no progress under node failures: job {job.job_id} ({job.gpu_num} GPUs on {nodes} node(s)) was "
@@ -85,5 +91,26 @@ class NoProgressGuard:
                 f"advancing beyond {job.progress:,.0f} of {job.duration:,} s. A run must last {need:,.0f} s to "
                 f"keep progress; with --node-mtbf {c.node_mtbf:g} it survives on {nodes} node(s) with probability "
                 f"exp(-{nodes}×{need:.0f}/{c.node_mtbf:g}) = {survives:.2g}. Raise --node-mtbf, shorten "
+                f"--checkpoint-interval, or give --on-no-progress abandon (such jobs are reported unfinished) or "
+                f"--until SECONDS; --restart-limit {c.restart_limit} sets this guard (0: off).")
+
+    def _costed_message(self, job: Job, nodes: int, evictions: int, now: float) -> str:
+        """:meth:`message` under a fault model or checkpoint and restart costs: a run must get through an
+        interval and its checkpoint without a fault (its restart before that is exposed too)."""
+        c, rel = self.config, self.reliability
+        assert rel is not None
+        interval = rel.interval(job)
+        need = min(interval or job.work_left, job.work_left)
+        cost = c.checkpoint_cost if interval and interval < job.work_left else 0.0
+        exposed = need + cost + c.restart_cost
+        rate = rel.node_rate * nodes
+        survives = math.exp(-rate * exposed)
+        source = rel.source
+        return (f"no progress under node failures: job {job.job_id} ({job.gpu_num} GPUs on {nodes} node(s)) was "
+                f"stopped {evictions} times in a row (t={now:,.0f} s) without its checkpointed progress advancing "
+                f"beyond {job.progress:,.0f} of {job.duration:,} s. To keep progress it must run {exposed:,.0f} s "
+                f"without a fault (restart {c.restart_cost:g} s, {need:,.0f} s of work, checkpoint {cost:g} s); "
+                f"under {source} its {nodes} node(s) fail {rate * 86_400:.3g} times a day, so it survives that "
+                f"with probability {survives:.2g}. Lower --checkpoint-cost or --restart-cost, shorten "
                 f"--checkpoint-interval, or give --on-no-progress abandon (such jobs are reported unfinished) or "
                 f"--until SECONDS; --restart-limit {c.restart_limit} sets this guard (0: off).")

@@ -45,6 +45,7 @@ from simcluster.engine.causes import (
     RateChanged,
     Resized,
     Stalled,
+    Swapped,
 )
 from simcluster.engine.events import AFTER_PASS, NORMAL, succeed_at
 from simcluster.job import Job, JobState
@@ -55,6 +56,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from simcluster.cluster import Cluster
     from simcluster.config import SimConfig
     from simcluster.engine.failures import NoProgressGuard
+    from simcluster.engine.reliability import Reliability
     from simcluster.engine.speed import SpeedModel
     from simcluster.policies import Policy
 
@@ -72,6 +74,7 @@ class JobLife:
     policy: Policy
     speed: SpeedModel
     guard: NoProgressGuard
+    reliability: Reliability | None  # failures by model, checkpoint and restart costs, spares (else None)
     running: int
     pending: int
     abandoned: dict[Job, float]
@@ -184,6 +187,8 @@ class JobLife:
                 self._new_segment(job, vc, now, job.speed, job.sharing, timed, pause=seconds)
             case Preempted(overhead=overhead, moving=moving):
                 self._stop(job, vc, overhead=overhead)
+                if self.reliability is not None and job.elastic is None:
+                    self.reliability.preempted(job)
                 if moving:
                     job.migrations += 1
                 else:
@@ -192,13 +197,24 @@ class JobLife:
                     hook(job, now)
             case NodeFailed():
                 nodes = len(job.allocation)
-                self._stop(job, vc, lose_since_checkpoint=self.config.checkpoint_interval)
+                reliability = self.reliability
+                if reliability is None:
+                    self._stop(job, vc, lose_since_checkpoint=self.config.checkpoint_interval)  # type: ignore[arg-type]
+                else:
+                    reliability.before_failure(job, now)
+                    self._stop(job, vc, lose_since_checkpoint=reliability.grid(job))
+                    if job.elastic is None:
+                        reliability.after_failure(job)
+                    else:
+                        reliability.costs_of(job).interruptions += 1
                 job.restarts += 1
                 if self.guard.gives_up_on(job, nodes, now):
                     self.interrupt(job, Abandoned(), vc)
                 for hook in self._on_restart:
                     hook(job, now)
                 self._request_pass(vc)
+            case Swapped(pause=pause):
+                self._swapped(job, vc, now, pause)
             case Moved(partition=partition):
                 job.stop(now)
                 self._release(job, vc)
@@ -220,11 +236,65 @@ class JobLife:
                 self.guard.forget(job)
                 self._one_less()
 
+    def _swapped(self, job: Job, vc: VirtualCluster, now: float, pause: float) -> None:
+        """:class:`Swapped`: back to its last checkpoint where it runs, owing ``pause`` and its restart."""
+        reliability = self.reliability
+        assert reliability is not None
+        nodes = len(job.allocation)
+        if self._policy_on_run_stop:
+            self.policy.on_run_stop(job, vc)
+        job.change_speed(now, job.speed, job.sharing)
+        reliability.lose_in_place(job, now)
+        reliability.after_failure(job, pause)
+        reliability.costs_of(job).swaps += 1
+        job.restarts += 1
+        if self._policy_on_run_start:
+            self.policy.on_run_start(job, vc)
+        self._time_run(job)
+        if self.guard.gives_up_on(job, nodes, now):
+            _disarm(job)
+            self._stop(job, vc, lose_since_checkpoint=0.0)
+            self.interrupt(job, Abandoned(), vc)
+            self._request_pass(vc)
+        for hook in self._on_restart:
+            hook(job, now)
+
+    def _checkpoint_due(self, job: Job, _run_end: simpy.Event | None = None) -> None:
+        """Running ``job`` reached a checkpoint boundary: it writes a checkpoint (no progress) and goes on."""
+        reliability = self.reliability
+        assert reliability is not None
+        now = self.clock()
+        vc = self.cluster.vcs[job.queue_vc]
+        job.run_end = None
+        if self._policy_on_run_stop:
+            self.policy.on_run_stop(job, vc)
+        job.change_speed(now, job.speed, job.sharing)
+        job.work_left = job.duration - reliability.costs_of(job).boundary  # (its progress: the boundary, exactly)
+        reliability.checkpoint_begins(job, now)
+        if self._policy_on_run_start:
+            self.policy.on_run_start(job, vc)
+        self._time_run(job)
+
+    def _time_run_checkpointed(self, job: Job) -> None:
+        """:meth:`_time_run` where checkpoints cost time: a fixed-size job's run is timed to its next checkpoint
+        boundary when that comes before its end."""
+        if job.elastic is None:
+            boundary = self.reliability.next_boundary(job)  # type: ignore[union-attr]
+            if boundary is not None:
+                run_end = job.run_end = simpy.Event(self.env)
+                run_end.callbacks.append(partial(self._checkpoint_due, job))
+                ahead = (boundary - (job.duration - job.work_left)) / job.speed
+                succeed_at(self.env, run_end, job.overhead_left + max(0.0, ahead), NORMAL)
+                return
+        JobLife._time_run(self, job)
+
     def _finish(self, job: Job, _run_end: simpy.Event | None = None) -> None:
         """Its run's end fired: the job is done."""
         now = self.clock()
         vc = self.cluster.vcs[job.queue_vc]
         job.finish(now)
+        if self.reliability is not None:
+            self.reliability.finished(job)
         self._release(job, vc)
         job.run_end = None
         if self.guard.futile:

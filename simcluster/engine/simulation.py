@@ -29,12 +29,19 @@ from simcluster.cluster_spec import ClusterSpec, NodeGroup
 from simcluster.colocation.loader import ColocationModel, answer_shares
 from simcluster.config import SimConfig
 from simcluster.elastic.threads import one_blas_thread
-from simcluster.engine.causes import NodeFailed
+from simcluster.engine.causes import NodeFailed, Swapped
 from simcluster.engine.context import VcContext
 from simcluster.engine.events import HORIZON, LATE, URGENT, NoEventsLeft, succeed_at
 from simcluster.engine.failures import NoProgressGuard, node_life
 from simcluster.engine.kernel import make_kernel
 from simcluster.engine.life import JobLife
+from simcluster.engine.reliability import (
+    Reliability,
+    ReliabilityRecord,
+    check_reliability,
+    model_of,
+    reliability_mode,
+)
 from simcluster.engine.speed import SpeedModel
 from simcluster.guard import (
     CheckedContext,
@@ -57,6 +64,7 @@ from simcluster.queue import JobQueue
 from simcluster.registry import implements
 
 if TYPE_CHECKING:  # pragma: no cover
+    from simcluster.faults.models import FailureModel
     from simcluster.throughputs import ThroughputTable
 
 _BY_INDEX = attrgetter("index")  # trace order
@@ -84,6 +92,7 @@ class RunOutcome:
     kernel: str  # which kernel ran it: "fast" or "reference"
     notes: list[str] = field(default_factory=list)  # for the summary (the fast loop off, and why)
     warnings: list[str] = field(default_factory=list)  # what the guard of a plug-in saw (GPUs idle, no timer set)
+    reliability: ReliabilityRecord | None = None  # failures by model, costs, spares (reliability options only)
 
 
 def without_borrowed(spec: ClusterSpec | Mapping[str, int], borrowed: dict[str, int], policy: str) -> ClusterSpec:
@@ -122,13 +131,16 @@ class Simulation(JobLife):
         placement: Placement | None = None,
         wrap_context: Callable[[SchedulingContext, VirtualCluster], SchedulingContext] | None = None,
         kernel: str | None = None,
+        faults: FailureModel | None = None,
     ) -> None:
         """``cluster``: nodes per VC (untyped, ``config.gpus_per_node`` GPUs each) or a :class:`ClusterSpec`.
         ``colocation``: the model sharing policies read (:func:`simcluster.tables.load_tables` loads the one
         ``config`` names); ``throughputs``: the table the jobs' per-type speeds come from, whose pairs time jobs
         sharing GPUs.  ``policy`` and ``placement``: instances to use instead of the ones ``config`` names, and
         ``wrap_context`` what wraps each VC's context (the conformance kit's checks, :mod:`simcluster.testing`).
-        ``kernel``: "fast", "reference" or None (the fast one where this SimPy allows, :mod:`~.kernel`)."""
+        ``kernel``: "fast", "reference" or None (the fast one where this SimPy allows, :mod:`~.kernel`).
+        ``faults``: a failure model to replay instead of the one ``config.faults`` names
+        (:mod:`~simcluster.engine.reliability`)."""
         self.config = config = config or SimConfig()
         self.jobs = jobs
         start = min(map(attrgetter("submit_time"), jobs), default=0)
@@ -209,7 +221,13 @@ class Simulation(JobLife):
         self._unfinished = len(jobs)
         self._all_done = self.env.event()
         self.running = self.pending = 0
-        self.guard = NoProgressGuard(config)
+        self.reliability: Reliability | None = None
+        if reliability_mode(config) or faults is not None:
+            check_reliability(config, model_given=faults is not None)
+            self.reliability = Reliability(self, config, faults if faults is not None else model_of(config))
+            if config.checkpoint_cost:
+                self._time_run = self._time_run_checkpointed  # type: ignore[method-assign]
+        self.guard = NoProgressGuard(config, self.reliability)
         self.abandoned: dict[Job, float] = {}
         self.declined: dict[Job, float] = {}
         self._arrivals: list[Job] = []
@@ -239,6 +257,7 @@ class Simulation(JobLife):
         self._on_resize = overridden_hooks(observers, "on_resize")
         self._on_node_down = overridden_hooks(observers, "on_node_down")
         self._on_node_up = overridden_hooks(observers, "on_node_up")
+        self._on_swap = overridden_hooks(observers, "on_swap")
         self._on_sample = overridden_hooks(observers, "on_sample")
 
     # --- the run -----------------------------------------------------------
@@ -252,8 +271,12 @@ class Simulation(JobLife):
         by_submit = attrgetter("submit_time") if indices == sorted(indices) else attrgetter("submit_time", "index")
         self._arrivals = arrivals = sorted(self.jobs, key=by_submit)
         self._call_at(0.0, partial(self._arrive, arrivals, 0), URGENT)  # first, as a process would start
-        for node in self.cluster.nodes if self.config.node_mtbf > 0 else ():  # a node that never fails has no life
-            env.process(node_life(env, node, self.config, self._node_down, self._node_up))
+        reliability = self.reliability
+        if reliability is not None and reliability.model is not None:  # one process: the model's faults in order
+            env.process(reliability.replay(env, env.now))
+        else:
+            for node in self.cluster.nodes if self.config.node_mtbf > 0 else ():  # a node that never fails has no life
+                env.process(node_life(env, node, self.config, self._node_down, self._node_up))
         if self._unfinished:
             stop: simpy.Event = self._all_done
             if self.config.until > 0:
@@ -271,8 +294,11 @@ class Simulation(JobLife):
                 vcs = self.cluster.vcs.values()
                 if self.plugin_guard is not None:  # a plug-in policy (or placement) left them waiting
                     raise self.plugin_guard.stalled(vcs, self._policy_guarded) from None
+                out = self.reliability.excluded if self.reliability is not None else {}
+                why = (f"; --exclude-after took {len(out)} server(s) out for good, leaving "
+                       f"{sum(n.gpu_count for n in self.cluster.nodes if n.up):,} GPUs up" if out else "")
                 raise SimulationStalled(f"the simulation stalled: {stall_seen(vcs, env.now)}; nothing was left to "
-                                        f"happen ({self.label})") from exc
+                                        f"happen ({self.label}){why}") from exc
             except PluginFailed:
                 raise
             except Exception as exc:  # a plug-in's hook raised (those called by the thousand run bare): said so
@@ -300,7 +326,8 @@ class Simulation(JobLife):
                                                                           "description": colocation.source},
                 "fallbacks": colocation.fallback_counts(), "answered_by": answer_shares(colocation)},
             kernel=self.kernel.name, notes=list(self.notes),
-            warnings=self.plugin_guard.warnings() if self.plugin_guard is not None else [])
+            warnings=self.plugin_guard.warnings() if self.plugin_guard is not None else [],
+            reliability=self.reliability.record() if self.reliability is not None else None)
 
     def finished_every_job(self) -> bool:
         """Whether the run ended with every job finished (no horizon cut it short, no job was given up on or
@@ -383,6 +410,18 @@ class Simulation(JobLife):
         node.set_up(False)
         for hook in self._on_node_down:
             hook(node.name, self.clock())
+
+    def swap_out(self, node: Node, jobs: list[Job], pause: float) -> None:
+        """A spare took failed ``node``'s place: its ``jobs`` go back to their checkpoints where they run."""
+        for job in jobs:
+            if job.state is JobState.RUNNING:
+                self.interrupt(job, Swapped(node.name, pause))
+        for hook in self._on_swap:
+            hook(node.name, self.clock())
+
+    def call_after(self, delay: float, call: Callable[[], None]) -> None:
+        """Call ``call`` ``delay`` seconds from now (a spare seated in a vacant node)."""
+        self._call_at(delay, call)
 
     def _node_up(self, node: Node) -> None:
         node.set_up(True)

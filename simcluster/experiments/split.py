@@ -19,6 +19,7 @@ import pandas as pd
 
 from simcluster.api import RunResult, simulate
 from simcluster.config import SimConfig
+from simcluster.engine.reliability import reliability_mode
 from simcluster.experiments.runs import (
     SYNTH_PREFIX,
     RunSpec,
@@ -71,8 +72,10 @@ def splittable(config: SimConfig) -> bool:
     except PluginError:
         return False
     # random placement draws from one stream for all VCs; node failures and the --until horizon are timed
-    # from the start of the simulation, which for a part is its own VC's first submission
-    return bool(allowed) and config.placement != "random" and config.node_mtbf == 0 and not config.until
+    # from the start of the simulation, which for a part is its own VC's first submission; a fault model is
+    # replayed onto the whole cluster's nodes (and its costs are figures a merge does not make)
+    return (bool(allowed) and config.placement != "random" and config.node_mtbf == 0 and not config.until
+            and not reliability_mode(config))
 
 
 def vcs_of(spec: RunSpec) -> list[str]:

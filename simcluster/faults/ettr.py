@@ -29,6 +29,12 @@ import math
 from simcluster.limits import number
 
 
+def _per_fault(rate: float, downtime: float, exposed: bool) -> float:
+    """What each fault costs beyond the work it loses, per unit of e^{ΛT} − 1: 1/Λ + D, or with the downtime
+    itself exposed to faults (a restart that a fault starts over: simcluster's engine, Daly's model) e^{ΛD}/Λ."""
+    return math.exp(rate * downtime) / rate if exposed else 1.0 / rate + downtime
+
+
 def _check(rate: float, interval: float | None = None, checkpoint_cost: float = 0.0, downtime: float = 0.0) -> None:
     number(rate, "the failure rate (per second)", above=0, high=1.0)
     if interval is not None:
@@ -37,38 +43,40 @@ def _check(rate: float, interval: float | None = None, checkpoint_cost: float = 
     number(downtime, "the restart and repair time (s)", low=0)
 
 
-def segment_time(length: float, rate: float, downtime: float = 0.0) -> float:
+def segment_time(length: float, rate: float, downtime: float = 0.0, exposed: bool = False) -> float:
     """Expected wall time to get ``length`` seconds done without a fault, each fault costing what was done
-    plus ``downtime``: (1/Λ + D)(e^{ΛT} − 1)."""
+    plus ``downtime``: (1/Λ + D)(e^{ΛT} − 1); ``exposed``: faults strike during D too, (e^{ΛD}/Λ)(e^{ΛT} − 1)."""
     _check(rate, downtime=downtime)
-    return (1.0 / rate + downtime) * math.expm1(rate * length)
+    return _per_fault(rate, downtime, exposed) * math.expm1(rate * length)
 
 
 def expected_wall_time(work: float, interval: float, checkpoint_cost: float, rate: float,
-                       downtime: float = 0.0) -> float:
-    """Expected wall time of a job of ``work`` seconds (module docstring)."""
+                       downtime: float = 0.0, exposed: bool = False) -> float:
+    """Expected wall time of a job of ``work`` seconds (module docstring); ``exposed``: faults strike during
+    the downtime too (it starts over), as in simcluster's engine where a restart holds the job's nodes."""
     _check(rate, interval, checkpoint_cost, downtime)
     work = number(work, "the job's work (s)", low=0)
     if work == 0:
         return 0.0
     segments = math.ceil(work / interval) - 1  # checkpointed; the last stretch, in (0, τ], ends the job
     rest = work - segments * interval
-    return (1.0 / rate + downtime) * (segments * math.expm1(rate * (interval + checkpoint_cost))
-                                      + math.expm1(rate * rest))
+    return _per_fault(rate, downtime, exposed) * (segments * math.expm1(rate * (interval + checkpoint_cost))
+                                                  + math.expm1(rate * rest))
 
 
 def ettr(interval: float, checkpoint_cost: float, rate: float, downtime: float = 0.0,
-         work: float | None = None) -> float:
+         work: float | None = None, exposed: bool = False) -> float:
     """Expected productive ÷ wall time: of a job of ``work`` seconds, or (``work=None``) in the long run,
-    τΛ / ((1 + ΛD)(e^{Λ(τ+δ)} − 1)).
+    τΛ / ((1 + ΛD)(e^{Λ(τ+δ)} − 1)); with the downtime ``exposed`` to faults, τΛ / (e^{ΛD}(e^{Λ(τ+δ)} − 1)).
 
     >>> round(ettr(interval=1800, checkpoint_cost=60, rate=1 / 86_400, downtime=300), 4)
     0.954
     """
     if work is not None:
-        return work / expected_wall_time(work, interval, checkpoint_cost, rate, downtime) if work > 0 else 1.0
+        return (work / expected_wall_time(work, interval, checkpoint_cost, rate, downtime, exposed)
+                if work > 0 else 1.0)
     _check(rate, interval, checkpoint_cost, downtime)
-    return interval * rate / ((1.0 + rate * downtime) * math.expm1(rate * (interval + checkpoint_cost)))
+    return interval / (_per_fault(rate, downtime, exposed) * math.expm1(rate * (interval + checkpoint_cost)))
 
 
 def young_interval(checkpoint_cost: float, rate: float) -> float:

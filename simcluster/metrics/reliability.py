@@ -1,0 +1,166 @@
+"""What failures, checkpoints and restarts cost: per job (``jobs.csv``) and per run (``summary.json``).
+
+Only runs given a reliability option (``--faults``, ``--checkpoint-cost``, ``--restart-cost``,
+``--checkpoint-interval young-daly``, ``--spare-nodes``, ``--exclude-after``) have these columns and keys.
+
+Per job: ``interruptions`` (failures that stopped it: evictions and spare swaps), ``checkpoints`` (periodic
+ones begun), ``checkpoint_s`` and ``restart_s`` (seconds it held GPUs writing checkpoints, a preemption's
+included, and restarting, a spare's swap included), ``lost_work`` (already a column: progress thrown away),
+``checkpoint_interval_s`` (at its last start), ``requeue_s`` (time queued after its first start: the waits of
+requeued restarts and preemptions), ``productive_s`` (time holding GPUs making progress that was kept) and
+``ettr`` = productive_s ÷ (end − first start): queueing after an interruption counts against it (it is the
+cost of a failure without a spare), the wait before the first start does not.  A job not finished: up to the
+run's end.
+
+Per run: the cluster's GPU-time by cause (productive, lost to failures, checkpointing, restarting, other
+overhead such as preemption restores, down, idle; GPU-seconds over the makespan and their shares), the mean
+and the GPU-weighted ETTR of the jobs that started, and per job size (GPUs: 1-8, 9-64, 65-512, 513-4096,
+4097+) the jobs, their interruptions and the mean time to failure they saw (their GPU-holding time ÷
+interruptions).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from simcluster.engine.reliability import CHECKPOINT, OTHER, RESTART, ReliabilityRecord
+from simcluster.job import Job, JobState
+from simcluster.metrics.observer import Observer
+
+SIZE_BUCKETS = ((1, 8), (9, 64), (65, 512), (513, 4096), (4097, None))
+COLUMNS = ("interruptions", "checkpoints", "checkpoint_s", "restart_s", "checkpoint_interval_s", "requeue_s",
+           "productive_s", "ettr")
+CAUSES = ("productive", "lost", "checkpoint", "restart", "other_overhead", "down", "idle")
+
+
+class DownTime(Observer):
+    """GPU-seconds of nodes down (failed, waiting for repair or a spare, or excluded) over a run."""
+
+    def __init__(self, gpus_of: Mapping[str, int], default_gpus: int) -> None:
+        self.gpus_of, self.default = gpus_of, default_gpus
+        self.since: dict[str, float] = {}
+        self.gpu_seconds = 0.0
+        self.swaps = 0
+
+    def on_node_down(self, node_name: str, now: float) -> None:
+        self.since.setdefault(node_name, now)
+
+    def on_node_up(self, node_name: str, now: float) -> None:
+        began = self.since.pop(node_name, None)
+        if began is not None:
+            self.gpu_seconds += (now - began) * self.gpus_of.get(node_name, self.default)
+
+    def on_swap(self, node_name: str, now: float) -> None:
+        self.swaps += 1
+
+    def total(self, end: float) -> float:
+        """Down GPU-seconds up to ``end``, nodes still down included."""
+        return self.gpu_seconds + sum((end - began) * self.gpus_of.get(name, self.default)
+                                      for name, began in self.since.items())
+
+
+def size_label(low: int, high: int | None) -> str:
+    return f"{low}-{high}" if high is not None else f"{low}+"
+
+
+def job_columns(frame: pd.DataFrame, jobs: Iterable[Job], record: ReliabilityRecord, end: float) -> pd.DataFrame:
+    """``frame`` (the jobs table, rows in trace order as ``jobs_frame`` makes them) with the columns of
+    :data:`COLUMNS`."""
+    rows = sorted(jobs, key=lambda j: j.index)
+    n = len(rows)
+    values = {name: np.zeros(n) for name in COLUMNS}
+    for i, job in enumerate(rows):
+        costs = record.costs.get(job)
+        paid = costs.paid_now(job, end) if costs is not None else [0.0, 0.0, 0.0]
+        values["checkpoint_s"][i] = paid[CHECKPOINT]
+        values["restart_s"][i] = paid[RESTART]
+        if costs is not None:
+            values["interruptions"][i] = costs.interruptions
+            values["checkpoints"][i] = costs.checkpoints
+            values["checkpoint_interval_s"][i] = costs.interval
+        values["productive_s"][i] = -(paid[CHECKPOINT] + paid[RESTART] + paid[OTHER])  # busy added below
+    busy = frame["busy_time"].to_numpy(float)
+    start, finish = frame["start_time"].to_numpy(float), frame["end_time"].to_numpy(float)
+    overhead_paid = -values["productive_s"]
+    productive = np.maximum(busy - overhead_paid - frame["lost_work"].to_numpy(float), 0.0)
+    span = np.where(np.isnan(finish), end, finish) - start
+    out = frame.copy()
+    for name in ("interruptions", "checkpoints"):
+        out[name] = values[name].astype(np.int64)
+    for name in ("checkpoint_s", "restart_s", "checkpoint_interval_s"):
+        out[name] = values[name]
+    out["requeue_s"] = frame["queue"].to_numpy(float) - (start - frame["submit_time"].to_numpy(float))
+    out.loc[np.isnan(start), "requeue_s"] = 0.0
+    out["productive_s"] = productive
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out["ettr"] = np.where(span > 0, productive / np.where(span > 0, span, 1.0), np.where(np.isnan(start), np.nan, 1.0))
+    return out
+
+
+def run_figures(frame: pd.DataFrame, record: ReliabilityRecord, down_gpu_seconds: float, gpus: int,
+                makespan: float) -> dict[str, Any]:
+    """summary.json's figures of failures and their costs (module docstring), from the jobs table of
+    :func:`job_columns`."""
+    g = frame["gpu_num"].to_numpy(float)
+    busy = float((frame["busy_time"].to_numpy(float) * g).sum())
+    by_cause = {
+        "productive": float((frame["productive_s"].to_numpy(float) * g).sum()),
+        "lost": float((frame["lost_work"].to_numpy(float) * g).sum()),
+        "checkpoint": float((frame["checkpoint_s"].to_numpy(float) * g).sum()),
+        "restart": float((frame["restart_s"].to_numpy(float) * g).sum()),
+    }
+    by_cause["other_overhead"] = max(0.0, busy - sum(by_cause.values()))
+    total = gpus * makespan
+    by_cause["down"] = down_gpu_seconds
+    by_cause["idle"] = max(0.0, total - busy - down_gpu_seconds)
+    started = frame[frame["start_time"].notna()]
+    ettr = started["ettr"].to_numpy(float)
+    weights = started["gpu_num"].to_numpy(float)
+    figures: dict[str, Any] = {
+        "ettr_mean": float(ettr.mean()) if len(ettr) else None,
+        "ettr_gpu_weighted": float((ettr * weights).sum() / weights.sum()) if weights.sum() > 0 else None,
+        "interruptions": int(frame["interruptions"].sum()),
+        "gpu_seconds_by_cause": by_cause,
+        "gpu_share_by_cause": {k: (v / total if total > 0 else 0.0) for k, v in by_cause.items()},
+        "per_size_reliability": size_reliability(frame),
+    }
+    return figures | {"failures": record.report}
+
+
+def size_reliability(frame: pd.DataFrame) -> dict[str, dict[str, Any]]:
+    """Per size bucket with jobs: jobs, interruptions, per job, the MTTF they saw (s) and their mean ETTR."""
+    gpus = frame["gpu_num"].to_numpy()
+    found: dict[str, dict[str, Any]] = {}
+    for low, high in SIZE_BUCKETS:
+        mask = (gpus >= low) & ((gpus <= high) if high is not None else True)
+        rows = frame[mask]
+        if rows.empty:
+            continue
+        count = int(rows["interruptions"].sum())
+        held = float(rows["busy_time"].sum())
+        ettr = rows["ettr"].dropna()
+        found[size_label(low, high)] = {
+            "jobs": len(rows), "interruptions": count, "interruptions_per_job": count / len(rows),
+            "mttf_s": held / count if count else None, "ettr_mean": float(ettr.mean()) if len(ettr) else None,
+        }
+    return found
+
+
+def node_gpus(spec: Any, default: int) -> dict[str, int]:
+    """Each node's GPUs by its name (``VC/nI``), from a cluster spec."""
+    found: dict[str, int] = {}
+    for vc in spec.vcs:
+        index = 0
+        for _type, count, per_node, _memory in spec.groups_of(vc):
+            for _ in range(count):
+                found[f"{vc}/n{index}"] = per_node
+                index += 1
+    return found
+
+
+def unfinished_running(jobs: Iterable[Job]) -> int:
+    return sum(job.state is JobState.RUNNING for job in jobs)
