@@ -36,7 +36,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -186,6 +186,7 @@ class ReliabilityRecord:
     costs: dict[Job, Costs]
     node_rate: float
     gpus_per_node: int
+    interval_of: Callable[[Job], float]  # a job's checkpoint interval (young-daly: for the nodes its GPUs fill)
 
 
 class Reliability:
@@ -427,7 +428,7 @@ class Reliability:
 
     def record(self) -> ReliabilityRecord:
         """What the run's metrics read once it ended."""
-        return ReliabilityRecord(self.report(), self.costs, self.node_rate, self.config.gpus_per_node)
+        return ReliabilityRecord(self.report(), self.costs, self.node_rate, self.config.gpus_per_node, self.interval)
 
     def report(self) -> dict[str, Any]:
         """The run's figures of its failures (for summary.json)."""

@@ -39,8 +39,8 @@ MAX_REPLICAS = 10_000
 def parse_intervals(text: str, points: int = 8) -> tuple[float, ...]:
     """``5m..4h`` (``points`` intervals spaced evenly on a log scale, both ends included) or ``5m,30m,1h``.
 
-    >>> parse_intervals("5m..4h", 3)
-    (300.0, 1697.0562748477141, 9600.0000000000...)
+    >>> [round(t) for t in parse_intervals("5m..4h", 3)]
+    [300, 2078, 14400]
     >>> parse_intervals("600,1h")
     (600.0, 3600.0)
     """

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from simcluster.engine.reliability import CHECKPOINT, OTHER, RESTART, ReliabilityRecord
-from simcluster.job import Job, JobState
+from simcluster.job import Job
 from simcluster.metrics.observer import Observer
 
 SIZE_BUCKETS = ((1, 8), (9, 64), (65, 512), (513, 4096), (4097, None))
@@ -81,7 +81,8 @@ def job_columns(frame: pd.DataFrame, jobs: Iterable[Job], record: ReliabilityRec
         if costs is not None:
             values["interruptions"][i] = costs.interruptions
             values["checkpoints"][i] = costs.checkpoints
-            values["checkpoint_interval_s"][i] = costs.interval
+        values["checkpoint_interval_s"][i] = costs.interval if costs is not None and costs.interval else \
+            record.interval_of(job)
         values["productive_s"][i] = -(paid[CHECKPOINT] + paid[RESTART] + paid[OTHER])  # busy added below
     busy = frame["busy_time"].to_numpy(float)
     start, finish = frame["start_time"].to_numpy(float), frame["end_time"].to_numpy(float)
@@ -161,6 +162,3 @@ def node_gpus(spec: Any, default: int) -> dict[str, int]:
                 index += 1
     return found
 
-
-def unfinished_running(jobs: Iterable[Job]) -> int:
-    return sum(job.state is JobState.RUNNING for job in jobs)
