@@ -9,6 +9,10 @@ On a GPU lent for minutes, measure both from a plan, in chunks, in priority orde
 
   lucid-profile campaign PLAN.toml --minutes 8   (lucid-profile plan writes one)
 
+How repeatable the measurements are (a plan's repeat stage):
+
+  lucid-profile noise FOLDER
+
 Tables are written row by row (CSV or Parquet by extension) with a metadata.json
 next to them; an interrupted sweep resumes where it stopped.
 """
@@ -330,6 +334,67 @@ def _show_pair_plan(
 
 app.command("campaign")(campaign)
 app.command("plan")(make_plan)
+
+
+@app.command("noise")
+def noise(
+    folder: Annotated[Path, typer.Argument(help="A campaign's folder: its single_repeats.csv and pair_repeats.csv, "
+                                                "compared with its single.csv and pair.csv where present.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document instead of tables.")] = False,
+) -> None:
+    """How repeatable the measurements are: each job's solo-throughput CV and each pair's speed spread over
+    a repeat stage's rounds, and how far the repeats lie from the main tables (often another machine).
+
+    The mean absolute difference of pair speeds is the noise floor a slowdown model's MAE is judged
+    against.  Example: lucid-profile noise traces/profiles/measured/h100
+    """
+    import json
+    import math
+
+    from profiler.noise import read_noise
+    from simcluster.colocation import TableError
+
+    try:
+        report = read_noise(folder)
+    except (FileNotFoundError, TableError) as exc:
+        Console(stderr=True).print(f"[bold red]error:[/] {exc}", highlight=False)
+        raise typer.Exit(1) from None
+
+    def clean(value: Any) -> Any:
+        return None if isinstance(value, float) and math.isnan(value) else value
+
+    if as_json:
+        print(json.dumps({
+            "folder": str(folder), "summary": {k: clean(v) for k, v in report.summary.items()},
+            "solo": [{k: clean(v) for k, v in r.items()} for r in report.solo.to_dict("records")],
+            "pairs": [{k: clean(v) for k, v in r.items()} for r in report.pairs.to_dict("records")],
+        }))
+        return
+    console = Console()
+
+    def number(value: float, digits: int = 3) -> str:
+        return "—" if math.isnan(value) else f"{value:.{digits}f}"
+
+    solo = Table(title=f"Jobs alone, {folder}")
+    for column in ("job", "rounds", "mean it/s", "CV", "table it/s", "ratio"):
+        solo.add_column(column, justify="left" if column == "job" else "right")
+    for r in report.solo.itertuples():
+        amp = " amp" if r.amp else ""
+        solo.add_row(f"{r.model} bs{r.batchsize}{amp}", str(r.rounds), number(r.mean_iters_per_s, 1), number(r.cv),
+                     number(r.table_iters_per_s, 1), number(r.ratio))
+    pairs = Table(title="Pairs (speed = shared ÷ alone, each round against its own solo runs)")
+    for column in ("pair", "rounds", "speeds", "sd", "table speeds", "difference"):
+        pairs.add_column(column, justify="left" if column == "pair" else "right")
+    for r in report.pairs.itertuples():
+        pairs.add_row(f"{r.job1} + {r.job2}", str(r.rounds), f"{number(r.mean_speed1)} / {number(r.mean_speed2)}",
+                      f"{number(r.sd_speed1)} / {number(r.sd_speed2)}",
+                      f"{number(r.table_speed1)} / {number(r.table_speed2)}", f"{number(r.diff1)} / {number(r.diff2)}")
+    console.print(solo, pairs)
+    s = report.summary
+    console.print(f"{s['rounds']} round(s). Within the machine: median solo CV {number(s['solo_cv_median'])}, median "
+                  f"pair-speed sd {number(s['pair_speed_sd_median'])} (— needs 2 rounds). Against the main tables: "
+                  f"median solo ratio {number(s['solo_ratio_to_table_median'])}, pair speeds' mean absolute "
+                  f"difference {number(s['pair_speed_mae_to_table'])} over {s['pair_speeds_compared']} speeds.")
 
 
 def main() -> None:
