@@ -1,4 +1,4 @@
-"""What runs given a reliability option add to their results and reports (docs/failures.md, "In the report"):
+"""What runs given a reliability option add to their results and reports (docs/failures.md, "In sweeps and reports"):
 the GPU-time by cause over time, the report's Reliability table and pictures, ETTR intervals over replicas and
 the ETTR columns of a sweep's runs.csv; and that runs without those options are reported as before."""
 
