@@ -54,7 +54,7 @@ from simcluster.metrics.elastic import (
 from simcluster.metrics.fairness import finish_time_fairness, users_table
 from simcluster.metrics.fragmentation import FragmentationTimeline
 from simcluster.metrics.gpu_types import TypeSeconds
-from simcluster.metrics.reliability import DownTime, node_gpus
+from simcluster.metrics.reliability import CauseTimeline, node_gpus
 from simcluster.metrics.reliability import job_columns as reliability_columns
 from simcluster.metrics.reliability import run_figures as reliability_figures
 from simcluster.metrics.summary import jobs_frame, summarize
@@ -179,7 +179,7 @@ def simulate(trace: Trace, config: SimConfig | None = None, observers: Iterable[
     cpu0 = time.process_time()
     failures, timeline = NodeFailures(), ClusterTimeline()
     costed = reliability_mode(config) or faults is not None
-    down = DownTime(node_gpus(spec, config.gpus_per_node), config.gpus_per_node) if costed else None
+    down = CauseTimeline(node_gpus(spec, config.gpus_per_node), config.gpus_per_node) if costed else None
     per_type = TypeSeconds(spec.gpu_types) if spec.typed else None
     with _quiet_gc() as quiet:  # from the jobs' making on: tens of thousands of objects that live as long as the run
         jobs = trace.make_jobs(tables.throughputs)
@@ -279,9 +279,17 @@ def simulate(trace: Trace, config: SimConfig | None = None, observers: Iterable[
     if outcome.reliability is not None and down is not None:
         summary |= reliability_figures(frame, outcome.reliability, down.total(end), int(summary["gpus"]),
                                        float(summary["makespan"]))
+        first = float(frame["submit_time"].min()) if len(frame) else 0.0
+        over_time = down.series(frame, reported, int(summary["gpus"]), first, first + float(summary["makespan"]))
+        if over_time is not None:
+            summary["gpu_time_by_cause_over_time"] = over_time
     if policy_class.elastic:
         summary["cluster_efficiency"] = cluster_efficiency(reported, sum(vc_gpus.values()) + partition_gpus,
                                                            float(summary["makespan"]))
+        first = float(frame["submit_time"].min()) if len(frame) else 0.0
+        over_time = down.series(frame, reported, int(summary["gpus"]), first, first + float(summary["makespan"]))
+        if over_time is not None:
+            summary["gpu_time_by_cause_over_time"] = over_time
     return RunResult(frame, series, summary, allocations.frame() if allocations is not None else None)
 
 

@@ -70,3 +70,19 @@ def test_sweep_report_and_diff_print_one_json_document(tmp_path):
     diff = lucid_sim("diff", str(runs[0]), str(runs[1]), "--json")
     assert diff.returncode in (0, 1), diff.stderr
     one_document(diff.stdout)
+
+
+def test_reliability_prints_one_json_document(tmp_path):
+    done = lucid_sim("reliability", "--faults", "mtbf=5d,repair=1h", "--gpus", "8,16", "--checkpoint-interval",
+                     "30m,1h", "--replicas", "3", "--work", "1d", "--out", str(tmp_path / "study"), "--json")
+    assert done.returncode == 0, done.stderr
+    found = one_document(done.stdout)
+    rows = found["rows"]
+    # two sizes × (two intervals and Daly's), each row as reliability.csv has it
+    assert [(r["gpus"], r["interval_s"], r["daly"]) for r in rows][:2] == [(8, 1800.0, False), (8, 3600.0, False)]
+    assert len(rows) == 6 and sum(r["daly"] for r in rows) == 2
+    assert all(r["ettr_low"] <= r["ettr_mean"] <= r["ettr_high"] <= 1 for r in rows)
+    assert found["settings"]["checkpoint_cost_s"] == 60 and found["settings"]["node_rate_per_day"] == 0.2
+    csv = (tmp_path / "study" / "reliability.csv").read_text().splitlines()
+    assert len(csv) == 1 + len(rows) and sorted(found["written"]) == sorted(
+        str(tmp_path / "study" / name) for name in ("reliability.csv", "reliability.png"))

@@ -164,12 +164,17 @@ def report_replicas(rows: list[dict], folder: Path, quiet: bool) -> None:
         return
     table = Table(title=f"Over replicas ({summary.perturbation}): mean, 95 % interval", title_justify="left")
     table.add_column("configuration", style="bold")
-    for name in ("avg JCT (s)", "p99 JCT (s)", "avg queue (s)", "util", "n"):
+    ettr = any("ettr_mean" in figures for figures in summary.intervals.values())  # runs given a reliability option
+    for name in ("avg JCT (s)", "p99 JCT (s)", "avg queue (s)", "util", *(("ETTR mean", "ETTR GPU-wtd") if ettr else ()),
+                 "n"):
         table.add_column(name, justify="right")
     for label, figures in summary.intervals.items():
         cells = [_with_interval(figures[name]) for name in ("avg_jct", "p99_jct", "avg_queue")]
         util = figures["gpu_utilization"]
         cells.append(f"{util.mean:.1%} [{util.low:.1%}, {util.high:.1%}]")
+        if ettr:
+            cells += [f"{f.mean:.3f} [{f.low:.3f}, {f.high:.3f}]" if f.n else "" for f in
+                      (figures.get("ettr_mean"), figures.get("ettr_gpu_weighted")) if f is not None]
         table.add_row(label, *cells, str(figures["avg_jct"].n))
     out.print(table)
     for *_, text in summary.differences:

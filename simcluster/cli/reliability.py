@@ -30,6 +30,9 @@ def reliability(
     spare_swap: Annotated[float, typer.Option(help="Seconds to swap a spare in.")] = 0.0,
     gpus_per_node: Annotated[int, typer.Option(help="GPUs per node.")] = 8,
     faults_offset: Annotated[float, typer.Option(help="A replayed log starts this many seconds into the log.")] = 0.0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the study as one JSON document (its settings, "
+                                          "the rows of reliability.csv and the files written) instead of the "
+                                          "table.")] = False,
 ) -> None:
     """Run one job of each size under a fault model at each checkpoint interval, over replicas: its ETTR (mean and
     95 % interval), the closed form where the model allows, and Daly's interval marked; writes reliability.csv
@@ -48,6 +51,12 @@ def reliability(
         written = study.write(out_dir)
     except (TraceError, LimitError, ValueError, OSError) as exc:
         fail(exc)
+    if as_json:
+        from simcluster.results import to_json
+
+        print(to_json({"settings": study.settings, "rows": study.table.to_dict("records"),
+                       "written": [str(p) for p in written]}, indent=2))
+        return
     from rich.table import Table
 
     table = Table(title=f"ETTR against checkpoint interval ({replicas} replicas; ★: Daly's interval)")

@@ -194,3 +194,56 @@ def binned_mean(time: np.ndarray, value: np.ndarray, edges: np.ndarray) -> np.nd
         return out
 
     return np.diff(integral(edges)) / np.maximum(np.diff(edges), 1e-12)
+
+
+CAUSE_COLOURS = {"productive": "#2ca02c", "lost": "#d62728", "checkpoint": "#1f77b4", "restart": "#ff7f0e",
+                 "other_overhead": "#9467bd", "down": "#7f7f7f", "idle": "#e8e8e8"}
+
+
+def causes_over_time(panels: Mapping[str, tuple[np.ndarray, Mapping[str, np.ndarray]]], title: str) -> bytes:
+    """The cluster's GPU-time by cause over time, one panel per series (name → (bin centres in hours, cause →
+    share of the cluster's GPUs in each bin)): stacked areas that fill 0–100 %."""
+    fig = Figure(figsize=(WIDTH / DPI, HEIGHT / DPI), dpi=DPI, layout="constrained")
+    FigureCanvasAgg(fig)
+    names = list(panels)
+    axes = fig.subplots(max(1, len(names)), 1, squeeze=False, sharex=False)[:, 0]
+    for ax, name in zip(axes, names, strict=False):
+        hours, shares = panels[name]
+        causes = [c for c in CAUSE_COLOURS if c in shares]
+        ax.stackplot(hours, *[100 * np.asarray(shares[c]) for c in causes], labels=causes,
+                     colors=[CAUSE_COLOURS[c] for c in causes], step=None)
+        ax.set_ylim(0, 100)
+        ax.set_xlim(float(hours[0]) if len(hours) else 0, float(hours[-1]) if len(hours) else 1)
+        ax.set_ylabel("% of GPUs", fontsize="small")
+        ax.set_title(name, fontsize="small", loc="left")
+    axes[-1].set_xlabel("hours since the first submission")
+    if names:
+        axes[0].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
+    fig.suptitle(title, fontsize="medium")
+    return _png(fig)
+
+
+def ettr_by_size(lines: Mapping[str, Sequence[tuple[str, Spread]]], title: str) -> bytes:
+    """ETTR against job size: one line per series (name → (size bucket, (mean, low, high)) in size order), error
+    bars from low to high."""
+    fig, ax = _figure()
+    buckets = list(dict.fromkeys(b for points in lines.values() for b, _ in points))
+    place = {b: i for i, b in enumerate(buckets)}
+    shift = 0.06 * (np.arange(len(lines)) - (len(lines) - 1) / 2)
+    for offset, (name, points) in zip(shift, lines.items(), strict=True):
+        x = np.array([place[b] for b, _ in points], dtype=float) + offset
+        mean = np.array([s[0] for _, s in points])
+        low = np.array([s[1] for _, s in points])
+        high = np.array([s[2] for _, s in points])
+        ax.errorbar(x, mean, yerr=[np.nan_to_num(mean - low), np.nan_to_num(high - mean)], marker="o", capsize=3,
+                    label=name)
+    ax.set_xticks(range(len(buckets)), buckets)
+    ax.set_xlabel("GPUs per job")
+    ax.set_ylabel("ETTR (mean over the bucket's jobs)")
+    lows = [s[1] if np.isfinite(s[1]) else s[0] for points in lines.values() for _, s in points]
+    ax.set_ylim(max(0.0, np.floor((min(lows, default=0.0) - 0.02) * 20) / 20), 1.005)
+    ax.grid(True, alpha=0.3)
+    ax.set_title(title, fontsize="medium")
+    if lines:
+        ax.legend(loc="lower left", fontsize="small")
+    return _png(fig)

@@ -287,6 +287,8 @@ def compare(groups: Mapping[str, Mapping[Any, float]], figure: str = "avg JCT",
 # --- a sweep's replicas, summed up -----------------------------------------------------------------------------
 
 SUMMED = ("avg_jct", "p99_jct", "avg_queue", "makespan", "gpu_utilization")
+ETTR = ("ettr_mean", "ettr_gpu_weighted")  # summed too where runs have them (a reliability option)
+_RELIABILITY = ("ettr_mean", "ettr_gpu_weighted", "interruptions")  # runs.csv's (runs.RELIABILITY_FIGURES)
 _NOT_CONFIGURATION = {"run_id", "replica", "status", "error", "notes", "sim_cpu_seconds", "load_cpu_seconds",
                       "wall_seconds"}
 
@@ -313,12 +315,15 @@ class ReplicaSummary:
 
 def summarize_rows(rows: Sequence[Mapping[str, Any]], figures: Sequence[str] = SUMMED) -> ReplicaSummary | None:
     """The replica summary of a sweep's rows (runs.csv), None when none of them is a replica.  Runs are one
-    configuration when every parameter but the replica (and, under ``seeds``, the seed) is equal."""
+    configuration when every parameter but the replica (and, under ``seeds``, the seed) is equal.  Rows with
+    ETTR figures (runs given a reliability option) have theirs summed too (:data:`ETTR`)."""
     rows = [r for r in rows if r.get("replica") is not None and r.get("status", "ok") == "ok"
             and not (isinstance(r.get("replica"), float) and np.isnan(r["replica"]))]
     if not rows:
         return None
-    ignored = _NOT_CONFIGURATION | set(figures) | {"jobs", "p50_jct", "p99_queue", "preemptions", "restarts",
+    if any(np.isfinite(_number(r.get("ettr_mean"))) for r in rows):
+        figures = [*figures, *(name for name in ETTR if name not in figures)]
+    ignored = _NOT_CONFIGURATION | set(figures) | set(_RELIABILITY) | {"jobs", "p50_jct", "p99_queue", "preemptions", "restarts",
                                                    "shared_gpu_fraction", "jain_users", "rho_mean", "rho_p99",
                                                    "rho_above_1", "unfinished_jobs"}
     if all(str(r.get("perturb", "")).startswith("seeds") for r in rows):

@@ -20,6 +20,12 @@ everything appears together, or nothing does.
   bars with error bars — a 95 % interval over replicas, else a min–max — and lines with a min–max band,
   each titled with what they are: :func:`render_plots`), and ``gantt-N.png``, a Gantt chart of jobs on GPUs
   for each of the first runs that recorded their placements (:mod:`simcluster.experiments.pictures`).
+- Runs given a reliability option (``run --faults``, ``--checkpoint-cost``…: docs/failures.md): the table
+  ``reliability.csv`` / a "Reliability" section of ``comparison.md`` and ``report.html`` (mean and GPU-weighted
+  ETTR, interruptions, the share of the cluster's GPU-time by cause; with replicas, 95 % intervals, and the ETTR
+  figures also in ``comparison.csv`` and ``runs.csv``), ``gpu_time_by_cause.png`` (GPU-time by cause over time)
+  and ``ettr_by_size.png`` (ETTR against job size); a report of runs without them is as before
+  (:func:`fill_reliability`).
 - ``report.html``: the table, the verdicts, interactive charts (Gantt charts, queue length and GPUs in use
   over time, CDFs of JCT and queueing delay: :mod:`simcluster.experiments.interactive`) and the plots with
   their captions, in one self-contained page that opens offline.
@@ -71,6 +77,9 @@ from simcluster.metrics.tail import (
 )
 from simcluster.results import table_problem, write_folder
 
+CAUSES = ("productive", "lost", "checkpoint", "restart", "other_overhead", "down", "idle")  # (metrics.reliability)
+RELIABILITY = ["ettr_mean", "ettr_gpu_weighted", "interruptions", *(f"gpu_share_{c}" for c in CAUSES)]
+MAX_CAUSE_PANELS = 4  # configurations drawn in gpu_time_by_cause.png
 RUN_COLUMNS = ["run", "label", "policy", "trace", "seed", "replica", "vc", *FIGURES]
 PLOTS = ("avg_jct.png", "jct_cdf.png", "queue_cdf.png", "queue_by_vc.png", "utilization.png", "pending.png")
 MAX_BARS = 40
@@ -250,6 +259,20 @@ def fill_tail(records: Sequence[RunRecord], figures: Sequence[str], bounds: Sequ
             r.summary["per_size"] = size_figures(jobs.assign(end_time=0.0), bounds)
 
 
+def fill_reliability(records: Sequence[RunRecord]) -> bool:
+    """Give each run that has reliability figures (``ettr_mean``: a run given a reliability option) the figures
+    of :data:`RELIABILITY`, ``gpu_share_by_cause`` flattened (its summary in memory only); whether any run has
+    them."""
+    found = False
+    for r in records:
+        if "ettr_mean" not in r.summary:
+            continue
+        found = True
+        for cause, share in (r.summary.get("gpu_share_by_cause") or {}).items():
+            r.summary.setdefault(f"gpu_share_{cause}", share)
+    return found
+
+
 def runs_table(records: Sequence[RunRecord], groups: Sequence[Configuration],
                figures: Sequence[str] = FIGURES) -> pd.DataFrame:
     """``runs.csv``: one row per run and VC plus an ``all`` row per run, with the run's configuration label (and
@@ -273,9 +296,10 @@ _HEADERS = {"gpus": "GPUs per job", "label": "configuration", "avg_jct": "avg JC
             "preemptions": "preempt", "shared_gpu_fraction": "shared", "jain_users": "Jain", "rho_mean": "ρ mean",
             "rho_p99": "ρ p99", "rho_above_1": "ρ>1", "avg_jct_vs_baseline": "Δ avg JCT", "runs": "n",
             "max_queue": "max queue", "p999_queue": "p99.9 queue", "avg_bounded_slowdown": "bnd slowdown",
-            "seeds": "seeds / replicas"}
-_PERCENT = {"gpu_utilization", "shared_gpu_fraction", "rho_above_1"}
-_RATIO = {"jain_users", "rho_mean", "rho_p99", "avg_bounded_slowdown"}
+            "seeds": "seeds / replicas", "ettr_mean": "ETTR mean", "ettr_gpu_weighted": "ETTR GPU-weighted",
+            "interruptions": "interruptions", **{f"gpu_share_{c}": c.replace("_", " ") for c in CAUSES}}
+_PERCENT = {"gpu_utilization", "shared_gpu_fraction", "rho_above_1", *(f"gpu_share_{c}" for c in CAUSES)}
+_RATIO = {"jain_users", "rho_mean", "rho_p99", "avg_bounded_slowdown", "ettr_mean", "ettr_gpu_weighted"}
 
 
 def _header(name: str) -> str:
@@ -294,6 +318,8 @@ def _value(name: str, value: Any) -> str:
         return f"{value:.3f}" if value < 10 else f"{value:,.1f}"
     if name in ("jobs", "preemptions", "runs"):
         return f"{value:,.0f}"
+    if name == "interruptions":
+        return f"{value:,.1f}" if value != round(value) else f"{value:,.0f}"
     return f"{value:,.0f}"
 
 
@@ -373,7 +399,8 @@ def _size_lines(sizes: pd.DataFrame) -> list[str]:
     return lines
 
 
-def markdown(table: pd.DataFrame, found: Uncertainty | None = None, sizes: pd.DataFrame | None = None) -> str:
+def markdown(table: pd.DataFrame, found: Uncertainty | None = None, sizes: pd.DataFrame | None = None,
+             reliability: pd.DataFrame | None = None) -> str:
     columns = shown_columns(table)
     shown = formatted(table, columns)
     left = {"label", "trace", "seeds", "vc", "notes"}
@@ -385,10 +412,39 @@ def markdown(table: pd.DataFrame, found: Uncertainty | None = None, sizes: pd.Da
     if sizes is not None and len(sizes):
         lines += ["", "## By job size (GPUs per job)", "", "Each figure's mean over the runs (min–max).", ""]
         lines += _size_lines(sizes)
+    if reliability is not None and len(reliability):
+        header, cells = _reliability_lines(reliability)
+        lines += ["", "## Reliability", "", RELIABILITY_TEXT, "", "| " + " | ".join(header) + " |",
+                  "| " + " | ".join(["---"] + ["---:"] * (len(header) - 1)) + " |"]
+        lines += ["| " + " | ".join(v.replace("|", "\\|") for v in row) + " |" for row in cells]
     if found is not None and found.differences:
         lines += ["", "## Paired differences", "", found.method + ".", ""]
         lines += [f"- {d.verdict}" for d in found.differences]
     return "\n".join(lines) + "\n"
+
+
+def reliability_table(table: pd.DataFrame) -> pd.DataFrame:
+    """``reliability.csv``: the rows ``all`` of the comparison ``table`` of the configurations that have
+    reliability figures, with those figures (mean, min, max, and 95 % interval over replicas where they have
+    one)."""
+    rows = table[(table["vc"] == "all") & table["ettr_mean"].notna()] if "ettr_mean" in table else table.iloc[:0]
+    keep = ["label", "trace", "seeds", "replicas", "runs"]
+    suffixes = ("", "_min", "_max", "_sd", "_low", "_high", "_replicas")
+    return rows[[*keep, *(f"{n}{x}" for n in RELIABILITY for x in suffixes if f"{n}{x}" in rows.columns)]
+                ].reset_index(drop=True)
+
+
+def _reliability_lines(rows: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    """The Reliability section's header and cells (each figure as the comparison table shows it)."""
+    columns = ["label", *RELIABILITY]
+    shown = formatted(rows.assign(vc="all", notes=""), columns)
+    return [_header(c) for c in columns], [list(map(str, row)) for row in shown.itertuples(index=False)]
+
+
+RELIABILITY_TEXT = ("Runs given a reliability option (docs/failures.md): ETTR = a job's productive time ÷ the time "
+                    "from its first start to its end, its mean over the jobs that started and weighted by their "
+                    "GPUs; interruptions per run; the share of the cluster's GPU-time (GPUs × makespan) by cause. "
+                    "Each figure as in the table above (95 % interval over replicas where they have one).")
 
 
 # the console table's columns, most wanted first; the configuration's label is always shown
@@ -548,6 +604,62 @@ def render_plots(groups: Sequence[Configuration], pictures: Pictures, found: Unc
     return images, captions
 
 
+def reliability_plots(groups: Sequence[Configuration], found: Uncertainty | None = None
+                      ) -> tuple[dict[str, bytes], dict[str, str]]:
+    """``gpu_time_by_cause.png`` and ``ettr_by_size.png`` of the configurations whose runs have reliability
+    figures (none: nothing), and their captions."""
+    reliable = [g for g in groups if any("ettr_mean" in r.summary for r in g.runs)]
+    if not reliable:
+        return {}, {}
+    panels = {}
+    for g in reliable:
+        run = next((r for r in g.runs if r.summary.get("gpu_time_by_cause_over_time")), None)
+        if run is None or len(panels) >= MAX_CAUSE_PANELS:
+            continue
+        series = run.summary["gpu_time_by_cause_over_time"]
+        width, gpus = float(series["bin_s"]), float(run.summary.get("gpus") or 0)
+        hours = width * (np.arange(int(series["bins"])) + 0.5) / 3600.0  # since the run's first submission
+        shares = {c: np.asarray(v, dtype=float) / (gpus * width) if gpus and width else np.zeros(len(hours))
+                  for c, v in series["gpu_seconds"].items()}
+        panels[g.label] = (hours, shares)
+    more = (f" (the first {MAX_CAUSE_PANELS} configurations)"
+            if sum(1 for g in reliable if any(r.summary.get("gpu_time_by_cause_over_time") for r in g.runs))
+            > MAX_CAUSE_PANELS else "")
+    causes_caption = (f"The cluster's GPU-time by cause over time{more}: each configuration's first run (hours since its "
+                      "first submission), the share of "
+                      "its GPUs in each of 100 bins of the makespan that were productive, lost to failures (drawn "
+                      "over the work lost), checkpointing, restarting, other overhead, down or idle (the rest of a "
+                      "job's held time split in its own proportions; simcluster.metrics.reliability.CauseTimeline)")
+    lines: dict[str, list[tuple[str, plots.Spread]]] = {}
+    kinds = set()
+    for g in reliable[:MAX_BARS]:
+        buckets = list(dict.fromkeys(b for r in g.runs for b in (r.summary.get("per_size_reliability") or {})))
+        points = []
+        for bucket in sorted(buckets, key=lambda b: int(b.split("-")[0].rstrip("+"))):
+            values = np.array([np.nan if (v := (r.summary.get("per_size_reliability") or {}).get(bucket, {})
+                                           .get("ettr_mean")) is None else float(v) for r in g.runs])
+            finite = values[np.isfinite(values)]
+            if not len(finite):
+                continue
+            if len(g.replicas) >= MIN_INTERVAL and len(finite) >= MIN_INTERVAL:
+                from simcluster.experiments.replicas import interval
+
+                got = interval(finite)
+                points.append((bucket, (got.mean, got.low, got.high)))
+                kinds.add(INTERVAL)
+            else:
+                points.append((bucket, _spread(values)))
+                kinds.add(MIN_MAX_REPLICAS if g.replicas else MIN_MAX_SEEDS if len(g.runs) > 1 else ONE_RUN)
+        if points:
+            lines[g.label] = points
+    ettr_caption = bars_caption("ETTR against job size (mean ETTR of the jobs of each size bucket)", sorted(kinds),
+                                reliable).replace("bars: mean", "points: mean")
+    return ({"gpu_time_by_cause.png": plots.causes_over_time(panels, "GPU-time by cause over time (share of the "
+                                                             "cluster's GPUs; each configuration's first run)"),
+             "ettr_by_size.png": plots.ettr_by_size(lines, _wrapped(ettr_caption, 90))},
+            {"gpu_time_by_cause.png": causes_caption, "ettr_by_size.png": ettr_caption})
+
+
 def _wrapped(text: str, width: int = 100) -> str:
     """A long caption as a plot title of lines at most ``width`` characters (at the '; ' between its parts)."""
     lines: list[str] = []
@@ -561,7 +673,8 @@ def _wrapped(text: str, width: int = 100) -> str:
 
 def html_page(table: pd.DataFrame, images: dict[str, bytes], sources: Sequence[str],
               charts: Sequence[interactive.Chart] = (), captions: dict[str, str] | None = None,
-              found: Uncertainty | None = None, sizes: pd.DataFrame | None = None) -> str:
+              found: Uncertainty | None = None, sizes: pd.DataFrame | None = None,
+              reliability: pd.DataFrame | None = None) -> str:
     columns = shown_columns(table)
     shown = formatted(table, columns)
     rows = "\n".join(
@@ -585,6 +698,12 @@ def html_page(table: pd.DataFrame, images: dict[str, bytes], sources: Sequence[s
                    "(min–max).</p>\n<table><thead><tr>" + "".join(f"<th>{html.escape(_header(c))}</th>"
                                                            for c in columns_by_size)
                    + f"</tr></thead><tbody>\n{body}\n</tbody></table>")
+    if reliability is not None and len(reliability):
+        header, cells = _reliability_lines(reliability)
+        body = "\n".join("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in row) + "</tr>" for row in cells)
+        by_size += ('\n<h2 id="reliability">Reliability</h2>\n<p>' + html.escape(RELIABILITY_TEXT) + "</p>\n"
+                    '<table class="reliability"><thead><tr>' + "".join(f"<th>{html.escape(h)}</th>" for h in header)
+                    + f"</tr></thead><tbody>\n{body}\n</tbody></table>")
     verdicts = ""
     if found is not None and found.differences:
         items = "\n".join(f'<li class="{"told" if d.told else "untold"}">{html.escape(d.verdict, quote=False)}</li>'
@@ -664,7 +783,12 @@ def write_report(paths: Sequence[Path], out: Path, overwrite: bool = False, base
     bounds = sorted(set(wait_bounds or [b for r in records for b in r.summary.get("wait_bounds") or []]
                         or DEFAULT_WAIT_BOUNDS))
     figures = report_figures(bounds)
+    reliable = fill_reliability(records)
+    if reliable:  # (only then: a report of runs without reliability options is as before)
+        figures = [*figures, *RELIABILITY]
     chosen = list(HEADLINE if metrics is None else metrics)
+    if reliable and metrics is None:
+        chosen += ["ettr_mean", "ettr_gpu_weighted"]
     if metrics is None and bounds != list(DEFAULT_WAIT_BOUNDS):
         chosen = [c for c in chosen if bound_of(c) is None] + [over_key(b) for b in bounds]
     unknown = [m for m in chosen if m not in figures]
@@ -691,15 +815,21 @@ def write_report(paths: Sequence[Path], out: Path, overwrite: bool = False, base
     sizes = size_table(groups, bounds)
     pictures = gather(groups, gantt_window)
     images, captions = render_plots(groups, pictures, found)
+    reliability = reliability_table(table) if reliable else None
+    if reliable:
+        more_images, more_captions = reliability_plots(groups, found)
+        images |= more_images
+        captions |= more_captions
     files: dict[str, bytes] = {
         "comparison.csv": table.to_csv(index=False).encode(),
-        "comparison.md": markdown(table, found, sizes).encode(),
+        "comparison.md": markdown(table, found, sizes, reliability).encode(),
         "runs.csv": runs.to_csv(index=False).encode(),
         **({"sizes.csv": sizes.to_csv(index=False).encode()} if len(sizes) else {}),
+        **({"reliability.csv": reliability.to_csv(index=False).encode()} if reliability is not None else {}),
         **extra,
         **images,
         "report.html": html_page(table, images, [str(p) for p in paths], interactive.charts(pictures), captions,
-                                 found, sizes).encode(),
+                                 found, sizes, reliability).encode(),
     }
     write_folder(Path(out), {}, files=files, kind="report", inputs=paths, overwrite=overwrite)
     notes = left_out + [f"{row.label}: {row.notes}" for row in table.itertuples() if row.vc == "all" and row.notes]

@@ -25,6 +25,10 @@ FIGURES = ("jobs", "avg_jct", "p50_jct", "p99_jct", "avg_queue", "p99_queue", "m
            "preemptions", "restarts", "shared_gpu_fraction", "jain_users", "rho_mean", "rho_p99", "rho_above_1",
            "unfinished_jobs")
 
+# a run given a reliability option (docs/failures.md) also has these; runs.csv has their columns only in a sweep of
+# such runs (RunsTable's reliability), so that other sweeps' runs.csv is as before
+RELIABILITY_FIGURES = ("ettr_mean", "ettr_gpu_weighted", "interruptions")
+
 TIMING_COLUMNS = ("sim_cpu_seconds", "load_cpu_seconds", "wall_seconds")  # differ run to run; not results
 
 SYNTH_PREFIX = "synth:"
@@ -117,6 +121,7 @@ def with_identity(spec: RunSpec, summary: dict[str, Any]) -> dict[str, Any]:
 
 def ok_row(spec: RunSpec, summary: dict[str, Any], wall: float | None) -> dict[str, Any]:
     return {**spec.row(), "status": "ok", "error": "", **{k: summary.get(k) for k in FIGURES},
+            **{k: summary[k] for k in RELIABILITY_FIGURES if k in summary},
             "sim_cpu_seconds": summary.get("sim_cpu_seconds"), "load_cpu_seconds": summary.get("load_cpu_seconds"),
             "wall_seconds": wall, "notes": ""}
 

@@ -55,6 +55,7 @@ from simcluster.experiments.replicas import (
 )
 from simcluster.experiments.runs import (
     FIGURES,
+    RELIABILITY_FIGURES,
     SYNTH_PREFIX,
     TIMING_COLUMNS,
     RunSpec,
@@ -485,10 +486,11 @@ def finished_row(spec: RunSpec, out: Path) -> dict[str, Any] | None:
 class RunsTable:
     """The rows of ``runs.csv`` (sorted by run id), rewritten atomically at most every ``every`` seconds."""
 
-    def __init__(self, path: Path, param_keys: Sequence[str], every: float = 2.0) -> None:
+    def __init__(self, path: Path, param_keys: Sequence[str], every: float = 2.0, reliability: bool = False) -> None:
         self.path, self.every = path, every
         extra = [k for k in param_keys if k not in RUN_COLUMNS]  # --set placement=… fills the placement column
-        self.columns = [*RUN_COLUMNS, *extra, "status", "error", *FIGURES, *TIMING_COLUMNS, "notes"]
+        ettr = RELIABILITY_FIGURES if reliability else ()  # (a sweep with a run given a reliability option)
+        self.columns = [*RUN_COLUMNS, *extra, "status", "error", *FIGURES, *ettr, *TIMING_COLUMNS, "notes"]
         self.rows: dict[str, dict[str, Any]] = {}
         self._written = 0.0
         self._dirty = False
@@ -575,7 +577,9 @@ def run_sweep(specs: Sequence[RunSpec], out: Path, *, backend: str = "local", wo
     keys = list(dict.fromkeys(k for s in specs for k, _ in s.params))
     if any(s.replica is not None for s in specs):
         keys += ["replica", "perturb"]
-    table = RunsTable(out / "runs.csv", keys)
+    from simcluster.engine.reliability import reliability_mode
+
+    table = RunsTable(out / "runs.csv", keys, reliability=any(reliability_mode(s.config) for s in specs))
     todo: list[RunSpec] = []
     for spec in specs:
         row = finished_row(spec, out)

@@ -52,7 +52,8 @@ _NAMES = {"avg_jct": "avg JCT", "p50_jct": "median JCT", "p99_jct": "p99 JCT", "
           "avg_bounded_slowdown": "avg bounded slowdown", "gpu_utilization": "GPU utilization",
           "shared_gpu_fraction": "shared GPU time", "jain_users": "Jain's index", "rho_mean": "mean ρ",
           "rho_p99": "p99 ρ", "rho_above_1": "share of jobs with ρ > 1", "preemptions": "preemptions",
-          "jobs": "jobs"}
+          "jobs": "jobs", "ettr_mean": "mean ETTR", "ettr_gpu_weighted": "GPU-weighted ETTR",
+          "interruptions": "interruptions"}
 _SHARES = {"gpu_utilization", "shared_gpu_fraction", "rho_above_1"}  # differences in percentage points
 
 
@@ -288,7 +289,8 @@ def verdict_text(first: str, second: str, name: str, absolute: Interval, relativ
         shown, unit, scale = absolute, " points", 100.0
     else:
         shown, unit, scale = absolute, "" if name in ("jain_users", "rho_mean", "rho_p99", "avg_bounded_slowdown",
-                                                      "preemptions", "jobs") else " s", 1.0
+                                                      "preemptions", "jobs", "ettr_mean", "ettr_gpu_weighted",
+                                                      "interruptions") else " s", 1.0
     if relative is not None and relative.excludes_zero() and relative.low >= 1:  # at least twice: say how many times
         return (f"{first}'s {what} is {_amount(1 + relative.mean)}× {second}'s (95 % interval {_amount(1 + relative.low)}"
                 f"–{_amount(1 + relative.high)}×; {replicas})")
