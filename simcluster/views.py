@@ -139,7 +139,7 @@ def _route_module(module: Any, klass: type) -> bool:
     import linecache
 
     namespace = vars(module)
-    found = [*_functions(namespace.values(), set()), *_functions([klass], set())]
+    found = [*_functions(namespace.values(), module.__name__, set()), *_functions([klass], module.__name__, set())]
     functions = [f for f in found if getattr(f, "__module__", None) == module.__name__]
     if not functions:
         return True
@@ -185,9 +185,9 @@ def _code_index(code: Any) -> dict[tuple[str, int], Any]:
     return found
 
 
-def _functions(values: Any, seen: set[int]) -> Any:
-    """The Python functions among ``values``: plain, in classes (methods, static and class methods, properties,
-    nested classes) and under decorators that keep ``__wrapped__``."""
+def _functions(values: Any, module: str, seen: set[int]) -> Any:
+    """The Python functions among ``values``: plain, in the classes of ``module`` (methods, static and class
+    methods, properties, nested classes) and under decorators that keep ``__wrapped__``."""
     import types
 
     for value in values:
@@ -195,14 +195,13 @@ def _functions(values: Any, seen: set[int]) -> Any:
             continue
         seen.add(id(value))
         if isinstance(value, (staticmethod, classmethod)):
-            yield from _functions([value.__func__], seen)
+            yield from _functions([value.__func__], module, seen)
         elif isinstance(value, property):
-            yield from _functions([value.fget, value.fset, value.fdel], seen)
+            yield from _functions([value.fget, value.fset, value.fdel], module, seen)
         elif isinstance(value, types.FunctionType):
             yield value
             wrapped = getattr(value, "__wrapped__", None)
             if wrapped is not None:
-                yield from _functions([wrapped], seen)
-        elif isinstance(value, type) and not str(getattr(value, "__module__", "")).startswith(("simcluster",
-                                                                                                "builtins")):
-            yield from _functions(list(vars(value).values()), seen)
+                yield from _functions([wrapped], module, seen)
+        elif isinstance(value, type) and getattr(value, "__module__", None) == module:
+            yield from _functions(list(vars(value).values()), module, seen)
