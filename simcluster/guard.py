@@ -427,6 +427,9 @@ class RunGuard:
         if frame is not None:
             found, line = user_frame(frame, self.source)
             hook = hook or found
+            if not line:  # in the plug-in's code outside its class's file (a base class's module)
+                found, line = user_frame(frame, frame.f_code.co_filename)
+                hook = hook or found
         where = f" in {hook}" if hook else ""
         return PluginFailed(f"{self.label} {what}{where} at {at(self.clock())}{line}", rule)
 

@@ -103,3 +103,105 @@ def plugin_globals() -> dict[str, Any]:
     """What a rewritten file's namespace needs before it runs: the check, and ``setattr``/``delattr`` checked."""
     return {CHECK_NAME: checked, "setattr": checked_setattr, "delattr": checked_delattr}
 
+
+
+# --- the same check for code that was imported, not loaded from a file ---------------------------------------
+#
+# A policy given as ``module:Class``, by an installed entry point, or as a class in Python was imported the
+# ordinary way, uncompiled by :func:`compile_plugin`.  :func:`route_writes` gives it the same check: each module
+# that defines a class of its MRO (the plug-in's own code, not simcluster's) is compiled again from its source
+# with the writes routed, and each of its functions takes the routed code of the same name and line in place —
+# the module, its classes and functions stay the very objects the researcher imported; outside a guarded run
+# the check lets every write through, as it does for a plug-in file.
+
+
+def route_writes(cls: type) -> list[str]:
+    """Check the writes of ``cls``'s own code (and of the other classes of its MRO defined outside simcluster)
+    as a plug-in file's are checked; return the modules whose code could not be read (no source: a class typed
+    into an interactive session, a compiled extension), whose writes stay unchecked."""
+    unread = []
+    for klass in cls.__mro__:
+        name = klass.__module__
+        if name == "builtins" or name == "simcluster" or name.startswith(("simcluster.", "simcluster_plugin_")):
+            continue  # simcluster's own code, or a plug-in file already compiled with the check
+        module = sys.modules.get(name)
+        if module is None:
+            unread.append(name)
+            continue
+        if not _route_module(module, klass):
+            unread.append(name)
+    return unread
+
+
+def _route_module(module: Any, klass: type) -> bool:
+    """Give the functions of ``module`` (and ``klass``'s own, which a factory function may have made) their
+    routed code; False when the module's source cannot be read."""
+    import linecache
+
+    namespace = vars(module)
+    found = [*_functions(namespace.values(), module.__name__, set()), *_functions([klass], module.__name__, set())]
+    functions = [f for f in found if getattr(f, "__module__", None) == module.__name__]
+    if not functions:
+        return True
+    read = False
+    for filename in dict.fromkeys(f.__code__.co_filename for f in functions):
+        text = "".join(linecache.getlines(filename, namespace))
+        if not text:
+            continue  # (code made by exec: a dataclass's __init__, say)
+        key = (filename, hash(text))
+        routed = _ROUTED.get(key)
+        if routed is None:
+            try:
+                routed = _code_index(compile_plugin(text.encode(), filename))
+            except (SyntaxError, ValueError):
+                continue
+            _ROUTED[key] = routed
+        read = True
+        for function in functions:
+            own = function.__code__
+            new = routed.get((own.co_qualname, own.co_firstlineno)) if own.co_filename == filename else None
+            if new is not None and new is not own and new.co_freevars == own.co_freevars:
+                function.__code__ = new
+    namespace.setdefault(CHECK_NAME, checked)
+    for name, value in (("setattr", checked_setattr), ("delattr", checked_delattr)):
+        namespace.setdefault(name, value)  # (a module that defines its own keeps it)
+    return read
+
+
+_ROUTED: dict[tuple[str, int], dict[tuple[str, int], Any]] = {}  # (file, its text's hash) → its routed code
+# objects by (qualified name, first line)
+
+
+def _code_index(code: Any) -> dict[tuple[str, int], Any]:
+    """Every code object within ``code`` (a module's), by (qualified name, first line)."""
+    found: dict[tuple[str, int], Any] = {}
+    todo = [code]
+    while todo:
+        item = todo.pop()
+        for const in item.co_consts:
+            if isinstance(const, type(code)):
+                found[(const.co_qualname, const.co_firstlineno)] = const
+                todo.append(const)
+    return found
+
+
+def _functions(values: Any, module: str, seen: set[int]) -> Any:
+    """The Python functions among ``values``: plain, in the classes of ``module`` (methods, static and class
+    methods, properties, nested classes) and under decorators that keep ``__wrapped__``."""
+    import types
+
+    for value in values:
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
+        if isinstance(value, (staticmethod, classmethod)):
+            yield from _functions([value.__func__], module, seen)
+        elif isinstance(value, property):
+            yield from _functions([value.fget, value.fset, value.fdel], module, seen)
+        elif isinstance(value, types.FunctionType):
+            yield value
+            wrapped = getattr(value, "__wrapped__", None)
+            if wrapped is not None:
+                yield from _functions([wrapped], module, seen)
+        elif isinstance(value, type) and getattr(value, "__module__", None) == module:
+            yield from _functions(list(vars(value).values()), module, seen)

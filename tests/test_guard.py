@@ -44,7 +44,7 @@ def plugin(tmp_path: Path, name: str, body: str) -> tuple[Path, int]:
     path = tmp_path / name
     path.write_text(text)
     marked = [i for i, line in enumerate(text.splitlines(), 1) if "# <-" in line]
-    return path, marked[0]
+    return path, marked[0] if marked else 0
 
 
 def run_fails(tmp_path: Path, path: Path, *words: str) -> str:
@@ -280,3 +280,96 @@ def test_outside_a_run_a_plugins_code_may_write_as_it_likes(tmp_path):
     module = __import__(resolve_policy(str(path)).__module__)
     job = Job(index=0, job_id="x", vc="a", gpu_num=8, submit_time=0, duration=1)
     assert module.shrink(job).gpu_num == 1
+
+
+# --- the write check however the policy is loaded: module:Class, an entry point, a class given in Python ----
+
+WRITES = '''
+from simcluster.sdk import Policy, start_in_order_until_blocked
+
+
+def grow(job):
+    job.gpu_num = 8  # <- helper
+
+
+class Bigger(Policy):
+    name = "{name}"
+
+    def schedule(self, vc, ctx):
+        for job in vc.pending:
+            {body}
+        start_in_order_until_blocked(vc, ctx)
+'''
+
+
+def importable(tmp_path: Path, monkeypatch, package: str, name: str, body: str = "job.gpu_num = 8  # <-",
+               entry_point: str | None = None) -> tuple[Path, int]:
+    """A package ``package`` on sys.path whose module ``policies`` defines the writing policy ``name`` (and an
+    installed distribution registering it as ``entry_point``); the module's file and the marked line."""
+    from tests.conftest import write_source
+
+    site = tmp_path / "site"
+    write_source(site / package, "__init__.py", "")
+    text = WRITES.format(name=name, body=body)
+    path = write_source(site / package, "policies.py", text)
+    if entry_point is not None:
+        dist = site / f"{package}-0.1.dist-info"
+        write_source(dist, "METADATA", f"Metadata-Version: 2.1\nName: {package}\nVersion: 0.1\n")
+        write_source(dist, "entry_points.txt", f"[simcluster.policies]\n{entry_point} = {package}.policies:Bigger\n")
+    monkeypatch.syspath_prepend(str(site))
+    marked = [i for i, line in enumerate(text.splitlines(), 1) if line.rstrip().endswith("# <-")]
+    return path, marked[0] if marked else 0
+
+
+def test_a_module_class_policy_that_writes_to_a_view_fails_as_a_file_does(tmp_path, monkeypatch):
+    path, line = importable(tmp_path, monkeypatch, "writes_mod", "bigger-mod")
+    message = run_fails(tmp_path, "writes_mod.policies:Bigger", "policy bigger-mod", "gpu_num", "read-only",
+                        "in schedule", f"{path} line {line}")
+    assert re.search(r"job j\d", message)
+
+
+def test_an_installed_entry_point_that_writes_to_a_view_fails_as_a_file_does(tmp_path, monkeypatch):
+    path, line = importable(tmp_path, monkeypatch, "writes_ep", "bigger-ep", entry_point="bigger-ep")
+    run_fails(tmp_path, "bigger-ep", "policy bigger-ep", "gpu_num", "read-only", "in schedule",
+              f"{path} line {line}")
+
+
+def test_a_class_given_in_python_is_checked_and_so_is_a_helper_of_its_module(tmp_path, monkeypatch):
+    import importlib
+
+    path, _ = importable(tmp_path, monkeypatch, "writes_cls", "bigger-cls", body="grow(job)")
+    module = importlib.import_module("writes_cls.policies")
+    helper = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if "# <- helper" in text)
+    with pytest.raises(PluginFailed, match=rf"policy bigger-cls wrote gpu_num of job j\d, a read-only view .* in "
+                                           rf"schedule at t=[\d,.]+ s \({re.escape(str(path))} line {helper}\)"):
+        simulate(make_trace(ROWS, {"a": 2}), SimConfig(policy=module.Bigger))
+    from simcluster.job import Job  # outside a run the module's code writes as it likes
+
+    job = Job(index=0, job_id="x", vc="a", gpu_num=1, submit_time=0, duration=1)
+    module.grow(job)
+    assert job.gpu_num == 8
+
+
+def test_a_subclass_in_a_file_of_a_base_from_a_module_is_checked_in_both(tmp_path, monkeypatch):
+    path, line = importable(tmp_path, monkeypatch, "writes_base", "bigger-base")
+    child, _ = plugin(tmp_path, "child.py", '''
+        from writes_base.policies import Bigger
+
+        class Child(Bigger):
+            name = "child"
+    ''')
+    run_fails(tmp_path, child, "policy child", "gpu_num", "read-only", "in schedule", f"{path} line {line}")
+
+
+def test_a_correct_module_policy_runs_as_the_same_file_does(tmp_path, monkeypatch):
+    from simcluster.paths import REPO_ROOT
+    from tests.conftest import write_source
+
+    source = (REPO_ROOT / "examples" / "policies" / "srtf_kept.py").read_text()
+    write_source(tmp_path / "site" / "kept_mod", "__init__.py", "")
+    path = write_source(tmp_path / "site" / "kept_mod", "srtf_kept.py", source)
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    trace = make_trace(ROWS * 3, {"a": 2})
+    by_file = simulate(trace, SimConfig(policy=str(path))).jobs
+    by_module = simulate(trace, SimConfig(policy="kept_mod.srtf_kept:SrtfKept")).jobs
+    assert by_file[["start_time", "end_time"]].equals(by_module[["start_time", "end_time"]])

@@ -125,3 +125,70 @@ def test_build_grid_errors_speak_python_not_the_command_line(kwargs, said):
 def test_the_command_line_still_says_its_flag():
     with pytest.raises(SweepError, match=r"--set no_such=…: unknown setting"):
         build_grid([SYNTH], ["fifo"], [0], parse_sets(["no_such=1"]))
+
+
+# --- report: --baseline's specs from Python, and runs of one name from different code -----------------------
+
+def run_folder(tmp_path, policy: str, out: str):
+    trace = tmp_path / "trace"
+    if not trace.exists():
+        write(trace, "cluster_log.csv", "job_id,user,vc,gpu_num,submit_time,duration\n" + "".join(
+            f"j{i},u{i % 3},a,{1 + i % 4},{i * 50},{300 + 170 * (i % 5)}\n" for i in range(30)))
+        write(trace, "vc_config.csv", "vc,num\na,1\n")
+    done = runner.invoke(app, ["run", "--trace", str(trace), "--policy", policy, "--out", str(tmp_path / out),
+                               "-q"])
+    assert done.exit_code == 0, done.stderr
+    return tmp_path / out
+
+
+def baselines(made) -> set[str]:
+    return set(made.table["baseline"].dropna())
+
+
+def test_write_report_takes_as_baseline_what_the_cli_takes(tmp_path, monkeypatch):
+    from simcluster.experiments.report import ReportError, write_report
+    from simcluster.plugins import resolve_policy
+
+    path = write(tmp_path, "srtf_cap.py", CAPPED)
+    folders = [run_folder(tmp_path, "fifo", "fifo"), run_folder(tmp_path, str(path), "cap")]
+    monkeypatch.chdir(tmp_path)
+    for i, baseline in enumerate(["srtf-cap", str(path), path, "./srtf_cap.py", resolve_policy(str(path))]):
+        made = write_report(folders, tmp_path / f"r{i}", baseline=baseline)
+        assert baselines(made) == {"srtf-cap"}, baseline
+    assert baselines(write_report(folders, tmp_path / "rf", baseline="fifo")) == {"fifo"}
+    with pytest.raises(ReportError, match="--baseline nobody: no run of that policy among fifo, srtf-cap"):
+        write_report(folders, tmp_path / "rn", baseline="nobody")
+
+
+def test_runs_of_one_name_from_different_files_are_kept_apart_and_labelled_by_file(tmp_path):
+    from simcluster.experiments.report import ReportError, write_report
+
+    first = write(tmp_path / "a", "srtf_cap.py", CAPPED)
+    second = write(tmp_path / "b", "srtf_cap.py", CAPPED.replace("(job.duration, job.index)", "-job.gpu_num"))
+    folders = [run_folder(tmp_path, "fifo", "fifo1"), run_folder(tmp_path, str(first), "cap1"),
+               run_folder(tmp_path, "fifo", "fifo2"), run_folder(tmp_path, str(second), "cap2"),
+               run_folder(tmp_path, str(first), "cap1-again")]
+    made = write_report(folders, tmp_path / "r")
+    overall = made.table[made.table["vc"] == "all"].set_index("label")
+    assert sorted(overall.index) == ["fifo", "srtf-cap (a/srtf_cap.py)", "srtf-cap (b/srtf_cap.py)"]
+    assert overall["runs"].to_dict() == {"fifo": 2, "srtf-cap (a/srtf_cap.py)": 2, "srtf-cap (b/srtf_cap.py)": 1}
+    assert any("2 different policies are named srtf-cap" in note for note in made.notes)
+    with pytest.raises(ReportError, match=r"--baseline srtf-cap: the runs hold 2 different policies named "
+                                          r"srtf-cap .*by its file"):
+        write_report(folders, tmp_path / "r2", baseline="srtf-cap")
+    assert baselines(write_report(folders, tmp_path / "r3", baseline=second)) == {"srtf-cap (b/srtf_cap.py)"}
+    shown = write_report(folders, tmp_path / "r4", baseline="srtf-cap (a/srtf_cap.py)")
+    assert baselines(shown) == {"srtf-cap (a/srtf_cap.py)"}
+    cli = runner.invoke(app, ["report", *map(str, folders), "--out", str(tmp_path / "r5"), "--baseline", "srtf-cap"])
+    assert cli.exit_code != 0 and "2 different policies named srtf-cap" in " ".join(cli.stderr.split())
+
+
+def test_one_file_edited_between_runs_is_two_policies_told_apart_by_digest(tmp_path):
+    from simcluster.experiments.report import write_report
+
+    path = write(tmp_path, "srtf_cap.py", CAPPED)
+    before = run_folder(tmp_path, str(path), "before")
+    write(tmp_path, "srtf_cap.py", CAPPED.replace("(job.duration, job.index)", "-job.gpu_num"))
+    after = run_folder(tmp_path, str(path), "after")
+    labels = sorted(write_report([before, after], tmp_path / "r").table["label"].unique())
+    assert len(labels) == 2 and all(label.startswith("srtf-cap (srtf_cap.py sha256 ") for label in labels)

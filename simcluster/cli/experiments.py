@@ -196,7 +196,8 @@ def report(
     folders: Annotated[list[Path], typer.Argument(help="Run folders (summary.json) and/or sweep folders (runs.csv).")],
     out_dir: Annotated[Path, typer.Option("--out", help="Report folder (replaced atomically): comparison.csv, "
                                           "comparison.md, runs.csv, PNG plots, report.html.")],
-    baseline: Annotated[str | None, typer.Option(help="A policy to compare with: each configuration's figures "
+    baseline: Annotated[str | None, typer.Option(help="A policy to compare with (a name, or a plug-in's file or "
+                                                 "module:Class, as --policy takes): each configuration's figures "
                                                  "also as the change from that policy's on the same trace.",
                                                  show_default=False)] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Do not print the table.")] = False,
@@ -240,10 +241,7 @@ def report(
         check_output(out_dir, "report", folders, overwrite)
         from simcluster.metrics.tail import parse_seconds
 
-        if baseline is not None:  # the same specs as --policy: a plug-in's file or its name, as tables show it
-            from simcluster.plugins import policy_label
-
-            baseline = policy_label(baseline)
+        # --baseline takes the same specs as --policy: write_report resolves them as the API's callers get them
         made = write_report(folders, out_dir, overwrite, baseline=baseline, replicas=replicas, perturb=perturb,
                             seed=seed, gantt_window=parse_window(gantt_window) if gantt_window else None,
                             allow_missing=allow_missing,

@@ -155,6 +155,7 @@ class Simulation(JobLife):
         self.plugin_guard: RunGuard | None = None
         self._policy_guarded = guarded
         if guarded:
+            self._route_writes(policy_class, label)
             self.plugin_guard = RunGuard(label, source_of(policy_class), self.clock, jobs)
             self.plugin_guard.sim = self
             self.policy = self.plugin_guard.construct(policy_class, config)
@@ -171,6 +172,7 @@ class Simulation(JobLife):
         if placement_origin.source != "built-in" and placement is None:
             placement_label = f"placement {display_name(config.placement, 'placement')}"
             placement_source = source_of(placement_class)
+            self._route_writes(placement_class, placement_label)
             self.placement = CheckedPlacement(self.placement, placement_label, self.clock, source_file=placement_source)
             if self.plugin_guard is None:
                 self.plugin_guard = RunGuard(label, None, self.clock, jobs)
@@ -232,6 +234,16 @@ class Simulation(JobLife):
         self.declined: dict[Job, float] = {}
         self._arrivals: list[Job] = []
         self._submitted = 0  # how many of the arrivals (by submit time) have been submitted
+
+    def _route_writes(self, cls: type, label: str) -> None:
+        """A plug-in's writes to views checked however it was loaded (a file, module:Class, an entry point, a
+        class given in Python: :func:`simcluster.views.route_writes`); a note where its source cannot be read."""
+        from simcluster.views import route_writes
+
+        unread = route_writes(cls)
+        if unread:
+            self.notes.append(f"{label}: its writes to views are not checked in {', '.join(unread)} (no source to "
+                              "read: a class typed into an interactive session?)")
 
     def _build_cluster(self, cluster: Mapping[str, int] | ClusterSpec, throughputs: ThroughputTable | None) -> Cluster:
         """The trace's VCs, less the nodes the policy's partitions borrow, plus those partitions."""

@@ -5,7 +5,9 @@ A report never pools runs that differ in anything but the seed: a configuration 
 ``summary.json``'s ``config`` but ``seed`` (and the provenance fields ``preset``/``config_file``).
 Its **label** is the policy plus the settings whose values differ between configurations and that
 the policy reads, e.g. ``tiresias quantum=300``; when that is not enough to tell two
-configurations apart, every differing setting, then the trace, is added.
+configurations apart, every differing setting, then the trace, is added.  A plug-in policy is told by its code
+too (its file's SHA-256, ``policy_source`` in ``summary.json``): runs of two files that declare one ``name`` are
+two configurations, each shown as ``name (file)`` (:func:`_distinguish`).
 
 Each figure of a configuration is the mean over its seeds (or replicas), with the minimum and maximum
 (``F``, ``F_min``, ``F_max`` in ``comparison.csv``), per VC and overall; the tail figures
@@ -48,9 +50,18 @@ class Configuration:
     settings: dict[str, Any]  # every setting but the seed
     runs: list[Any] = field(default_factory=list)  # RunRecord
     label: str = ""
+    code: str | None = None  # a plug-in's code: its file's SHA-256 (else where it came from); None: built in
+    location: str | None = None  # the plug-in's file, module or distribution (summary.json's policy_source)
+    shown: str | None = None  # its policy as tables name it, where another plug-in's code has the same name
 
     @property
     def policy(self) -> str:
+        """The policy as tables name it: its name, with its file where other code of that name was run too."""
+        return self.shown or self.policy_name
+
+    @property
+    def policy_name(self) -> str:
+        """The name the runs recorded (a plug-in's declared name)."""
         return str(self.settings.get("policy", "?"))
 
     @property
@@ -105,13 +116,61 @@ def configurations(records: Sequence[Any]) -> list[Configuration]:
         settings["policy"] = r.summary.get("policy", settings.get("policy"))
         trace, name = trace_of(r.summary)
         vcs = sorted(r.summary.get("per_vc", {}))
-        key = json.dumps([trace, r.summary.get("gpus"), vcs, settings], sort_keys=True, default=str)
+        source = r.summary.get("policy_source") or {}
+        code = source.get("sha256") or source.get("location") or None  # plug-ins of one name, other code: apart
+        identity = [trace, r.summary.get("gpus"), vcs, settings] + ([code] if code else [])
+        key = json.dumps(identity, sort_keys=True, default=str)
         if key not in groups:
-            groups[key] = Configuration(key, trace, name, settings)
+            groups[key] = Configuration(key, trace, name, settings, code=code, location=source.get("location"))
         groups[key].runs.append(r)
     found = list(groups.values())
+    _distinguish(found)
     _label(found)
     return found
+
+
+def same_name_notes(groups: Sequence[Configuration]) -> list[str]:
+    """What the report says where plug-ins of one name but different code were run: each kept apart, by file."""
+    names: dict[str, list[str]] = {}
+    for g in groups:
+        if g.shown:
+            names.setdefault(g.policy_name, []).append(g.policy)
+    return [f"{len(set(shown))} different policies are named {name} ({'; '.join(dict.fromkeys(shown))}): their "
+            "runs are kept apart, each labelled by its file" for name, shown in names.items()]
+
+
+def _distinguish(groups: Sequence[Configuration]) -> None:
+    """Where runs of one policy name come from different code (two files declaring one ``name``, or a file
+    edited between runs), each is shown as ``name (file)`` — the file's path cut to as many trailing parts as
+    tell them apart, and its SHA-256's first 8 digits where one file held both."""
+    codes: dict[str, dict[str | None, str]] = {}
+    for g in groups:
+        codes.setdefault(g.policy_name, {}).setdefault(g.code, g.location or g.code or "")
+    for name, found in codes.items():
+        if len(found) < 2:
+            continue
+        tags = _tags({code: where for code, where in found.items() if code is not None})
+        for g in groups:
+            if g.policy_name == name and g.code is not None:
+                g.shown = f"{name} ({tags[g.code]})"
+
+
+def _tags(codes: dict[str, str]) -> dict[str, str]:
+    """code → the shortest trailing part of its location that no other location ends in (+ the digest's start
+    where two codes share a location).
+
+    >>> _tags({"aa11": "/x/a/cap.py", "bb22": "/x/b/cap.py", "cc33": "/x/b/cap.py"})
+    {'aa11': 'a/cap.py', 'bb22': 'b/cap.py sha256 bb22', 'cc33': 'b/cap.py sha256 cc33'}
+    """
+    places = list(dict.fromkeys(codes.values()))
+    parts = {where: Path(where).parts or (where,) for where in places}
+    longest = max(len(p) for p in parts.values())
+    cut = 1
+    while cut < longest and len({p[-cut:] for p in parts.values()}) < len(places):
+        cut += 1
+    short = {where: str(Path(*p[-cut:])) for where, p in parts.items()}
+    shared = [where for where in places if list(codes.values()).count(where) > 1]
+    return {code: short[where] + (f" sha256 {code[:8]}" if where in shared else "") for code, where in codes.items()}
 
 
 def _label(groups: list[Configuration]) -> None:

@@ -51,6 +51,7 @@ from simcluster.experiments.aggregate import (
     aggregate,
     configurations,
     report_figures,
+    same_name_notes,
     size_table,
     trace_of,
 )
@@ -745,6 +746,38 @@ Lines over time: each configuration's mean over its runs, the shaded band their 
 """
 
 
+def baseline_policy(baseline: str | Path | type | None, groups: Sequence[Configuration]) -> str | None:
+    """The policy ``baseline`` names as the report's tables name it (``--baseline``'s specs, as ``--policy``
+    takes them): a name shown in the table as it is; else the spec loaded and named by its declared name
+    (:func:`simcluster.plugins.policy_label`) — and where plug-ins of different code share that name, the one
+    whose file's SHA-256 matches.  :class:`ReportError` when no run, or more than one policy, answers to it."""
+    if baseline is None:
+        return None
+    from simcluster.plugins import PluginError, origin_of, policy_label
+
+    spec: str | type = str(baseline) if isinstance(baseline, Path) else baseline
+    given = spec if isinstance(spec, str) else getattr(spec, "__qualname__", str(spec))
+    shown = sorted({g.policy for g in groups})
+    if isinstance(spec, str) and spec in shown:
+        return spec
+    try:
+        name = policy_label(spec)
+        digest = origin_of(spec).sha256
+    except PluginError:
+        name, digest = given, None
+    named = sorted({g.policy for g in groups if g.policy_name == name})
+    if not named:
+        raise ReportError(f"--baseline {given}: no run of that policy among {', '.join(shown)}")
+    if len(named) > 1:
+        same = sorted({g.policy for g in groups if g.policy_name == name and digest and g.code == digest})
+        if len(same) == 1:
+            return same[0]
+        raise ReportError(f"--baseline {given}: the runs hold {len(named)} different policies named {name} "
+                          f"({'; '.join(named)}); name the one to compare with by its file (--baseline "
+                          f"path/to/file.py) or as the table shows it (--baseline '{named[0]}')")
+    return named[0]
+
+
 @dataclass
 class Report:
     table: pd.DataFrame  # comparison.csv
@@ -755,7 +788,7 @@ class Report:
     uncertainty: Uncertainty | None = None
 
 
-def write_report(paths: Sequence[Path], out: Path, overwrite: bool = False, baseline: str | None = None,
+def write_report(paths: Sequence[Path], out: Path, overwrite: bool = False, baseline: str | Path | type | None = None,
                  replicas: int = 0, perturb: str | None = None, seed: int = 0,
                  gantt_window: tuple[float, float] | None = None, allow_missing: bool = False,
                  metrics: Sequence[str] | None = None, wait_bounds: Sequence[float] | None = None) -> Report:
@@ -763,8 +796,10 @@ def write_report(paths: Sequence[Path], out: Path, overwrite: bool = False, base
 
     ``out`` is replaced only if it is a report folder simcluster wrote, or with ``overwrite``
     (:func:`simcluster.results.check_output`); never a folder that holds one of ``paths``.
-    ``baseline``: a policy; each configuration's figures are also given relative to that policy's
-    configuration on the same trace (:func:`~simcluster.experiments.aggregate.baseline_of`).
+    ``baseline``: a policy, as ``--baseline`` takes it — a name (a built-in's, a plug-in's declared name, or the
+    policy as the table shows it), a plug-in's file (a path, relative to the current directory), ``module:Class``
+    or a policy class (:func:`baseline_policy`); each configuration's figures are also given relative to that
+    policy's configuration on the same trace (:func:`~simcluster.experiments.aggregate.baseline_of`).
     Runs that are replicas (``sweep --replicas``), or ``replicas`` > 0 (a post-hoc bootstrap of the runs over
     their trace's days), give each figure a 95 % interval and pairs of configurations the paired differences of
     ``metrics`` (:data:`~simcluster.experiments.uncertainty.HEADLINE` by default) with verdicts
@@ -798,9 +833,7 @@ def write_report(paths: Sequence[Path], out: Path, overwrite: bool = False, base
                           "--wait-bound BOUND)")
     fill_tail(records, figures, bounds)
     groups = configurations(records)
-    if baseline is not None and not any(g.policy == baseline for g in groups):
-        raise ReportError(f"--baseline {baseline}: no run of that policy among "
-                          f"{', '.join(sorted({g.policy for g in groups}))}")
+    baseline = baseline_policy(baseline, groups)
     table = aggregate(groups, baseline, figures)
     try:
         found = (posthoc_uncertainty(groups, replicas, perturb, seed, baseline, chosen, bounds) if replicas
@@ -832,7 +865,8 @@ def write_report(paths: Sequence[Path], out: Path, overwrite: bool = False, base
                                  found, sizes, reliability).encode(),
     }
     write_folder(Path(out), {}, files=files, kind="report", inputs=paths, overwrite=overwrite)
-    notes = left_out + [f"{row.label}: {row.notes}" for row in table.itertuples() if row.vc == "all" and row.notes]
+    notes = left_out + same_name_notes(groups)
+    notes += [f"{row.label}: {row.notes}" for row in table.itertuples() if row.vc == "all" and row.notes]
     if baseline is not None:
         notes += [f"{row.label}: no {baseline} run on its trace to compare with" for row in table.itertuples()
                   if row.vc == "all" and not row.baseline]
