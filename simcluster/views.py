@@ -122,8 +122,10 @@ def route_writes(cls: type) -> list[str]:
     unread = []
     for klass in cls.__mro__:
         name = klass.__module__
-        if name == "builtins" or name == "simcluster" or name.startswith(("simcluster.", "simcluster_plugin_")):
+        if name == "simcluster" or name.startswith(("simcluster.", "simcluster_plugin_")):
             continue  # simcluster's own code, or a plug-in file already compiled with the check
+        if name.partition(".")[0] in sys.stdlib_module_names:
+            continue  # Python's own (builtins, abc.ABC, typing.Generic): never a policy's code
         module = sys.modules.get(name)
         if module is None:
             unread.append(name)

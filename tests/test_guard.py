@@ -373,3 +373,13 @@ def test_a_correct_module_policy_runs_as_the_same_file_does(tmp_path, monkeypatc
     by_file = simulate(trace, SimConfig(policy=str(path))).jobs
     by_module = simulate(trace, SimConfig(policy="kept_mod.srtf_kept:SrtfKept")).jobs
     assert by_file[["start_time", "end_time"]].equals(by_module[["start_time", "end_time"]])
+
+
+def test_pythons_own_modules_in_a_policys_classes_are_never_recompiled():
+    import abc
+
+    from simcluster.views import route_writes
+
+    before = abc.abstractmethod.__code__, abc.ABCMeta.__instancecheck__.__code__
+    assert route_writes(type("Mixed", (abc.ABC,), {"__module__": "abc"})) == []
+    assert (abc.abstractmethod.__code__, abc.ABCMeta.__instancecheck__.__code__) == before
