@@ -91,3 +91,27 @@ def test_the_preset_names_the_artifacts_rules_and_edf_runs_under_it() -> None:
     assert settings["overhead_timing"] == "next-round" and settings["overhead_cache"] == "placement"
     edf = resolve_config("elasticflow-artifact", overrides={"policy": "edf"})
     assert edf.policy == "edf"
+
+
+def test_a_plans_step_at_or_after_a_jobs_end_is_no_round_under_the_artifacts_rule() -> None:
+    # 8 GPUs: a (800 iterations due at 100) takes all 8 until 100; b (1600 due at 300) waits for them, its plan's
+    # step at 100, a's end.  The artifact queues a's end event there before adding its overhead, and adds a scale
+    # event only before its first event: no round at 100 (a's end event, overhead added, comes after)
+    def again(rule: str) -> float | None:
+        policy = ElasticFlow(SimConfig(gpus_per_node=8))
+        policy.settings = replace(policy.settings, plan_steps=rule)
+        a, b = (DeadlineJob(key, work, deadline, list(LEVELS), float) for key, work, deadline in
+                (("a", 800, 100.0), ("b", 1600, 300.0)))
+        counts, when = policy.counts([a, b], 8, 0.0)
+        assert counts == {"a": 8, "b": 0} and b.plan is not None and b.plan.steps[-1] == (100.0, 8)
+        assert a.plan is not None and a.plan.end == pytest.approx(100.0)
+        return when
+
+    assert again("all") == pytest.approx(100.0)
+    assert again("before-ends") is None
+
+
+def test_the_preset_has_the_artifacts_unfinished_jobs_and_scale_events() -> None:
+    settings = dict(resolve_config("elasticflow-artifact").policy_settings)
+    assert settings["unfinished"] is True and settings["plan_steps"] == "before-ends"
+    assert ElasticFlow.Settings().plan_steps == "all" and ElasticFlow.Settings().unfinished is False  # defaults

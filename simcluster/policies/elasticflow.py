@@ -73,6 +73,12 @@ class DeadlineSettings:
                                "job that ended here is still planned at a decision before its end event, for the "
                                "iterations its last overhead cost (the artifact finds it short of them, idle since "
                                "its end), its GPUs held by no one; it ends at the end event of that plan.")
+    plan_steps: str = setting("all", "Which steps of the plans bring a decision (besides arrivals and completions): "
+                              "all (the next step of any plan); before-ends (as the artifact: the next step only if "
+                              "it comes before every plan's end on the slot grid, its overhead not yet added; the "
+                              "artifact adds its scale event only before the first event in its queue, where each "
+                              "job's end event then stands, and a step at or after one is not a round). EDF ignores it.",
+                              choices=("all", "before-ends"))
     gpu_time: str = setting("exact", "How the spare-GPU hand-out counts a plan's GPU-seconds: exact (to its end); "
                             "artifact (as the artifact's allocation table does: the last count runs on to the first "
                             "breakpoint after the period the plan ends in). EDF ignores it.", choices=("exact", "artifact"))
@@ -420,7 +426,12 @@ class ElasticFlow(DeadlinePolicy):
                        order_out=order)
         self._order = {job.key: i for i, job in enumerate(order or admitted)}
         steps = [t for job in admitted if job.plan is not None for t, _ in job.plan.steps if t > now]
-        return {job.key: job.gpus for job in admitted}, min(steps, default=None)
+        again = min(steps, default=None)
+        if again is not None and self.settings.plan_steps == "before-ends":
+            ends = [job.plan.end for job in admitted if job.plan is not None and job.plan.end > now]
+            if ends and again >= min(ends):  # (the artifact: a scale event only before its first end event)
+                again = None
+        return {job.key: job.gpus for job in admitted}, again
 
 
 @register_policy("edf")
