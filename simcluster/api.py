@@ -286,10 +286,6 @@ def simulate(trace: Trace, config: SimConfig | None = None, observers: Iterable[
     if policy_class.elastic:
         summary["cluster_efficiency"] = cluster_efficiency(reported, sum(vc_gpus.values()) + partition_gpus,
                                                            float(summary["makespan"]))
-        first = float(frame["submit_time"].min()) if len(frame) else 0.0
-        over_time = down.series(frame, reported, int(summary["gpus"]), first, first + float(summary["makespan"]))
-        if over_time is not None:
-            summary["gpu_time_by_cause_over_time"] = over_time
     return RunResult(frame, series, summary, allocations.frame() if allocations is not None else None)
 
 
