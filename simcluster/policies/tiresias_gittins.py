@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from heapq import heapify, heappop, heapreplace
 from itertools import accumulate
 from typing import Any
 
@@ -116,12 +117,24 @@ class TiresiasGittins(Tiresias):
 
     def __init__(self, config=None) -> None:
         super().__init__(config)
-        if self.knob > 0:  # the engine calls a run hook only where one is set
-            self.on_run_stop = self._note_stopped  # type: ignore[method-assign]
+        # the engine calls a run hook only where one is set: these keep what each VC's running jobs hold
+        self.on_run_start = self._note_run_start  # type: ignore[method-assign]
+        self.on_run_stop = self._note_run_stop  # type: ignore[method-assign]
+        self._held: dict[str, int] = {}  # per VC, the GPUs its running jobs hold (each counted as it started)
+        self._held_by: dict[Job, int] = {}
         self.gittins = GittinsIndex()
         self._next_refresh = float("-inf")
         self._queue_version: dict[str, int] = {}
         self._segments: dict[Job, tuple[Any, ...]] = {}  # running job -> (version, queue, *its segment)
+
+    def _note_run_start(self, job: Job, vc: VirtualCluster) -> None:
+        self._held_by[job] = gpus = job.gpu_num
+        self._held[vc.name] = self._held.get(vc.name, 0) + gpus
+
+    def _note_run_stop(self, job: Job, vc: VirtualCluster) -> None:
+        self._held[vc.name] -= self._held_by.pop(job)
+        if self.knob > 0:
+            self._note_stopped(job, vc)
 
     def pending_key(self, job: Job) -> Any:
         return self._key(job, 0.0)  # fixed between refreshes of the distribution
@@ -149,9 +162,56 @@ class TiresiasGittins(Tiresias):
             super().decide(vc, ctx, now)
             return
         self.order_queue(vc, ctx, now)  # (re-keys the queue if another VC's pass refreshed the distribution)
+        starts = self._starts_beside_running(vc)
+        if starts is not None:
+            for job in starts:
+                ctx.try_start(job)
+            return
         used, rest = self._split_running(vc, now, self.head_key(vc))
         # where the jobs ahead overbook the VC (GPU fractions), the general way walks them all
         self.walk_rest(vc, ctx, used, rest, self.running_entries(vc, now) if used > vc.total_gpus else [])
+
+    def _starts_beside_running(self, vc: VirtualCluster) -> list[Job] | None:
+        """What the quota walk starts when it preempts nothing, found without a running job's index; None where
+        that cannot be told so.
+
+        Walk the waiting jobs alone, in queue order, in the whole VC's quota (each GPU count's stream dropped at
+        its first job that does not fit, as the walk drops it).  Where the jobs it starts hold fewer GPUs than
+        the running jobs leave free, the walk among the running jobs starts the same jobs in the same order and
+        preempts none, wherever their keys fall: a waiting job that fits here fits there too (what the running
+        jobs before it hold plus what started before it and itself is less than the quota), one that does not
+        fit here meets no more quota there, and every running job fits (all of them plus all that start are less
+        than the quota, which so never runs out).  The walk that hands the running jobs ahead of the queue's
+        head their GPUs first is the same walk (they fit), and so is no walk at all where nothing fits."""
+        total = vc.total_gpus
+        free = total - self._held.get(vc.name, 0)
+        if free <= 0:
+            return None
+        heap = []  # per GPU count, its next job: (key, trace index, position, entries, jobs)
+        for entries, jobs, first in vc.pending.runs_by_size(total).values():
+            if first < len(entries):
+                key, index = entries[first]
+                heap.append((key, index, first, entries, jobs))
+        heapify(heap)
+        quota, starts = total, []
+        while heap:
+            _, _, at, entries, jobs = heap[0]
+            job = jobs[at]
+            gpus = job.gpu_num  # type: ignore[union-attr]
+            if gpus > quota:
+                heappop(heap)  # this GPU count no longer fits, and the quota only shrinks
+                continue
+            quota -= gpus
+            if total - quota >= free:
+                return None  # what starts fills the free GPUs: running jobs may be preempted
+            starts.append(job)
+            at += 1
+            if at == len(entries):
+                heappop(heap)
+            else:
+                key, index = entries[at]
+                heapreplace(heap, (key, index, at, entries, jobs))
+        return starts
 
     def _split_running(self, vc: VirtualCluster, now: float, head_key: Any) -> tuple[int, list[tuple[Any, Job]]]:
         """(GPUs of the running jobs whose key is at most ``head_key``, [(key, job) of the others]); with no
