@@ -274,3 +274,17 @@ def test_lucid_sim_run_takes_the_fault_options(tmp_path):
     bad = CliRunner().invoke(app, ["run", "--trace", str(trace), "--nodes", "4", "--checkpoint-interval", "daily",
                                    "--out", str(tmp_path / "bad"), "--quiet"])
     assert bad.exit_code == 2 and "checkpoint_interval" in bad.output and "young-daly" in bad.output
+
+
+def test_a_job_that_never_finds_enough_servers_up_is_an_error_not_a_century_late_result():
+    from simcluster.engine.failures import NoProgressError
+    from simcluster.faults.models import MAX_HORIZON_S
+
+    # one of its two servers is down from the start to the end of the faults' century: the 16-GPU job never fits
+    never = Scripted((1, 0.0, MAX_HORIZON_S))
+    with pytest.raises(NoProgressError, match=r"horizon \(100 years\) passed with 1 job\(s\) unfinished; the "
+                                              r"largest, job .* of 16 GPUs.*--spare-nodes"):
+        simulate(one_job(gpus=16, nodes=2), SimConfig(), faults=never)
+    # the same server down for a day only: the job waits, then runs
+    day = simulate(one_job(gpus=16, nodes=2), SimConfig(), faults=Scripted((1, 0.0, 86_400.0)))
+    assert row(day)["start_time"] == pytest.approx(86_400)

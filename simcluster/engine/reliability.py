@@ -343,6 +343,25 @@ class Reliability:
                 heapq.heappush(ups, (following.up_at, order, following.node))
                 order += 1
                 following = next(stream, None)
+        if self.config.until <= 0 and env.now >= MAX_HORIZON_S / 2 and not self.sim.finished_every_job():
+            self._starved(env.now)  # (a model whose faults end early, a log replayed once, proves nothing)
+
+    def _starved(self, now: float) -> None:
+        """The model's horizon passed with jobs still waiting: at no moment in a century of faults were enough
+        servers up for them (a job on every server of a fleet, without spares).  Running on past the faults
+        would report them finished a century late, as if that were a result."""
+        from simcluster.engine.failures import NoProgressError
+
+        waiting = [j for j in self.sim.unfinished() if j.state is not JobState.FINISHED]
+        largest = max(waiting, key=lambda j: (j.gpu_num, -j.index), default=None)
+        which = (f"; the largest, job {largest.job_id} of {largest.gpu_num:,} GPUs, was submitted at "
+                 f"t={largest.submit_time:,.0f} s" if largest is not None else "")
+        raise NoProgressError(
+            f"no progress under faults: the fault model's horizon ({now / 86_400 / 365:,.0f} years) passed with "
+            f"{len(waiting):,} job(s) unfinished{which}; at no moment were enough of the cluster's "
+            f"{len(self.slots):,} servers up at once for them. Give --spare-nodes K (a job on every server of a "
+            f"fleet needs spares: in the InfiniteHBD log about 2.3 % of the servers are down at any moment), "
+            f"smaller jobs, or --until SECONDS.")
 
     def down(self, server: int) -> None:
         if server in self.excluded:
