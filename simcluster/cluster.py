@@ -189,6 +189,8 @@ class Node:
 
     def partners(self, job: Job) -> set[Job]:
         """Other jobs sharing a GPU of this node with ``job``."""
+        if not self.shared:
+            return set()
         return {other for i in self.jobs[job] for other in self.gpus[i] if other is not job}
 
     def set_up(self, up: bool) -> None:

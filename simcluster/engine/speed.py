@@ -71,6 +71,8 @@ class SpeedModel:
         for node, ids in job.allocation:
             alone = job.speed_on(node.gpu_type)
             slowest = min(slowest, alone)
+            if not node.shared:
+                continue  # no GPU of the node holds two jobs (a giant job's nodes: not one per GPU)
             gpus, factors = node.gpus, {}  # a partner's factor is looked up once per node, however many GPUs
             for i in ids:
                 holders = gpus[i]

@@ -92,6 +92,12 @@ def shared_plan(job: Job, vc: VirtualCluster, ctx: SchedulingContext, partner_co
     max_jobs, default_memory, memory = config.max_jobs_per_gpu, config.gpu_memory, job.memory
 
     def usable(node: Node) -> tuple[list[int], list[tuple[float, int]]]:
+        if costs:  # every job on the node already refused as a partner: no GPU of it may be shared (no lookup)
+            for resident in node.jobs:
+                if resident not in costs or costs[resident] is not None:
+                    break
+            else:
+                return list(node.free_ids), []
         shareable = []
         limit = node.gpu_memory or default_memory
         for i, holders in enumerate(node.gpus):
@@ -144,9 +150,17 @@ def _one_node_plan(job: Job, vc: VirtualCluster, usable: Callable[[Node], tuple[
     for idle_count in range(min(need, len(vc.buckets)) - 1, -1, -1):
         shared_needed = need - idle_count
         best: tuple[tuple[float, int], Node, list[int]] | None = None
+        seen: set[tuple[object, ...]] = set()
         for node in vc.nodes_with_free(idle_count):
             if not node.used or not job.speed_on(node.gpu_type) or not may_share_on(node, need, max_jobs):
                 continue
+            # a node holding the same jobs on the same GPUs as one looked at before (the nodes of a many-node
+            # job) has the same usable GPUs at the same cost and a later index: it cannot win, and looking at
+            # it would ask for no partner's cost not asked for already
+            holding = (node.gpu_type, node.gpu_memory, node.gpu_count, *[(j, *ids) for j, ids in node.jobs.items()])
+            if holding in seen:
+                continue
+            seen.add(holding)
             idle, shareable = usable(node)
             if shared_needed > len(shareable):
                 continue
