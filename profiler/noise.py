@@ -40,8 +40,6 @@ from simcluster.colocation import (
     read_single_table,
 )
 
-_JOB = ["model", "dataset", "batchsize", "amp", "gpu_num"]
-
 
 @dataclass(frozen=True)
 class NoiseReport:
@@ -97,21 +95,21 @@ def measurement_noise(single_repeats: pd.DataFrame | None, pair_repeats: pd.Data
     for key, runs in solo_runs.items():
         mean = statistics.fmean(runs.values())
         reference = table_solo.get(key, math.nan)
-        solo_rows.append(dict(zip(_JOB, key, strict=True)) | {
+        solo_rows.append(dict(zip(SINGLE_KEY, key, strict=True)) | {
             "rounds": len(runs), "mean_iters_per_s": mean, "cv": _cv(list(runs.values())),
             "table_iters_per_s": reference, "ratio": mean / reference})
-    solo = pd.DataFrame(solo_rows, columns=[*_JOB, "rounds", "mean_iters_per_s", "cv", "table_iters_per_s", "ratio"])
+    solo = pd.DataFrame(solo_rows, columns=[*SINGLE_KEY, "rounds", "mean_iters_per_s", "cv", "table_iters_per_s", "ratio"])
 
     table_pairs: dict[tuple[Any, ...], tuple[float, float]] = {}
     if pair is not None:
         for row in pair[pair["status"] == STATUS_OK].to_dict("records"):
-            first, second = (tuple(row[f"{c}{s}"] for c in _JOB) for s in ("1", "2"))
+            first, second = (tuple(row[f"{c}{s}"] for c in SINGLE_KEY) for s in ("1", "2"))
             table_pairs[(first, second)] = (row["speed1"], row["speed2"])
             table_pairs.setdefault((second, first), (row["speed2"], row["speed1"]))
     speeds: dict[tuple[Any, ...], list[tuple[float, float]]] = {}
     labels: dict[tuple[Any, ...], tuple[str, str]] = {}
     for row in ([] if pair_repeats is None else pair_repeats.to_dict("records")):
-        first, second = (tuple(row[f"{c}{s}"] for c in _JOB) for s in ("1", "2"))
+        first, second = (tuple(row[f"{c}{s}"] for c in SINGLE_KEY) for s in ("1", "2"))
         r = int(row["repeat"])
         measured = []
         for job, suffix in ((first, "1"), (second, "2")):
