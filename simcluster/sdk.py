@@ -21,7 +21,8 @@ from simcluster.placement.base import PLACEMENTS, Placement, Plan, fill_in_order
 from simcluster.policies.allocations import apply_allocations, layout_of, nodes_of, plan_of_nodes
 from simcluster.policies.base import POLICIES, Policy, SchedulingContext, start_in_order_until_blocked
 from simcluster.policies.interval import IntervalPolicy
-from simcluster.policies.quota import gpu_share, queue_streams, walk_changes_nothing, walk_quota
+from simcluster.policies.quota import gpu_share, queue_streams, walk_changes_nothing, walk_quota, walk_ranked
+from simcluster.policies.running_columns import RunningColumns
 from simcluster.policies.running_order import Minus, RunningOrder
 from simcluster.queue import submit_order
 from simcluster.views import ClusterView, JobView, NodeView, PoolView, QueueView, VCView
@@ -41,6 +42,7 @@ __all__ = [
     "Policy",
     "PoolView",
     "QueueView",
+    "RunningColumns",
     "RunningOrder",
     "SchedulingContext",
     "VCView",
@@ -60,4 +62,5 @@ __all__ = [
     "submit_order",
     "walk_changes_nothing",
     "walk_quota",
+    "walk_ranked",
 ]

@@ -1,6 +1,7 @@
 """Scheduling state kept as jobs start and stop decides exactly as the state recomputed at every pass.
 
-A :class:`RunningOrder` answers what the quota walk and EASY's reservation ask; Tiresias re-files a running job
+A :class:`RunningOrder` answers what the quota walk and EASY's reservation ask; the ranked walk over running
+jobs the policy ranked itself walks as the pairs walk; Tiresias re-files a running job
 only when it crosses a threshold and sets a timer only for crossings no pass has announced yet; EASY and
 Slurm reserve from their running jobs kept by expected end; the engine skips placements that a monotone
 placement has already failed.  Each is held equal here to the plain way that sorts or scans every job.
@@ -22,7 +23,8 @@ from simcluster.engine import Simulation
 from simcluster.job import Job
 from simcluster.placement.consolidate import Consolidate
 from simcluster.policies.easy_backfill import EasyBackfill, reservation
-from simcluster.policies.running_order import Minus, RunningOrder
+from simcluster.policies.quota import _walk_pairs, _walk_ranked
+from simcluster.policies.running_order import Minus, RunningOrder, gpu_count
 from simcluster.policies.sharing import may_share_on
 from simcluster.policies.sharing import shared_plan as real_plan
 from simcluster.policies.slurm import Slurm
@@ -30,6 +32,32 @@ from simcluster.policies.srtf_ars import SrtfAllShared
 from simcluster.policies.tiresias import Tiresias
 from simcluster.tables import load_tables
 from simcluster.traces.synth import SynthSpec, synthesize
+
+# --- the ranked walk against the pairs walk --------------------------------------------------------------------
+
+@settings(max_examples=400, deadline=None)
+@given(running=st.lists(st.tuples(st.integers(0, 6), st.sampled_from([1, 1, 2, 4, 8])), max_size=30),
+       waiting=st.lists(st.tuples(st.integers(0, 6), st.sampled_from([1, 2, 4, 8, 16])), max_size=15),
+       quota=st.integers(0, 70), start=st.integers(0, 30))
+def test_the_ranked_walk_starts_and_preempts_as_the_pairs_walk(running, waiting, quota, start):
+    jobs = [Job(index=i, job_id=str(i), vc="v", gpu_num=g, submit_time=0, duration=1)
+            for i, (_, g) in enumerate(running + waiting)]
+    ranked = sorted((key, job.index, job) for (key, _), job in zip(running, jobs))
+    keys, in_order = [key for key, _, _ in ranked], [job for _, _, job in ranked]
+    streams: dict[int, tuple[list, list, int]] = {}  # the queue's streams by GPU count, in (key, trace index) order
+    for (key, gpus), job in sorted(zip(waiting, jobs[len(running):]), key=lambda p: (p[0][0], p[1].index)):
+        entries, queued, _ = streams.setdefault(gpus, ([], [], 0))
+        entries.append((key, job.index))
+        queued.append(job)
+    start = min(start, len(in_order))
+    ends = list(accumulate(job.gpu_num for job in in_order))
+    # (the jobs before start come first and fit: they hold their GPUs out of the quota, as tiresias-gittins hands
+    # the running jobs ahead of the queue's head theirs)
+    left = quota - (ends[start - 1] if start else 0)
+    pairs = [(key, job) for key, job in zip(keys[start:], in_order[start:])]
+    expected = _walk_pairs(pairs, streams, False, left, gpu_count)
+    assert _walk_ranked(in_order, ends, lambda key: bisect_right(keys, key), start, streams, left) == expected
+
 
 # --- RunningOrder against a sorted list ---------------------------------------------------------------------
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import random
+from bisect import bisect_right
 from itertools import accumulate
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 from conftest import make_trace
 from hypothesis import given, settings
@@ -173,33 +175,51 @@ def test_gittins_refreshed_piece_by_piece_keeps_the_same_sums_as_summing_from_sc
             g.add(s)
         seen += batch
         g.refresh()
-        assert g._sorted == sorted(seen)
-        assert g._prefix == [0.0, *accumulate(sorted(seen))]  # exactly: same additions, same order
+        assert g._services.tolist() == sorted(seen)
+        assert g._prefix.tolist() == [0.0, *accumulate(sorted(seen))]  # exactly: same additions, same order
 
 @settings(max_examples=800, deadline=None)
-@given(services=st.lists(st.integers(1, 40).map(lambda k: k * 7.3), min_size=1, max_size=30),
+@given(services=st.lists(st.integers(1, 40).map(lambda k: k * 7.3), max_size=30),
        thresholds=st.lists(st.integers(1, 40).map(lambda k: k * 7.3), min_size=1, max_size=3, unique=True),
-       jobs=st.lists(st.tuples(st.sampled_from([1, 2, 4, 8]), st.floats(0.0, 30.0), st.floats(0.0, 100.0)),
-                     min_size=1, max_size=6),
+       jobs=st.lists(st.tuples(st.sampled_from([1, 2, 4, 8]), st.floats(0.0, 30.0), st.floats(0.0, 100.0),
+                               st.integers(0, 3)), min_size=1, max_size=8),
        steps=st.lists(st.floats(0.0, 9.0), min_size=1, max_size=12))
-def test_gittins_running_keys_by_segment_are_the_index_keys_exactly(services, thresholds, jobs, steps):
-    # _split_running keeps each running job's segment of the distribution between passes; its keys must be
-    # the very floats _key computes through GittinsIndex.index, pass after pass (odd thresholds included,
-    # where attained + quantum can miss the threshold, and a service equal to it, by an ulp)
+def test_gittins_running_jobs_ranked_as_arrays_are_keyed_and_ordered_as_by_the_index_exactly(services, thresholds,
+                                                                                             jobs, steps):
+    # _ranked computes every running job's key as arrays; they must be the very floats _key computes through
+    # GittinsIndex.index, pass after pass (odd thresholds included, where attained + quantum can miss the
+    # threshold, and a service equal to it, by an ulp), ranked as sorting (key, trace index) ranks them
     policy = TiresiasGittins(SimConfig(policy="tiresias-gittins", thresholds=tuple(thresholds)))
     for service in services:
         policy.gittins.add(service)
     policy.gittins.refresh()
     running = {}
-    for i, (gpus, busy, started) in enumerate(jobs):
-        job = Job(index=i, job_id=f"j{i}", vc="a", gpu_num=gpus, submit_time=i, duration=1e9)
+    vc = SimpleNamespace(name="a", running=running)
+    for i, (gpus, busy, started, submit) in enumerate(jobs):
+        job = Job(index=i, job_id=f"j{i}", vc="a", gpu_num=gpus, submit_time=submit, duration=1e9)
         job.state, job.busy_time, job.run_started_at = JobState.RUNNING, busy, started
         running[job] = None
-    vc, now = SimpleNamespace(running=running), 100.0
+        policy.on_run_start(job, vc)
+    now = 100.0
     for step in steps:
         now += step
-        _, entries = policy._split_running(vc, now, None)
-        assert [key for key, _ in entries] == [policy._key(job, now) for job in running]
+        columns = policy._columns["a"]
+        attained = columns.attained(now)
+        ends = policy._ends[np.searchsorted(policy._ends[:-1], attained, "left")]
+        assert policy.gittins.indices(attained, ends).tolist() == [-policy._key(j, now)[1] for j in columns.jobs]
+        ranked, gpus, place = policy._ranked(vc, now)
+        keyed = sorted((policy._key(job, now), job.index, job) for job in running)
+        assert ranked == [job for _, _, job in keyed]
+        assert gpus.tolist() == [job.gpu_num for job in ranked]
+        keys = [key for key, _, _ in keyed]
+        for probe in [*keys, (0, 0.0, 0), (0, -1.0, 5), (len(thresholds), 0.0, 9)]:
+            assert place(probe) == bisect_right(keys, probe)
+    for job in list(running)[::2]:  # a stopped job's row is taken by the last one
+        policy.on_run_stop(job, vc)
+        del running[job]
+    assert sorted(j.index for j in policy._columns["a"].jobs) == sorted(j.index for j in running)
+    assert policy._columns["a"].index.tolist() == [j.index for j in policy._columns["a"].jobs]
+
 
 def test_tiresias_gittins_serves_the_job_likely_to_finish_soonest(monkeypatch):
     monkeypatch.setattr(TiresiasGittins, "REFRESH_SECONDS", 0.0)
@@ -210,18 +230,33 @@ def test_tiresias_gittins_serves_the_job_likely_to_finish_soonest(monkeypatch):
 
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(rows=st.lists(st.tuples(st.sampled_from([1, 2, 4, 8]), st.integers(0, 3000), st.integers(1, 4000)),
                      min_size=2, max_size=40),
-       refresh=st.sampled_from([0.0, 120.0, 600.0]))
-def test_tiresias_gittins_decides_the_same_by_its_shortcut_as_by_the_general_walk(rows, refresh):
-    rows = [("a", g, t, d) for g, t, d in sorted(rows, key=lambda r: r[1])]
+       refresh=st.sampled_from([0.0, 120.0, 600.0]), knob=st.sampled_from([0.0, 1.0]),
+       vcs=st.sampled_from([{"a": 2}, {"a": 1, "b": 1}]))
+def test_tiresias_gittins_decides_the_same_by_its_shortcut_and_ranked_walk_as_by_the_general_walk(rows, refresh,
+                                                                                                 knob, vcs):
+    rows = [("ab"[t % len(vcs)], g, t, d) for g, t, d in sorted(rows, key=lambda r: r[1])]
+    config = {"policy": "tiresias-gittins", "thresholds": (900.0, 9000.0), "promote_knob": knob}
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(TiresiasGittins, "REFRESH_SECONDS", refresh)
-        fast, _ = times(rows, {"a": 2}, policy="tiresias-gittins", thresholds=(900.0, 9000.0))
+        fast, a = times(rows, vcs, **config)
         patch.setattr(TiresiasGittins, "decide", Tiresias.decide)  # running keys, then the queue, then the walk
-        general, _ = times(rows, {"a": 2}, policy="tiresias-gittins", thresholds=(900.0, 9000.0))
+        patch.setattr(TiresiasGittins, "_set_timers", timers_of_gittins_one_by_one)
+        general, b = times(rows, vcs, **config)
     assert fast == general
+    assert a.timeline.equals(b.timeline)
+
+
+_TIRESIAS_TIMERS = Tiresias._set_timers
+
+
+def timers_of_gittins_one_by_one(self, vc, ctx, now):
+    """TiresiasGittins._set_timers as it was before its running jobs were read as arrays."""
+    _TIRESIAS_TIMERS(self, vc, ctx, now)
+    if vc.pending:
+        ctx.wake_at(now + self.quantum)
 
 
 def walk_always(vc, ctx, used, rest, running):

@@ -10,7 +10,8 @@ Pending jobs come as one ordered stream per GPU count: the quota only
 shrinks, so a stream whose jobs no longer fit is dropped whole instead of
 being stepped through.  Running jobs come either as a :class:`RunningOrder` that the policy's run hooks keep
 in order — then the walk jumps from one change to the next (a start, a preemption) and a pass that changes
-nothing costs a few searches per GPU count — or as a list of (key, job) pairs, sorted at every call.
+nothing costs a few searches per GPU count — or as a list of (key, job) pairs, sorted at every call.  A policy
+whose keys move as jobs run ranks its running jobs itself, as arrays, and walks them with :func:`walk_ranked`.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from collections.abc import Callable
 from heapq import heapify, heappop, heapreplace
 from operator import attrgetter
 from typing import Any
+
+import numpy as np
 
 from simcluster.cluster import VirtualCluster
 from simcluster.job import Job
@@ -182,6 +185,68 @@ def _walk_order(vc: VirtualCluster, order: RunningOrder, key: KeyMap, pending_fi
             stream[2] = at
             insort(heads, (entries[at][0], tag, entries[at][1], size, stream))
     to_preempt += order.jobs_between(cursor)  # the quota ran out
+    return to_preempt, to_start
+
+
+def walk_ranked(vc: VirtualCluster, ctx: SchedulingContext, jobs: list[Job], gpus: np.ndarray,
+                place: Callable[[Any], int], start: int = 0) -> int:
+    """:func:`walk_quota` over running ``jobs`` ranked by the caller, in walk order (ties in trace order), holding
+    ``gpus`` (an integer array, each at least 1), from position ``start`` on: the jobs before it come first and
+    fit, and hold their GPUs.  ``place(key)``: how many of ``jobs`` the walk takes before a waiting job with that
+    key (where ties go decides it).  Returns how many it preempted.
+
+    The same walk as the pairs walk, with the running jobs between two waiting ones handed their GPUs by one
+    search of the GPUs' running sums: only a job that does not fit is a step of its own."""
+    ends = np.cumsum(gpus).tolist()  # ends[i]: GPUs of jobs[:i + 1]
+    quota = vc.total_gpus - (ends[start - 1] if start else 0)
+    to_preempt, to_start = _walk_ranked(jobs, ends, place, start, queue_streams(vc, quota), quota)
+    for job in to_preempt:
+        ctx.preempt(job)
+    for job in to_start:
+        ctx.try_start(job)
+    return len(to_preempt)
+
+
+def _walk_ranked(jobs: list[Job], ends: list[int], place: Callable[[Any], int], walked: int,
+                 pending: dict[int, SizedRun], quota: float) -> tuple[list[Job], list[Job]]:
+    heap = []  # per GPU count, its next job: (key, trace index, position, entries, jobs)
+    for size, (entries, queued, first) in pending.items():
+        if size <= quota and first < len(entries):
+            key, index = entries[first]
+            heap.append((key, index, first, entries, queued))
+    heapify(heap)
+    to_preempt: list[Job] = []
+    to_start: list[Job] = []
+    n = len(jobs)
+    before = place(heap[0][0]) if heap else n  # running jobs the walk takes before the next waiting one
+    while quota > 0 and (heap or walked < n):
+        if walked < before:
+            # the running jobs up to the next waiting one: all that fit at once, then the first that does not
+            base = ends[walked - 1] if walked else 0
+            over = bisect_right(ends, base + quota, walked, before)  # the first whose running sum passes the quota
+            if over > walked:
+                quota -= ends[over - 1] - base
+            walked = over
+            if over < before:
+                to_preempt.append(jobs[over])
+                walked += 1
+            continue
+        _, _, at, entries, queued = heap[0]
+        job = queued[at]
+        if job.gpu_num > quota:  # type: ignore[union-attr]
+            heappop(heap)  # this GPU count no longer fits, and the quota only shrinks
+        else:
+            quota -= job.gpu_num  # type: ignore[union-attr]
+            to_start.append(job)  # type: ignore[arg-type]
+            at += 1
+            if at == len(entries):
+                heappop(heap)
+            else:
+                key, index = entries[at]
+                heapreplace(heap, (key, index, at, entries, queued))
+        before = place(heap[0][0]) if heap else n
+    if walked < n:
+        to_preempt.extend(jobs[walked:])  # not reached: the quota ran out first
     return to_preempt, to_start
 
 

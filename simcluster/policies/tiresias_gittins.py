@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from heapq import heapify, heappop, heapreplace
-from itertools import accumulate
 from typing import Any
+
+import numpy as np
 
 from simcluster.cluster import VirtualCluster
 from simcluster.job import Job
 from simcluster.policies.base import POLICIES, Policy, SchedulingContext
+from simcluster.policies.quota import walk_changes_nothing, walk_ranked
+from simcluster.policies.running_columns import RunningColumns
 from simcluster.policies.tiresias import Tiresias
 
 
@@ -35,9 +38,10 @@ class GittinsIndex:
 
     def __init__(self) -> None:
         self._new: list[float] = []  # services recorded since the last refresh()
-        self._sorted: list[float] = []  # plain lists: scalar bisect beats numpy's per-call overhead
-        self._prefix: list[float] = [0.0]  # _prefix[i]: sum of the i smallest services
+        self._services = np.zeros(0)  # sorted
+        self._prefix = np.zeros(1)  # _prefix[i]: sum of the i smallest services, added one by one
         self.version = 0  # bumped by refresh(): indices may have changed
+        self._fresh: dict[float, float] = {}  # quantum -> index(0, quantum), until the next refresh
 
     def add(self, service: float) -> None:
         """Record a finished job's service; it counts from the next refresh()."""
@@ -45,58 +49,64 @@ class GittinsIndex:
 
     def refresh(self) -> None:
         """Merge the new services in; the prefix sums are recomputed only from the first changed place
-        (the same additions in the same order as summing from the start, so the same floats)."""
+        (the same additions in the same order as summing from the start, so the same floats: a running sum
+        adds one term at a time)."""
         if not self._new:
             return
-        new, self._new = sorted(self._new), []
-        services, prefix = self._sorted, self._prefix
-        first = bisect_right(services, new[0])
-        services += new
-        services.sort()  # two sorted runs: the sort merges them in linear time (an insort each moved the list)
-        del prefix[first + 1:]
-        tail = accumulate(services[first:], initial=prefix[first])
-        next(tail)  # (prefix[first] itself)
-        prefix.extend(tail)
+        new, self._new = np.sort(np.array(self._new, float)), []
+        services, prefix = self._services, self._prefix
+        first = int(np.searchsorted(services, new[0], "right"))
+        services = self._services = np.insert(services, np.searchsorted(services, new, "right"), new)
+        tail = np.empty(len(services) - first + 1)
+        tail[0], tail[1:] = prefix[first], services[first:]
+        self._prefix = np.concatenate((prefix[:first], np.cumsum(tail)))
+        self._fresh.clear()
         self.version += 1
 
     def index(self, attained: float, quantum: float) -> float:
-        s, prefix = self._sorted, self._prefix
-        alive = bisect_right(s, attained)
+        if attained == 0:  # a job that never ran: every arrival asks this, with its first queue's quantum
+            fresh = self._fresh.get(quantum)
+            if fresh is None:
+                fresh = self._fresh[quantum] = self._index(0.0, quantum)
+            return fresh
+        return self._index(attained, quantum)
+
+    def _index(self, attained: float, quantum: float) -> float:
+        s, prefix = self._services, self._prefix
+        alive = int(np.searchsorted(s, attained, "right"))
         left = len(s) - alive
         if left == 0:
             return 0.0
         if quantum == float("inf"):
-            return left / (prefix[-1] - prefix[alive] - attained * left)
-        done = bisect_right(s, attained + quantum, alive)
+            return left / (float(prefix[-1]) - float(prefix[alive]) - attained * left)
+        done = int(np.searchsorted(s, attained + quantum, "right"))
         finished_within = done - alive
-        served = prefix[done] - prefix[alive] - attained * finished_within + (len(s) - done) * quantum
+        served = float(prefix[done]) - float(prefix[alive]) - attained * finished_within + (len(s) - done) * quantum
         return finished_within / served if served > 0 else 0.0
 
-    def segment(self, attained: float, end: float) -> tuple[float, float, int, float, int]:
-        """What :meth:`index` reads off the distribution for a job with ``attained`` service whose quantum
-        ends at ``end`` (``attained + quantum``; inf in the last queue), valid for every attained service in
-        ``[low, high)`` until the next refresh: ``(low, high, count, total, beyond)``.
-
-        With a finite ``end``, ``count`` jobs finished within the quantum, their services summing to
-        ``total`` (one float: the same difference of prefix sums), and ``beyond`` outlived it; then
-        ``index(a, q) == count / (total - a * count + beyond * q)`` (0 where that is not positive) for
-        every ``a`` in the segment with ``a + q == end``.  With ``end`` inf, ``count`` jobs outlived
-        ``attained`` and ``index(a, inf) == count / (total - a * count)``.  A ``count`` of 0: index 0.
+    def indices(self, attained: np.ndarray, quantum_ends: np.ndarray) -> np.ndarray | None:
+        """``index(a, end - a)`` for each attained service ``a`` and where its quantum ends (inf in the last queue),
+        the same floats as :meth:`index` gives; None where a job in the last queue would divide by zero (the
+        scalar way raises there).
 
         >>> g = GittinsIndex(); [g.add(s) for s in (10, 20, 30, 40)] and None; g.refresh()
-        >>> g.segment(15, 30), g.segment(20, float("inf"))
-        ((10, 20, 2, 50.0, 1), (20, 30, 2, 70.0, 0))
+        >>> g.indices(np.array([0.0, 20.0]), np.array([15.0, float("inf")])).round(4).tolist()
+        [0.0182, 0.0667]
         """
-        s, prefix = self._sorted, self._prefix
-        alive = bisect_right(s, attained)
-        low = s[alive - 1] if alive else float("-inf")
-        high = s[alive] if alive < len(s) else float("inf")
-        if alive == len(s):
-            return low, high, 0, 0.0, 0
-        if end == float("inf"):
-            return low, high, len(s) - alive, prefix[-1] - prefix[alive], 0
-        done = bisect_right(s, end, alive)
-        return low, high, done - alive, prefix[done] - prefix[alive], len(s) - done
+        services, prefix = self._services, self._prefix
+        n = len(services)
+        last = np.isinf(quantum_ends)
+        alive = np.searchsorted(services, attained, "right")
+        with np.errstate(divide="ignore", invalid="ignore"):
+            quantum = quantum_ends - attained
+            # (the end as index() computes it: a + (end - a) may round away from end)
+            done = np.where(last, n, np.searchsorted(services, attained + quantum, "right"))
+            count = done - alive
+            served = prefix[done] - prefix[alive] - attained * count + (n - done) * np.where(last, 0.0, quantum)
+            index = np.where((count > 0) & ((served > 0) | last), count / served, 0.0)
+        if np.any(last & (count > 0) & (served == 0)):
+            return None
+        return index
 
 
 @POLICIES.register("tiresias-gittins")
@@ -125,14 +135,20 @@ class TiresiasGittins(Tiresias):
         self.gittins = GittinsIndex()
         self._next_refresh = float("-inf")
         self._queue_version: dict[str, int] = {}
-        self._segments: dict[Job, tuple[Any, ...]] = {}  # running job -> (version, queue, *its segment)
+        self._columns: dict[str, RunningColumns] = {}  # per VC, its running jobs as arrays
+        self._ends = np.array([*self.thresholds, float("inf")])  # per queue, where its quantum ends
 
     def _note_run_start(self, job: Job, vc: VirtualCluster) -> None:
         self._held_by[job] = gpus = job.gpu_num
         self._held[vc.name] = self._held.get(vc.name, 0) + gpus
+        columns = self._columns.get(vc.name)
+        if columns is None:
+            columns = self._columns[vc.name] = RunningColumns()
+        columns.add(job)
 
     def _note_run_stop(self, job: Job, vc: VirtualCluster) -> None:
         self._held[vc.name] -= self._held_by.pop(job)
+        self._columns[vc.name].remove(job)
         if self.knob > 0:
             self._note_stopped(job, vc)
 
@@ -149,27 +165,43 @@ class TiresiasGittins(Tiresias):
         return self._key(job, now)
 
     def running_entries(self, vc: VirtualCluster, now: float) -> list[tuple[Any, Job]]:
-        if self._forgiven:
-            return [(self._key(j, now), j) for j in vc.running]
-        return self._split_running(vc, now, None)[1]
+        return [(self._key(j, now), j) for j in vc.running]
 
     def decide(self, vc: VirtualCluster, ctx: SchedulingContext, now: float) -> None:
-        """Tiresias' decision, with the running keys computed and split off against the queue head in one go.
+        """Tiresias' decision, with the running jobs ranked as arrays (:meth:`_ranked`).
 
-        The head is known first only when no refresh is due: at a refresh the running keys still use the
-        distribution from before it (Tiresias' order of steps), and that pass takes the general way."""
-        if self._forgiven or now >= self._next_refresh:
+        At a refresh of the distribution the running keys still use the one from before it (Tiresias' order of
+        steps: they are computed before the queue is re-keyed).  Between refreshes, where what the waiting jobs
+        would start fits beside the running jobs, no running key is needed at all.  Promoted jobs' keys (the
+        promote knob) take the general way, one job at a time."""
+        if self._forgiven:
             super().decide(vc, ctx, now)
             return
-        self.order_queue(vc, ctx, now)  # (re-keys the queue if another VC's pass refreshed the distribution)
-        starts = self._starts_beside_running(vc)
-        if starts is not None:
-            for job in starts:
-                ctx.try_start(job)
+        if now >= self._next_refresh:
+            ranked = self._ranked(vc, now)
+            if ranked is None:
+                super().decide(vc, ctx, now)
+                return
+            self.order_queue(vc, ctx, now)
+        else:
+            self.order_queue(vc, ctx, now)  # (re-keys the queue if another VC's pass refreshed the distribution)
+            starts = self._starts_beside_running(vc)
+            if starts is not None:
+                for job in starts:
+                    ctx.try_start(job)
+                return
+            ranked = self._ranked(vc, now)
+            if ranked is None:
+                super().decide(vc, ctx, now)  # (the queue is keyed already: its re-keying is a no-op)
+                return
+        jobs, gpus, place = ranked
+        ahead = place(self.head_key(vc))  # the running jobs whose key is at most the head's come first
+        used, held = int(gpus[:ahead].sum()), int(gpus.sum())
+        if used > vc.total_gpus:
+            ahead = 0  # (they overbook the VC, GPU fractions may: every running job is walked)
+        elif walk_changes_nothing(vc, used, held - used):
             return
-        used, rest = self._split_running(vc, now, self.head_key(vc))
-        # where the jobs ahead overbook the VC (GPU fractions), the general way walks them all
-        self.walk_rest(vc, ctx, used, rest, self.running_entries(vc, now) if used > vc.total_gpus else [])
+        walk_ranked(vc, ctx, jobs, gpus, place, ahead)
 
     def _starts_beside_running(self, vc: VirtualCluster) -> list[Job] | None:
         """What the quota walk starts when it preempts nothing, found without a running job's index; None where
@@ -213,45 +245,33 @@ class TiresiasGittins(Tiresias):
                 heapreplace(heap, (key, index, at, entries, jobs))
         return starts
 
-    def _split_running(self, vc: VirtualCluster, now: float, head_key: Any) -> tuple[int, list[tuple[Any, Job]]]:
-        """(GPUs of the running jobs whose key is at most ``head_key``, [(key, job) of the others]); with no
-        ``head_key``, every running job is among the others.
+    def _ranked(self, vc: VirtualCluster, now: float) -> tuple[list[Job], np.ndarray, Any] | None:
+        """The running jobs in the walk's order by their keys at ``now`` (:meth:`_key`, the same floats, computed
+        as arrays), their GPUs, and ``place(key)``: how many of them have a key at most ``key`` (the walk takes
+        them before a waiting job with that key).  None where it cannot be done so: the walk then keys them one
+        by one (and the scalar way raises where a key divides by zero)."""
+        columns = self._columns.get(vc.name)
+        if columns is None or len(columns) != len(vc.running) or not len(columns) or columns.gpus.min() < 1:
+            return None
+        attained = columns.attained(now)
+        queue = np.searchsorted(self._ends[:-1], attained, "left")  # queue_of, for every job
+        index = self.gittins.indices(attained, self._ends[queue])
+        if index is None:
+            return None
+        negated, submit = -index, columns.submit
+        order = np.lexsort((columns.index, submit, negated, queue))  # (queue, -index, submit time, trace index)
+        queues, negated, submit = queue[order].tolist(), negated[order].tolist(), submit[order].tolist()
 
-        :meth:`_key`, with the attained service and queue computed once (the same floats): this runs for
-        every running job at every pass.  A job in a higher queue than the head's needs no index."""
-        thresholds, last_queue, gittins = self.thresholds, len(self.thresholds), self.gittins
-        version, segments, inf = gittins.version, self._segments, float("inf")
-        head_queue = -1 if head_key is None else head_key[0]
-        used, rest = 0, []
-        for job in vc.running:
-            attained = job.gpu_num * (job.busy_time + (now - job.run_started_at))
-            queue = bisect_left(thresholds, attained)
-            if queue < head_queue:
-                used += job.gpu_num  # ahead of the head whatever its index
-                continue
-            # GittinsIndex.index by the job's segment, kept while it stays in it: the same float expression
-            seg = segments.get(job)
-            if seg is None or seg[0] != version or seg[1] != queue or not seg[2] <= attained < seg[3]:
-                end = thresholds[queue] if queue < last_queue else inf
-                seg = segments[job] = (version, queue, *gittins.segment(attained, end))
-            count = seg[4]
-            if queue < last_queue:
-                quantum = thresholds[queue] - attained
-                if attained + quantum != thresholds[queue]:  # (rounding moved the quantum's end: the full way)
-                    index = gittins.index(attained, quantum)
-                elif count:
-                    served = seg[5] - attained * count + seg[6] * quantum
-                    index = count / served if served > 0 else 0.0
-                else:
-                    index = 0.0
-            else:
-                index = count / (seg[5] - attained * count) if count else 0.0
-            key = (queue, -index, job.submit_time)
-            if head_key is not None and key <= head_key:
-                used += job.gpu_num
-            else:
-                rest.append((key, job))
-        return used, rest
+        def place(key: Any) -> int:
+            low, high = bisect_left(queues, key[0]), bisect_right(queues, key[0])
+            if low < high:
+                low, high = bisect_left(negated, key[1], low, high), bisect_right(negated, key[1], low, high)
+                if low < high:
+                    low = bisect_right(submit, key[2], low, high)
+            return low
+
+        jobs = columns.jobs
+        return [jobs[i] for i in order.tolist()], columns.gpus[order], place
 
     def order_queue(self, vc: VirtualCluster, ctx: SchedulingContext, now: float) -> None:
         if now >= self._next_refresh:
@@ -262,11 +282,21 @@ class TiresiasGittins(Tiresias):
             self._queue_version[vc.name] = self.gittins.version
 
     def _set_timers(self, vc: VirtualCluster, ctx: SchedulingContext, now: float) -> None:
-        super()._set_timers(vc, ctx, now)
+        columns = self._columns.get(vc.name)
+        if self._forgiven or not vc.pending or columns is None or len(columns) != len(vc.running):
+            super()._set_timers(vc, ctx, now)
+        else:  # Tiresias' timers at the running jobs' next crossings, computed as arrays
+            attained = columns.attained(now)
+            queue = np.searchsorted(self._ends[:-1], attained, "left")
+            crossing = queue < len(self.thresholds)
+            when = now + (self._ends[queue[crossing]] - attained[crossing]) / columns.gpus[crossing]
+            for boundary in dict.fromkeys(((np.floor(when / self.quantum) + 1) * self.quantum).tolist()):
+                ctx.wake_at(boundary)
+            if self.knob > 0:
+                self._set_promotion_timers(vc, ctx, now)
         if vc.pending:
             ctx.wake_at(now + self.quantum)  # running jobs' indices move as they run
 
     def on_finish(self, job: Job, now: float) -> None:
         super().on_finish(job, now)
-        self._segments.pop(job, None)
         self.gittins.add(job.gpu_num * job.duration)
