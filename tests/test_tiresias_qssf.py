@@ -186,9 +186,10 @@ def test_gittins_refreshed_piece_by_piece_keeps_the_same_sums_as_summing_from_sc
        steps=st.lists(st.floats(0.0, 9.0), min_size=1, max_size=12))
 def test_gittins_running_jobs_ranked_as_arrays_are_keyed_and_ordered_as_by_the_index_exactly(services, thresholds,
                                                                                              jobs, steps):
-    # _ranked computes every running job's key as arrays; they must be the very floats _key computes through
-    # GittinsIndex.index, pass after pass (odd thresholds included, where attained + quantum can miss the
-    # threshold, and a service equal to it, by an ulp), ranked as sorting (key, trace index) ranks them
+    # _ranked computes every running job's key as arrays, _split_running one by one from each job's segment of the
+    # distribution kept between passes; both must be the very floats _key computes through GittinsIndex.index,
+    # pass after pass (odd thresholds included, where attained + quantum can miss the threshold, and a service
+    # equal to it, by an ulp), ranked as sorting (key, trace index) ranks them
     policy = TiresiasGittins(SimConfig(policy="tiresias-gittins", thresholds=tuple(thresholds)))
     for service in services:
         policy.gittins.add(service)
@@ -207,6 +208,8 @@ def test_gittins_running_jobs_ranked_as_arrays_are_keyed_and_ordered_as_by_the_i
         attained = columns.attained(now)
         ends = policy._ends[np.searchsorted(policy._ends[:-1], attained, "left")]
         assert policy.gittins.indices(attained, ends).tolist() == [-policy._key(j, now)[1] for j in columns.jobs]
+        _, entries = policy._split_running(vc, now, None)  # (the one-by-one way: each job's segment kept)
+        assert [key for key, _ in entries] == [policy._key(job, now) for job in running]
         ranked, gpus, place = policy._ranked(vc, now)
         keyed = sorted((policy._key(job, now), job.index, job) for job in running)
         assert ranked == [job for _, _, job in keyed]
@@ -230,17 +233,19 @@ def test_tiresias_gittins_serves_the_job_likely_to_finish_soonest(monkeypatch):
 
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(rows=st.lists(st.tuples(st.sampled_from([1, 2, 4, 8]), st.integers(0, 3000), st.integers(1, 4000)),
                      min_size=2, max_size=40),
        refresh=st.sampled_from([0.0, 120.0, 600.0]), knob=st.sampled_from([0.0, 1.0]),
-       vcs=st.sampled_from([{"a": 2}, {"a": 1, "b": 1}]))
+       vcs=st.sampled_from([{"a": 2}, {"a": 1, "b": 1}]), ranked_from=st.sampled_from([1, 3, 64]))
 def test_tiresias_gittins_decides_the_same_by_its_shortcut_and_ranked_walk_as_by_the_general_walk(rows, refresh,
-                                                                                                 knob, vcs):
+                                                                                                 knob, vcs,
+                                                                                                 ranked_from):
     rows = [("ab"[t % len(vcs)], g, t, d) for g, t, d in sorted(rows, key=lambda r: r[1])]
     config = {"policy": "tiresias-gittins", "thresholds": (900.0, 9000.0), "promote_knob": knob}
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(TiresiasGittins, "REFRESH_SECONDS", refresh)
+        patch.setattr(TiresiasGittins, "RANKED_FROM", ranked_from)  # (1: every pass ranks as arrays; 64: none here)
         fast, a = times(rows, vcs, **config)
         patch.setattr(TiresiasGittins, "decide", Tiresias.decide)  # running keys, then the queue, then the walk
         patch.setattr(TiresiasGittins, "_set_timers", timers_of_gittins_one_by_one)

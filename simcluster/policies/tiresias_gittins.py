@@ -42,6 +42,7 @@ class GittinsIndex:
         self._prefix = np.zeros(1)  # _prefix[i]: sum of the i smallest services, added one by one
         self.version = 0  # bumped by refresh(): indices may have changed
         self._fresh: dict[float, float] = {}  # quantum -> index(0, quantum), until the next refresh
+        self._lists: tuple[int, list[float], list[float]] | None = None  # (version, services, prefix) as lists
 
     def add(self, service: float) -> None:
         """Record a finished job's service; it counts from the next refresh()."""
@@ -72,17 +73,51 @@ class GittinsIndex:
         return self._index(attained, quantum)
 
     def _index(self, attained: float, quantum: float) -> float:
-        s, prefix = self._services, self._prefix
-        alive = int(np.searchsorted(s, attained, "right"))
+        lists = self._lists
+        if lists is not None and lists[0] == self.version:  # (scalar bisection of lists: cheaper than numpy's)
+            _, s, prefix = lists
+            alive = bisect_right(s, attained)
+        else:  # (no list made for this distribution: a few calls do not pay for making one)
+            s, prefix = self._services, self._prefix  # type: ignore[assignment]
+            alive = int(np.searchsorted(s, attained, "right"))
         left = len(s) - alive
         if left == 0:
             return 0.0
         if quantum == float("inf"):
             return left / (float(prefix[-1]) - float(prefix[alive]) - attained * left)
-        done = int(np.searchsorted(s, attained + quantum, "right"))
+        done = bisect_right(s, attained + quantum, alive)
         finished_within = done - alive
         served = float(prefix[done]) - float(prefix[alive]) - attained * finished_within + (len(s) - done) * quantum
         return finished_within / served if served > 0 else 0.0
+
+    def segment(self, attained: float, end: float) -> tuple[float, float, int, float, int]:
+        """What :meth:`index` reads off the distribution for a job with ``attained`` service whose quantum
+        ends at ``end`` (``attained + quantum``; inf in the last queue), valid for every attained service in
+        ``[low, high)`` until the next refresh: ``(low, high, count, total, beyond)``.
+
+        With a finite ``end``, ``count`` jobs finished within the quantum, their services summing to
+        ``total`` (one float: the same difference of prefix sums), and ``beyond`` outlived it; then
+        ``index(a, q) == count / (total - a * count + beyond * q)`` (0 where that is not positive) for
+        every ``a`` in the segment with ``a + q == end``.  With ``end`` inf, ``count`` jobs outlived
+        ``attained`` and ``index(a, inf) == count / (total - a * count)``.  A ``count`` of 0: index 0.
+
+        >>> g = GittinsIndex(); [g.add(s) for s in (10, 20, 30, 40)] and None; g.refresh()
+        >>> g.segment(15, 30), g.segment(20, float("inf"))
+        ((10.0, 20.0, 2, 50.0, 1), (20.0, 30.0, 2, 70.0, 0))
+        """
+        lists = self._lists
+        if lists is None or lists[0] != self.version:
+            lists = self._lists = (self.version, self._services.tolist(), self._prefix.tolist())
+        _, s, prefix = lists
+        alive = bisect_right(s, attained)
+        low = s[alive - 1] if alive else float("-inf")
+        high = s[alive] if alive < len(s) else float("inf")
+        if alive == len(s):
+            return low, high, 0, 0.0, 0
+        if end == float("inf"):
+            return low, high, len(s) - alive, prefix[-1] - prefix[alive], 0
+        done = bisect_right(s, end, alive)
+        return low, high, done - alive, prefix[done] - prefix[alive], len(s) - done
 
     def indices(self, attained: np.ndarray, quantum_ends: np.ndarray) -> np.ndarray | None:
         """``index(a, end - a)`` for each attained service ``a`` and where its quantum ends (inf in the last queue),
@@ -121,6 +156,7 @@ class TiresiasGittins(Tiresias):
     """
 
     REFRESH_SECONDS = 3600.0
+    RANKED_FROM = 64  # a VC's running jobs are keyed as arrays from this many on
     keeps_order = False  # a running job's index moves as it runs: its keys are computed at every decision
     on_run_start = Policy.on_run_start
     on_run_stop = Policy.on_run_stop
@@ -135,6 +171,7 @@ class TiresiasGittins(Tiresias):
         self.gittins = GittinsIndex()
         self._next_refresh = float("-inf")
         self._queue_version: dict[str, int] = {}
+        self._segments: dict[Job, tuple[Any, ...]] = {}  # running job -> (version, queue, *its segment)
         self._columns: dict[str, RunningColumns] = {}  # per VC, its running jobs as arrays
         self._ends = np.array([*self.thresholds, float("inf")])  # per queue, where its quantum ends
 
@@ -165,20 +202,24 @@ class TiresiasGittins(Tiresias):
         return self._key(job, now)
 
     def running_entries(self, vc: VirtualCluster, now: float) -> list[tuple[Any, Job]]:
-        return [(self._key(j, now), j) for j in vc.running]
+        if self._forgiven:
+            return [(self._key(j, now), j) for j in vc.running]
+        return self._split_running(vc, now, None)[1]
 
     def decide(self, vc: VirtualCluster, ctx: SchedulingContext, now: float) -> None:
-        """Tiresias' decision, with the running jobs ranked as arrays (:meth:`_ranked`).
+        """Tiresias' decision, with the running keys computed and split off against the queue head in one go.
 
         At a refresh of the distribution the running keys still use the one from before it (Tiresias' order of
         steps: they are computed before the queue is re-keyed).  Between refreshes, where what the waiting jobs
-        would start fits beside the running jobs, no running key is needed at all.  Promoted jobs' keys (the
-        promote knob) take the general way, one job at a time."""
+        would start fits beside the running jobs, no running key is needed at all.  Many running jobs are keyed
+        and ranked as arrays (:meth:`_ranked`), a few one by one (:meth:`_split_running`: numpy's fixed cost per
+        call is more than theirs); promoted jobs' keys (the promote knob) take the general way."""
         if self._forgiven:
             super().decide(vc, ctx, now)
             return
+        many = len(vc.running) >= self.RANKED_FROM
         if now >= self._next_refresh:
-            ranked = self._ranked(vc, now)
+            ranked = self._ranked(vc, now) if many else None
             if ranked is None:
                 super().decide(vc, ctx, now)
                 return
@@ -190,9 +231,11 @@ class TiresiasGittins(Tiresias):
                 for job in starts:
                     ctx.try_start(job)
                 return
-            ranked = self._ranked(vc, now)
+            ranked = self._ranked(vc, now) if many else None
             if ranked is None:
-                super().decide(vc, ctx, now)  # (the queue is keyed already: its re-keying is a no-op)
+                used, rest = self._split_running(vc, now, self.head_key(vc))
+                # where the jobs ahead overbook the VC (GPU fractions), the general way walks them all
+                self.walk_rest(vc, ctx, used, rest, self.running_entries(vc, now) if used > vc.total_gpus else [])
                 return
         jobs, gpus, place = ranked
         ahead = place(self.head_key(vc))  # the running jobs whose key is at most the head's come first
@@ -273,6 +316,46 @@ class TiresiasGittins(Tiresias):
         jobs = columns.jobs
         return [jobs[i] for i in order.tolist()], columns.gpus[order], place
 
+    def _split_running(self, vc: VirtualCluster, now: float, head_key: Any) -> tuple[int, list[tuple[Any, Job]]]:
+        """(GPUs of the running jobs whose key is at most ``head_key``, [(key, job) of the others]); with no
+        ``head_key``, every running job is among the others.
+
+        :meth:`_key`, with the attained service and queue computed once (the same floats): this runs for
+        every running job at every pass.  A job in a higher queue than the head's needs no index."""
+        thresholds, last_queue, gittins = self.thresholds, len(self.thresholds), self.gittins
+        version, segments, inf = gittins.version, self._segments, float("inf")
+        head_queue = -1 if head_key is None else head_key[0]
+        used, rest = 0, []
+        for job in vc.running:
+            attained = job.gpu_num * (job.busy_time + (now - job.run_started_at))
+            queue = bisect_left(thresholds, attained)
+            if queue < head_queue:
+                used += job.gpu_num  # ahead of the head whatever its index
+                continue
+            # GittinsIndex.index by the job's segment, kept while it stays in it: the same float expression
+            seg = segments.get(job)
+            if seg is None or seg[0] != version or seg[1] != queue or not seg[2] <= attained < seg[3]:
+                end = thresholds[queue] if queue < last_queue else inf
+                seg = segments[job] = (version, queue, *gittins.segment(attained, end))
+            count = seg[4]
+            if queue < last_queue:
+                quantum = thresholds[queue] - attained
+                if attained + quantum != thresholds[queue]:  # (rounding moved the quantum's end: the full way)
+                    index = gittins.index(attained, quantum)
+                elif count:
+                    served = seg[5] - attained * count + seg[6] * quantum
+                    index = count / served if served > 0 else 0.0
+                else:
+                    index = 0.0
+            else:
+                index = count / (seg[5] - attained * count) if count else 0.0
+            key = (queue, -index, job.submit_time)
+            if head_key is not None and key <= head_key:
+                used += job.gpu_num
+            else:
+                rest.append((key, job))
+        return used, rest
+
     def order_queue(self, vc: VirtualCluster, ctx: SchedulingContext, now: float) -> None:
         if now >= self._next_refresh:
             self.gittins.refresh()
@@ -283,7 +366,8 @@ class TiresiasGittins(Tiresias):
 
     def _set_timers(self, vc: VirtualCluster, ctx: SchedulingContext, now: float) -> None:
         columns = self._columns.get(vc.name)
-        if self._forgiven or not vc.pending or columns is None or len(columns) != len(vc.running):
+        if self._forgiven or not vc.pending or len(vc.running) < self.RANKED_FROM or columns is None \
+                or len(columns) != len(vc.running):
             super()._set_timers(vc, ctx, now)
         else:  # Tiresias' timers at the running jobs' next crossings, computed as arrays
             attained = columns.attained(now)
@@ -299,4 +383,5 @@ class TiresiasGittins(Tiresias):
 
     def on_finish(self, job: Job, now: float) -> None:
         super().on_finish(job, now)
+        self._segments.pop(job, None)
         self.gittins.add(job.gpu_num * job.duration)
