@@ -31,6 +31,7 @@ from typing import Any
 
 import pandas as pd
 
+from profiler.plan import JobConfig
 from simcluster.colocation import (
     SINGLE_KEY,
     STATUS_OK,
@@ -62,11 +63,6 @@ def read_noise(folder: Path) -> NoiseReport:
     return measurement_noise(load("single_repeats.csv", read_single_repeat_table),
                              load("pair_repeats.csv", read_repeat_table),
                              load("single.csv", read_single_table), load("pair.csv", read_pair_table))
-
-
-def _label(row: Any, suffix: str = "") -> str:
-    amp = " amp" if int(row[f"amp{suffix}"]) else ""
-    return f"{row[f'model{suffix}']} bs{int(row[f'batchsize{suffix}'])}{amp}"
 
 
 def _cv(values: list[float]) -> float:
@@ -119,7 +115,7 @@ def measurement_noise(single_repeats: pd.DataFrame | None, pair_repeats: pd.Data
         if any(math.isnan(s) for s in measured):
             continue  # not run (a solo run failed) or no round solo and no recorded speed
         speeds.setdefault((first, second), []).append((measured[0], measured[1]))
-        labels[(first, second)] = (_label(row, "1"), _label(row, "2"))
+        labels[(first, second)] = (JobConfig.from_key(first).label, JobConfig.from_key(second).label)
     pair_rows = []
     for key, values in speeds.items():
         ones, twos = [v[0] for v in values], [v[1] for v in values]

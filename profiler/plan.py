@@ -5,8 +5,10 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from profiler.runner import RunSettings
+if TYPE_CHECKING:  # (only named: importing the runner imports torch)
+    from profiler.runner import RunSettings
 
 SingleKey = tuple[str, str, int, int, int]
 PairKey = tuple[str, str, int, int, int, str, str, int, int, int]
