@@ -113,7 +113,8 @@ def our_fates(jobs: pd.DataFrame) -> dict[str, Fate]:
         declined = bool(getattr(row, "declined", False))
         deadline = row.deadline if not pd.isna(row.deadline) else math.inf
         end = float(row.end_time) if not pd.isna(row.end_time) else math.nan
-        out[str(row.job_id)] = Fate(not declined, not declined and end <= deadline, float(row.start_time), end)
+        judged = float(getattr(row, "judged_end", end))  # (the end its deadline is judged by, where the run has one)
+        out[str(row.job_id)] = Fate(not declined, not declined and judged <= deadline, float(row.start_time), end)
     return out
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+import pandas as pd
 import pytest
 
 from simcluster.config import SimConfig
@@ -17,6 +18,7 @@ from simcluster.elastic.timeline import Timeline
 from simcluster.elastic.work import ElasticFlowWork
 from simcluster.engine import Simulation
 from simcluster.job import Job
+from simcluster.metrics.elastic import deadline_figures, judged_column
 from simcluster.policies.elasticflow import Edf, ElasticFlow
 from simcluster.presets import resolve_config
 
@@ -115,3 +117,36 @@ def test_the_preset_has_the_artifacts_unfinished_jobs_and_scale_events() -> None
     settings = dict(resolve_config("elasticflow-artifact").policy_settings)
     assert settings["unfinished"] is True and settings["plan_steps"] == "before-ends"
     assert ElasticFlow.Settings().plan_steps == "all" and ElasticFlow.Settings().unfinished is False  # defaults
+
+
+def phantom_run(judge: str) -> tuple[Job, ElasticFlow]:
+    # a: 800 iterations due at 115, alone on 8 GPUs from 0, ends here at 100 (its decision's 10 s of overhead
+    # forgiven: no round came before its end); its plan ends at 120 on the 60-s grid, its end event at 130.  b (no
+    # deadline) arrives at 110: that round finds a short of the 80 iterations the overhead cost and plans them, on
+    # 8 GPUs up to its deadline (40 iterations), then from the next grid point, 170, 5 s more: it ends at 175
+    a, b = flow_job(0, 800, 115.0), flow_job(1, 400, 0.0, submit=110.0)
+    b.deadline = None
+    policy = ElasticFlow(SimConfig(gpus_per_node=8))
+    policy.settings = replace(policy.settings, slot=60.0, rerank="all", overheads="artifact", finish_round="rounded",
+                              overhead_timing="next-round", unfinished=True, judge=judge)
+    Simulation([a, b], {"a": 1}, policy.config, policy=policy).run()
+    return a, policy
+
+
+def test_a_job_still_planned_after_its_end_is_judged_by_its_last_plans_end_under_the_artifacts_rule() -> None:
+    a, policy = phantom_run("last-plan")
+    assert a.end_time == pytest.approx(100.0)  # its end here is unchanged ...
+    assert policy.judged_ends() == {"j0": pytest.approx(175.0)}  # ... its deadline judged by its last plan's end
+    a, policy = phantom_run("end")
+    assert a.end_time == pytest.approx(100.0) and policy.judged_ends() == {}  # (the default: by its end)
+    assert ElasticFlow.Settings().judge == "end" and Edf(SimConfig()).judged_ends() == {}
+    assert dict(resolve_config("elasticflow-artifact").policy_settings)["judge"] == "last-plan"
+
+
+def test_deadline_figures_use_the_judged_end_where_a_run_has_one() -> None:
+    frame = pd.DataFrame({"job_id": ["a", "b", "c"], "deadline": [115.0, 200.0, 50.0],
+                          "end_time": [100.0, 150.0, 40.0]})
+    assert deadline_figures(frame)["deadlines_met"] == 3
+    frame["judged_end"] = judged_column(frame, {"a": 175.0})
+    assert frame["judged_end"].tolist() == [175.0, 150.0, 40.0]
+    assert deadline_figures(frame)["deadlines_met"] == 2

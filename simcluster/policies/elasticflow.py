@@ -73,6 +73,11 @@ class DeadlineSettings:
                                "job that ended here is still planned at a decision before its end event, for the "
                                "iterations its last overhead cost (the artifact finds it short of them, idle since "
                                "its end), its GPUs held by no one; it ends at the end event of that plan.")
+    judge: str = setting("end", "(unfinished=true) What a job's deadline is judged by: end (when it ends here); "
+                         "last-plan (as the artifact, which judges a job at its end event by the exact end its last "
+                         "plan predicts: a job ended here but still planned for its last overhead's iterations is "
+                         "judged by the end of its last such plan, late if that is past its deadline; jobs.csv then "
+                         "has a judged_end column). EDF ignores it.", choices=("end", "last-plan"))
     plan_steps: str = setting("all", "Which steps of the plans bring a decision (besides arrivals and completions): "
                               "all (the next step of any plan); before-ends (as the artifact: the next step only if "
                               "it comes before every plan's end on the slot grid, its overhead not yet added; the "
@@ -128,6 +133,7 @@ class Phantom:
     gpus: int  # GPUs its plan gives it from ``since``
     release: float  # the artifact's end event: from then on it is gone
     planned: bool = False  # planned at a decision since it ended here
+    job_id: str = ""  # (judge=last-plan) the job's id, for the end it is judged by
 
 
 class DeadlinePolicy(Policy):
@@ -145,6 +151,11 @@ class DeadlinePolicy(Policy):
     def __init__(self, config: Any = None) -> None:
         super().__init__(config)
         self._vcs: dict[str, VcState] = {}
+        self._judged: dict[str, float] = {}  # (judge=last-plan) job id -> the end its deadline is judged by
+
+    def judged_ends(self) -> dict[str, float]:
+        """(judge=last-plan) Jobs ended here whose deadline the artifact judges by a later plan's end."""
+        return dict(self._judged)
 
     # --- what each policy decides ----------------------------------------------------------------------
     def admits(self, admitted: list[DeadlineJob], arriving: list[DeadlineJob], total: int, now: float) -> bool:
@@ -205,6 +216,8 @@ class DeadlinePolicy(Policy):
             ghost.gpus, ghost.since = counts.pop(ghost.info.key, 0), now
             plan = ghost.info.plan
             ghost.real_end = plan.real_end if plan is not None else now
+            if plan is not None and self.settings.judge == "last-plan":  # (the artifact: its last plan's end)
+                self._judged[ghost.job_id] = plan.real_end
             ghost.owed = overhead_seconds(ghost.gpus, total, False, cached=True) if ghost.gpus else 0.0
             if not ghost.planned:  # (planned once: later rounds no longer move its end event here)
                 ghost.release = (plan.end if plan is not None else now) + ghost.owed
@@ -241,7 +254,7 @@ class DeadlinePolicy(Policy):
                         short = min(seconds, max(0.0, now - since)) * rate
                         if short > 0 and self.settings.overheads == "artifact" and self.settings.unfinished:
                             info.work, info.gpus = short, 0
-                            state.phantoms[info.key] = Phantom(info, now, now, 0.0, 0, release)
+                            state.phantoms[info.key] = Phantom(info, now, now, 0.0, 0, release, job_id=job.job_id)
             state.charged.pop(job, None)
             state.owed.pop(job, None)
 
