@@ -90,7 +90,8 @@ def test_edf_is_left_as_it_was_by_the_settings_only_elasticflow_reads() -> None:
 def test_the_preset_names_the_artifacts_rules_and_edf_runs_under_it() -> None:
     settings = dict(resolve_config("elasticflow-artifact").policy_settings)
     assert settings["finish_round"] == "rounded" and settings["gpu_time"] == "artifact"
-    assert settings["overhead_timing"] == "next-round" and settings["overhead_cache"] == "placement"
+    assert settings["overhead_timing"] == "next-round" and settings["overhead_cache"] == "nodes"
+    assert settings["restart_round"] == "after"
     edf = resolve_config("elasticflow-artifact", overrides={"policy": "edf"})
     assert edf.policy == "edf"
 
