@@ -148,6 +148,7 @@ class Phantom:
     release: float  # the artifact's end event: from then on it is gone
     planned: bool = False  # planned at a decision since it ended here
     job_id: str = ""  # (judge=last-plan) the job's id, for the end it is judged by
+    rate: float = 0.0  # iterations per second from ``since`` on (its GPUs then)
 
 
 class DeadlinePolicy(Policy):
@@ -235,6 +236,7 @@ class DeadlinePolicy(Policy):
                 free -= give
         for ghost in phantoms:  # (their GPUs idle: held by the artifact's plans, by no job here)
             ghost.gpus, ghost.since = counts.pop(ghost.info.key, 0), now
+            ghost.rate = ghost.info.rate(ghost.gpus) if ghost.gpus else 0.0
         by_key = {info.key: job for job, info in known.items()}
         plans = place(vc, {by_key[key]: gpus for key, gpus in counts.items() if gpus})
         overheads = self.settings.overheads
@@ -250,13 +252,14 @@ class DeadlinePolicy(Policy):
             if owed is None:
                 owed = overhead_seconds(ghost.gpus, total, False, cached=True)
             ghost.owed = owed if ghost.gpus else 0.0
-            if not ghost.planned:  # (planned once: later rounds no longer move its end event here)
-                if ghost.release in state.releases:  # (its end event moves: none at the old one)
-                    state.releases.remove(ghost.release)
-                ghost.release = (plan.end if plan is not None else now) + ghost.owed
-                ghost.planned = True
-                state.releases.append(ghost.release)  # (its end event is a round, as any job's)
-                state.changed = True
+            # (its end event moves to its new plan's end plus its overhead at every round, as any job's: none at
+            # the old one)
+            if ghost.release in state.releases:
+                state.releases.remove(ghost.release)
+            ghost.release = (plan.end if plan is not None else now) + ghost.owed
+            ghost.planned = True
+            state.releases.append(ghost.release)  # (its end event is a round, as any job's)
+            state.changed = True
         if self.config.arrivals_wait:
             state.held_until = now + self.config.schedule_interval
             if again is not None:
@@ -281,7 +284,10 @@ class DeadlinePolicy(Policy):
                         short = min(seconds, max(0.0, now - since)) * rate
                         if short > 0 and self.settings.overheads == "artifact" and self.settings.unfinished:
                             info.work, info.gpus = short, 0
-                            state.phantoms[info.key] = Phantom(info, now, now, 0.0, 0, release, job_id=job.job_id)
+                            # (the artifact runs it on, at its GPUs, to its plan's real end: less short by then)
+                            ends = max(now, info.plan.real_end)
+                            state.phantoms[info.key] = Phantom(info, now, ends, 0.0, 0, release, job_id=job.job_id,
+                                                               rate=rate)
             state.charged.pop(job, None)
             state.owed.pop(job, None)
 
@@ -291,13 +297,11 @@ class DeadlinePolicy(Policy):
             if now >= ghost.release:
                 del state.phantoms[key]
                 continue
-            plan, stop = ghost.info.plan, min(now, ghost.real_end)
-            if plan is not None and ghost.since < stop:  # what its plan made since (its overhead out of the start)
-                pause = ghost.since + ghost.owed
-                for (t, g), (t_next, _) in zip(plan.steps, [*plan.steps[1:], (math.inf, 0)], strict=True):
-                    lo, hi = max(t, pause), min(t_next, stop)
-                    if g and hi > lo:
-                        ghost.info.work -= (hi - lo) * ghost.info.rate(g)
+            # what it made since, at its GPUs then, up to its plan's real end, its overhead out of the start (the
+            # artifact's run_all_jobs)
+            made = min(now, ghost.real_end) - ghost.since - ghost.owed
+            if made > 0:
+                ghost.info.work -= made * ghost.rate
             if ghost.info.work <= 1e-9:
                 del state.phantoms[key]
         return list(state.phantoms.values())
