@@ -15,7 +15,8 @@ elasticflow-artifact --policy edf`` / ``elasticflow``, ``edf-accessctrl`` with `
 satisfaction it reports (``final_result.csv``) and, where the run has ``decisions.csv``, job by job:
 
 - *admitted*: not declined on arrival (a job the artifact declines only when it ends late was admitted);
-- *met*: admitted and ended by its deadline (the artifact's exact end, ``real_end_time``);
+- *met*: admitted and ended by its deadline (the artifact's exact end, ``real_end_time``; ours: jobs.csv's
+  ``judged_end`` where the run has one, as the deadline figures judge it);
 - *start* and *end* equal within a slot (60 s).
 
 It prints per trace both satisfactions, their difference, the share of jobs with the same admission decision
