@@ -15,7 +15,8 @@ elasticflow-artifact --policy edf`` / ``elasticflow``, ``edf-accessctrl`` with `
 satisfaction it reports (``final_result.csv``) and, where the run has ``decisions.csv``, job by job:
 
 - *admitted*: not declined on arrival (a job the artifact declines only when it ends late was admitted);
-- *met*: admitted and ended by its deadline (the artifact's exact end, ``real_end_time``);
+- *met*: admitted and ended by its deadline (the artifact's exact end, ``real_end_time``; ours: jobs.csv's
+  ``judged_end`` where the run has one, as the deadline figures judge it);
 - *start* and *end* equal within a slot (60 s).
 
 It prints per trace both satisfactions, their difference, the share of jobs with the same admission decision
@@ -113,7 +114,8 @@ def our_fates(jobs: pd.DataFrame) -> dict[str, Fate]:
         declined = bool(getattr(row, "declined", False))
         deadline = row.deadline if not pd.isna(row.deadline) else math.inf
         end = float(row.end_time) if not pd.isna(row.end_time) else math.nan
-        out[str(row.job_id)] = Fate(not declined, not declined and end <= deadline, float(row.start_time), end)
+        judged = float(getattr(row, "judged_end", end))  # (the end its deadline is judged by, where the run has one)
+        out[str(row.job_id)] = Fate(not declined, not declined and judged <= deadline, float(row.start_time), end)
     return out
 
 

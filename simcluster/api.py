@@ -50,6 +50,7 @@ from simcluster.metrics.elastic import (
     deadline_column,
     deadline_figures,
     elastic_columns,
+    judged_column,
 )
 from simcluster.metrics.fairness import finish_time_fairness, users_table
 from simcluster.metrics.fragmentation import FragmentationTimeline
@@ -234,6 +235,8 @@ def simulate(trace: Trace, config: SimConfig | None = None, observers: Iterable[
     extra: dict[str, Any] = {}
     if deadlines is not None or declined:
         frame["deadline"], frame["declined"] = deadline_column(reported, declined)
+        if outcome.judged_ends:  # (a policy judging some deadlines by another time than the job's end)
+            frame["judged_end"] = judged_column(frame, outcome.judged_ends)
         extra |= deadline_figures(frame)
     if policy_class.elastic:
         frame = elastic_columns(frame, reported, end)

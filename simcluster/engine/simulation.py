@@ -93,6 +93,7 @@ class RunOutcome:
     notes: list[str] = field(default_factory=list)  # for the summary (the fast loop off, and why)
     warnings: list[str] = field(default_factory=list)  # what the guard of a plug-in saw (GPUs idle, no timer set)
     reliability: ReliabilityRecord | None = None  # failures by model, costs, spares (reliability options only)
+    judged_ends: dict[str, float] = field(default_factory=dict)  # the policy's judged ends (Policy.judged_ends)
 
 
 def without_borrowed(spec: ClusterSpec | Mapping[str, int], borrowed: dict[str, int], policy: str) -> ClusterSpec:
@@ -339,7 +340,8 @@ class Simulation(JobLife):
                 "fallbacks": colocation.fallback_counts(), "answered_by": answer_shares(colocation)},
             kernel=self.kernel.name, notes=list(self.notes),
             warnings=self.plugin_guard.warnings() if self.plugin_guard is not None else [],
-            reliability=self.reliability.record() if self.reliability is not None else None)
+            reliability=self.reliability.record() if self.reliability is not None else None,
+            judged_ends=dict(getattr(self.policy, "judged_ends", dict)()))
 
     def finished_every_job(self) -> bool:
         """Whether the run ended with every job finished (no horizon cut it short, no job was given up on or

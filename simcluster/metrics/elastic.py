@@ -5,7 +5,9 @@ satisfaction, cluster efficiency.
   (``time, job_id, gpus``; 0 when it leaves its GPUs), what the report draws beside the Gantt chart.
 * Deadlines (:func:`deadline_figures`): a job with a deadline meets it when it finishes by then; a job
   declined by the policy (admission control) or not finished misses it; jobs without one are best-effort
-  and not counted.  ``deadline_satisfaction`` = met ÷ jobs with a deadline.
+  and not counted.  ``deadline_satisfaction`` = met ÷ jobs with a deadline.  Where the policy judges some
+  deadlines by another time than the job's end (:meth:`Policy.judged_ends`: ElasticFlow's artifact judges a job
+  by its last plan's end), jobs.csv has a ``judged_end`` column (the end elsewhere) and the figures use it.
 * ``cluster_efficiency``: the speedup the cluster's GPUs delivered, ``Σ_jobs ∫ speedup dt ÷ (GPUs ×
   makespan)``, each job's speedup being its rate on its GPUs over its rate on one GPU at its user's batch
   (0 while it restarts).  1 would be every GPU busy with perfect linear scaling; utilization minus the
@@ -81,12 +83,25 @@ def deadline_figures(frame: pd.DataFrame) -> dict[str, Any]:
     """Deadline satisfaction over the jobs of ``frame`` that have a deadline (see the module's docstring)."""
     deadline = frame["deadline"].to_numpy(float)
     has = ~np.isnan(deadline)
-    end = frame["end_time"].to_numpy(float)
+    end = frame["judged_end" if "judged_end" in frame else "end_time"].to_numpy(float)
     met = has & ~np.isnan(end) & (end <= deadline)
     declined = frame["declined"].to_numpy(bool) if "declined" in frame else np.zeros(len(frame), bool)
     count = int(has.sum())
     return {"deadline_satisfaction": float(met.sum() / count) if count else float("nan"),
             "jobs_with_deadline": count, "deadlines_met": int(met.sum()), "declined": int(declined.sum())}
+
+
+def judged_column(frame: pd.DataFrame, judged: Mapping[str, float]) -> np.ndarray:
+    """Each job's judged end: ``judged``'s time for the jobs it names (by id), the job's end for the others.
+
+    >>> judged_column(pd.DataFrame({"job_id": ["a", "b"], "end_time": [5.0, np.nan]}), {"a": 7.0}).tolist()
+    [7.0, nan]
+    """
+    ends = frame["end_time"].to_numpy(float).copy()
+    for i, job in enumerate(frame["job_id"].astype(str)):
+        if job in judged and not np.isnan(ends[i]):
+            ends[i] = judged[job]
+    return ends
 
 
 def elastic_columns(frame: pd.DataFrame, jobs: Iterable[Job], now: float) -> pd.DataFrame:

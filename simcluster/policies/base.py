@@ -233,6 +233,12 @@ class Policy:
         """Figures the policy adds to ``summary.json`` (e.g. estimator quality)."""
         return {}
 
+    def judged_ends(self) -> dict[str, float]:
+        """Jobs whose deadline is judged by another time than their end here (job id → that time), as a
+        simulator reproduced may judge them (ElasticFlow's by its last plan's end); asked once the run is over.
+        The deadline figures use it, and jobs.csv gets a ``judged_end`` column when it is not empty."""
+        return {}
+
 
 POLICIES: Registry[type[Policy]] = Registry("policy")
 

@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 from simcluster.elastic.edf import edf_admit, edf_allocate
 from simcluster.elastic.elasticflow_plan import DeadlineJob, allocate_spare, plan_in_order
 from simcluster.elastic.work import ElasticFlowWork, NotElastic
+from simcluster.policies.elasticflow_nodes import NodeBook, artifact_switches
 from simcluster.policies.elasticflow_overheads import is_restart_round, overhead_seconds
 from simcluster.sdk import (
     JobView,
@@ -64,7 +65,18 @@ class DeadlineSettings:
                                   "artifact keys its cache by the GPU ranks alone); placement (the ranks the "
                                   "artifact's placement would give: every job placed afresh at each decision, "
                                   "largest first, ties by deadline, packed from GPU 0, so a job's key is its first "
-                                  "rank and its count).", choices=("job", "ranks", "placement"))
+                                  "rank and its count); nodes (the ranks the artifact's own node bookkeeping gives: "
+                                  "every job taken off its nodes and placed again at each decision, its free nodes "
+                                  "kept sorted by their index within their switch, nodes shared by small jobs; see "
+                                  "simcluster.policies.elasticflow_nodes).",
+                                  choices=("job", "ranks", "placement", "nodes"))
+    switches: int = setting(0, "(overhead_cache=nodes) How many switches the artifact's cluster has, its nodes split "
+                            "evenly among them (they order its free nodes); 0: as the artifact's cluster spec for the "
+                            "VC's node count (n64g8: two; its others: one).", min=0)
+    restart_round: str = setting("cleared", "(overheads=artifact) How a restart round meets the cache: cleared (first: "
+                                 "every job pays the restart cost); after (as the artifact: a job on GPUs in the cache "
+                                 "pays only the base cost, and the cache is cleared once the round's GPUs are added "
+                                 "to it, so that the next round finds none).", choices=("cleared", "after"))
     finish_round: str = setting("exact", "When a job's completion is decided on: exact (when it ends); rounded (as "
                                 "the artifact: at its plan's end, rounded up to the slot grid, plus the overhead of "
                                 "its last decision; its GPUs idle until then). Needs slot > 0 to differ; EDF ignores it.",
@@ -73,6 +85,11 @@ class DeadlineSettings:
                                "job that ended here is still planned at a decision before its end event, for the "
                                "iterations its last overhead cost (the artifact finds it short of them, idle since "
                                "its end), its GPUs held by no one; it ends at the end event of that plan.")
+    judge: str = setting("end", "(unfinished=true) What a job's deadline is judged by: end (when it ends here); "
+                         "last-plan (as the artifact, which judges a job at its end event by the exact end its last "
+                         "plan predicts: a job ended here but still planned for its last overhead's iterations is "
+                         "judged by the end of its last such plan, late if that is past its deadline; jobs.csv then "
+                         "has a judged_end column). EDF ignores it.", choices=("end", "last-plan"))
     plan_steps: str = setting("all", "Which steps of the plans bring a decision (besides arrivals and completions): "
                               "all (the next step of any plan); before-ends (as the artifact: the next step only if "
                               "it comes before every plan's end on the slot grid, its overhead not yet added; the "
@@ -112,6 +129,8 @@ class VcState:
     releases: list[float] = field(default_factory=list)  # (finish_round=rounded) when completions are decided on
     # (finish_round=rounded) jobs ended here that the artifact still runs: their last overhead unpaid at its next round
     phantoms: dict[str, Phantom] = field(default_factory=dict)
+    book: NodeBook | None = None  # (overhead_cache=nodes) the artifact's node bookkeeping
+    ghost_owed: dict[str, float] = field(default_factory=dict)  # (overhead_cache=nodes) phantoms' overheads now
 
 
 @dataclass
@@ -128,6 +147,8 @@ class Phantom:
     gpus: int  # GPUs its plan gives it from ``since``
     release: float  # the artifact's end event: from then on it is gone
     planned: bool = False  # planned at a decision since it ended here
+    job_id: str = ""  # (judge=last-plan) the job's id, for the end it is judged by
+    rate: float = 0.0  # iterations per second from ``since`` on (its GPUs then)
 
 
 class DeadlinePolicy(Policy):
@@ -145,6 +166,11 @@ class DeadlinePolicy(Policy):
     def __init__(self, config: Any = None) -> None:
         super().__init__(config)
         self._vcs: dict[str, VcState] = {}
+        self._judged: dict[str, float] = {}  # (judge=last-plan) job id -> the end its deadline is judged by
+
+    def judged_ends(self) -> dict[str, float]:
+        """(judge=last-plan) Jobs ended here whose deadline the artifact judges by a later plan's end."""
+        return dict(self._judged)
 
     # --- what each policy decides ----------------------------------------------------------------------
     def admits(self, admitted: list[DeadlineJob], arriving: list[DeadlineJob], total: int, now: float) -> bool:
@@ -159,7 +185,13 @@ class DeadlinePolicy(Policy):
     def schedule(self, vc: VCView, ctx: SchedulingContext) -> None:
         now = ctx.now
         if not len(vc.pending) and not vc.running:
-            return
+            idle = self._vcs.get(vc.name)
+            if idle is None or not idle.releases:
+                return
+            if not any(t <= now for t in idle.releases):  # (finish_round=rounded: a job's end event is a round
+                held = idle.held_until if self.config.arrivals_wait else now  # even with nothing left to run)
+                ctx.wake_at(max(min(idle.releases), held))
+                return
         state = self._vcs.setdefault(vc.name, VcState())
         if self.config.arrivals_wait and now < state.held_until:
             ctx.wake_at(state.held_until)
@@ -170,6 +202,7 @@ class DeadlinePolicy(Policy):
         if state.releases:  # (finish_round=rounded) a completion is decided on at its job's end event
             due = any(t <= now for t in state.releases)
             state.releases = [t for t in state.releases if t > now]
+            state.changed = state.changed or due  # (an end event is a round, whatever was decided since the end)
             if not due and not newcomers and state.releases and now != state.wake:
                 ctx.wake_at(min(state.releases))
                 return
@@ -203,20 +236,30 @@ class DeadlinePolicy(Policy):
                 free -= give
         for ghost in phantoms:  # (their GPUs idle: held by the artifact's plans, by no job here)
             ghost.gpus, ghost.since = counts.pop(ghost.info.key, 0), now
-            plan = ghost.info.plan
-            ghost.real_end = plan.real_end if plan is not None else now
-            ghost.owed = overhead_seconds(ghost.gpus, total, False, cached=True) if ghost.gpus else 0.0
-            if not ghost.planned:  # (planned once: later rounds no longer move its end event here)
-                ghost.release = (plan.end if plan is not None else now) + ghost.owed
-                ghost.planned = True
-                state.releases.append(ghost.release)  # (its end event is a round, as any job's)
-                state.changed = True
+            ghost.rate = ghost.info.rate(ghost.gpus) if ghost.gpus else 0.0
         by_key = {info.key: job for job, info in known.items()}
         plans = place(vc, {by_key[key]: gpus for key, gpus in counts.items() if gpus})
         overheads = self.settings.overheads
         apply_allocations(ctx, vc, plans, delay=None if overheads == "restart-delay" else 0.0)
         if overheads == "artifact":
-            self._charge_artifact_overheads(vc, ctx, total, state, lost)
+            self._charge_artifact_overheads(vc, ctx, total, state, lost, phantoms)
+        for ghost in phantoms:
+            plan = ghost.info.plan
+            ghost.real_end = plan.real_end if plan is not None else now
+            if plan is not None and self.settings.judge == "last-plan":  # (the artifact: its last plan's end)
+                self._judged[ghost.job_id] = plan.real_end
+            owed = state.ghost_owed.pop(ghost.info.key, None)  # (overhead_cache=nodes: from its ranks)
+            if owed is None:
+                owed = overhead_seconds(ghost.gpus, total, False, cached=True)
+            ghost.owed = owed if ghost.gpus else 0.0
+            # (its end event moves to its new plan's end plus its overhead at every round, as any job's: none at
+            # the old one)
+            if ghost.release in state.releases:
+                state.releases.remove(ghost.release)
+            ghost.release = (plan.end if plan is not None else now) + ghost.owed
+            ghost.planned = True
+            state.releases.append(ghost.release)  # (its end event is a round, as any job's)
+            state.changed = True
         if self.config.arrivals_wait:
             state.held_until = now + self.config.schedule_interval
             if again is not None:
@@ -241,7 +284,10 @@ class DeadlinePolicy(Policy):
                         short = min(seconds, max(0.0, now - since)) * rate
                         if short > 0 and self.settings.overheads == "artifact" and self.settings.unfinished:
                             info.work, info.gpus = short, 0
-                            state.phantoms[info.key] = Phantom(info, now, now, 0.0, 0, release)
+                            # (the artifact runs it on, at its GPUs, to its plan's real end: less short by then)
+                            ends = max(now, info.plan.real_end)
+                            state.phantoms[info.key] = Phantom(info, now, ends, 0.0, 0, release, job_id=job.job_id,
+                                                               rate=rate)
             state.charged.pop(job, None)
             state.owed.pop(job, None)
 
@@ -251,13 +297,11 @@ class DeadlinePolicy(Policy):
             if now >= ghost.release:
                 del state.phantoms[key]
                 continue
-            plan, stop = ghost.info.plan, min(now, ghost.real_end)
-            if plan is not None and ghost.since < stop:  # what its plan made since (its overhead out of the start)
-                pause = ghost.since + ghost.owed
-                for (t, g), (t_next, _) in zip(plan.steps, [*plan.steps[1:], (math.inf, 0)], strict=True):
-                    lo, hi = max(t, pause), min(t_next, stop)
-                    if g and hi > lo:
-                        ghost.info.work -= (hi - lo) * ghost.info.rate(g)
+            # what it made since, at its GPUs then, up to its plan's real end, its overhead out of the start (the
+            # artifact's run_all_jobs)
+            made = min(now, ghost.real_end) - ghost.since - ghost.owed
+            if made > 0:
+                ghost.info.work -= made * ghost.rate
             if ghost.info.work <= 1e-9:
                 del state.phantoms[key]
         return list(state.phantoms.values())
@@ -285,16 +329,27 @@ class DeadlinePolicy(Policy):
         return lost
 
     def _charge_artifact_overheads(self, vc: VCView, ctx: SchedulingContext, total: int, state: VcState,
-                                   lost: dict[JobView, float] | None = None) -> None:
+                                   lost: dict[JobView, float] | None = None,
+                                   phantoms: list[Phantom] | None = None) -> None:
         """ElasticFlow's simulated overheads (see the ``overheads`` setting), charged as each job's restart delay
         (``overhead_timing=now``), or owed until the next decision and charged then (``next-round``)."""
         restart = is_restart_round(state.rounds)
         state.rounds += 1
-        if restart:
+        clear_after = restart and self.settings.restart_round == "after"
+        if restart and not clear_after:
             state.cache.clear()
         later = self.settings.overhead_timing == "next-round"
         first_rank: dict[JobView, int] = {}
-        if self.settings.overhead_cache == "placement":
+        if self.settings.overhead_cache == "nodes":
+            ranks = self._artifact_ranks(vc, state, phantoms or [])
+            first_rank = {job: ranks[job.job_id] for job in vc.running if job.job_id in ranks}
+            for ghost in phantoms or []:
+                if ghost.gpus and ghost.info.key in ranks:
+                    held = ("", ((ranks[ghost.info.key], ghost.gpus),))
+                    state.ghost_owed[ghost.info.key] = overhead_seconds(ghost.gpus, total, restart,
+                                                                        cached=held in state.cache)
+                    state.cache.add(held)
+        elif self.settings.overhead_cache == "placement":
             at = 0
             ranked: dict[str, int] = getattr(self, "_order", {})
             for job in sorted(vc.running, key=lambda j: (-j.gpu_num, ranked.get(j.job_id, math.inf), _deadline(j),
@@ -323,6 +378,22 @@ class DeadlinePolicy(Policy):
         for job, behind in (lost or {}).items():  # lost by jobs that hold no GPUs now: charged at their next start
             if behind > 0 and job in state.jobs:
                 state.carry[job] = behind
+        if clear_after:  # (the artifact: cleared once this round's GPUs are in it)
+            state.cache.clear()
+
+    def _artifact_ranks(self, vc: VCView, state: VcState, phantoms: list[Phantom]) -> dict[str, int]:
+        """(overhead_cache=nodes) Each job's first rank (by id) as the artifact's node bookkeeping places the
+        running jobs and the phantoms again, in the hand-out's order."""
+        if state.book is None:
+            nodes = list(vc.nodes)
+            switches = self.settings.switches or artifact_switches(len(nodes))
+            per_node = max((node.gpu_count for node in nodes), default=1)
+            state.book = NodeBook(switches, max(1, len(nodes) // switches), per_node)
+        ranked: dict[str, int] = getattr(self, "_order", {})
+        entries = [(job.job_id, job.gpu_num, _deadline(job), job.submit_time) for job in vc.running]
+        entries += [(g.info.key, g.gpus, g.info.deadline, -math.inf) for g in phantoms if g.gpus]
+        entries.sort(key=lambda e: (ranked.get(e[0], math.inf), e[2], e[3], e[0]))
+        return state.book.round([(key, gpus, deadline) for key, gpus, deadline, _ in entries])
 
 
 def _deadline(job: JobView) -> float:
@@ -456,7 +527,8 @@ class Edf(DeadlinePolicy):
         return edf_allocate(admitted, total), None
 
     def _charge_artifact_overheads(self, vc: VCView, ctx: SchedulingContext, total: int, state: VcState,
-                                   lost: dict[JobView, float] | None = None) -> None:
+                                   lost: dict[JobView, float] | None = None,
+                                   phantoms: list[Phantom] | None = None) -> None:
         """The artifact's EDF pays no overhead."""
 
 
