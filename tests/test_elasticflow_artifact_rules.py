@@ -9,7 +9,9 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from conftest import make_trace
 
+from simcluster.api import simulate
 from simcluster.config import SimConfig
 from simcluster.elastic.elasticflow_model import ElasticFlowThroughputs
 from simcluster.elastic.elasticflow_plan import DeadlineJob, plan_min_share
@@ -21,6 +23,7 @@ from simcluster.job import Job
 from simcluster.metrics.elastic import deadline_figures, judged_column
 from simcluster.policies.elasticflow import Edf, ElasticFlow, Phantom, VcState
 from simcluster.policies.elasticflow_nodes import NodeBook, artifact_switches
+from simcluster.policies.fifo import Fifo
 from simcluster.presets import resolve_config
 
 LEVELS = (1, 2, 4, 8)
@@ -209,3 +212,13 @@ def test_the_artifacts_node_bookkeeping_interleaves_the_switches_of_its_free_nod
     # jobs in order: a joins b's set, c takes the 2 GPUs left
     assert book.round([("a", 2, 1.0), ("c", 2, 3.0), ("b", 4, 2.0)]) == {"b": 32, "a": 36, "c": 38}
     assert artifact_switches(64) == 2 and artifact_switches(32) == 1 and artifact_switches(128) == 1
+
+
+def test_a_policy_judging_deadlines_by_bad_times_is_an_error_naming_it(monkeypatch):
+    trace = make_trace([("a", 1, 0, 10), ("a", 1, 5, 10)], {"a": 1})
+    for bad in ({"j0": float("nan")}, {"j0": float("inf")}, {"nobody": 5.0}, {"j1": "late"}):
+        monkeypatch.setattr(Fifo, "judged_ends", lambda self, bad=bad: bad)
+        with pytest.raises(ValueError, match=r"policy 'fifo': judged_ends\(\) gave .* must map finished jobs' ids"):
+            simulate(trace, SimConfig(policy="fifo"))
+    monkeypatch.setattr(Fifo, "judged_ends", lambda self: {"j0": 12.0})
+    assert simulate(trace, SimConfig(policy="fifo")).jobs["end_time"].notna().all()

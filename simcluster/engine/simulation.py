@@ -14,6 +14,7 @@ submission, once everything of that instant has happened; jobs not finished are 
 
 from __future__ import annotations
 
+import math
 import random
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
@@ -341,7 +342,21 @@ class Simulation(JobLife):
             kernel=self.kernel.name, notes=list(self.notes),
             warnings=self.plugin_guard.warnings() if self.plugin_guard is not None else [],
             reliability=self.reliability.record() if self.reliability is not None else None,
-            judged_ends=dict(getattr(self.policy, "judged_ends", dict)()))
+            judged_ends=self._judged_ends())
+
+    def _judged_ends(self) -> dict[str, float]:
+        """The policy's :meth:`~simcluster.policies.base.Policy.judged_ends`, checked: each a finished job of this
+        run and a finite time (a plug-in's slip would otherwise change deadline figures without a word)."""
+        judged = self.policy.judged_ends()
+        if not judged:
+            return {}
+        finished = {job.job_id for job in self.jobs if job.end_time is not None}
+        for job_id, when in judged.items():
+            if job_id not in finished or isinstance(when, bool) or not isinstance(when, (int, float)) \
+                    or not math.isfinite(when):
+                raise ValueError(f"policy {self.policy.name!r}: judged_ends() gave {when!r} for job {job_id!r}; "
+                                 "it must map finished jobs' ids to finite times")
+        return {job_id: float(when) for job_id, when in judged.items()}
 
     def finished_every_job(self) -> bool:
         """Whether the run ended with every job finished (no horizon cut it short, no job was given up on or
