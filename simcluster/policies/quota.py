@@ -207,14 +207,34 @@ def walk_ranked(vc: VirtualCluster, ctx: SchedulingContext, jobs: list[Job], gpu
     return len(to_preempt)
 
 
-def _walk_ranked(jobs: list[Job], ends: list[int], place: Callable[[Any], int], walked: int,
-                 pending: dict[int, SizedRun], quota: float) -> tuple[list[Job], list[Job]]:
-    heap = []  # per GPU count, its next job: (key, trace index, position, entries, jobs)
+StreamHead = tuple[Any, int, int, list, list]  # (key, trace index, position, entries, jobs) of a GPU count's next job
+
+
+def stream_heads(pending: dict[int, SizedRun], quota: float) -> list[StreamHead]:
+    """A heap of each GPU count's next waiting job, for the counts up to ``quota``, in queue order."""
+    heap = []
     for size, (entries, queued, first) in pending.items():
         if size <= quota and first < len(entries):
             key, index = entries[first]
             heap.append((key, index, first, entries, queued))
     heapify(heap)
+    return heap
+
+
+def next_of_stream(heap: list[StreamHead]) -> None:
+    """The heap's first job is taken: the next job of its GPU count takes its place (or the count leaves)."""
+    _, _, at, entries, queued = heap[0]
+    at += 1
+    if at == len(entries):
+        heappop(heap)
+    else:
+        key, index = entries[at]
+        heapreplace(heap, (key, index, at, entries, queued))
+
+
+def _walk_ranked(jobs: list[Job], ends: list[int], place: Callable[[Any], int], walked: int,
+                 pending: dict[int, SizedRun], quota: float) -> tuple[list[Job], list[Job]]:
+    heap = stream_heads(pending, quota)
     to_preempt: list[Job] = []
     to_start: list[Job] = []
     n = len(jobs)
@@ -231,19 +251,14 @@ def _walk_ranked(jobs: list[Job], ends: list[int], place: Callable[[Any], int], 
                 to_preempt.append(jobs[over])
                 walked += 1
             continue
-        _, _, at, entries, queued = heap[0]
+        _, _, at, _, queued = heap[0]
         job = queued[at]
-        if job.gpu_num > quota:  # type: ignore[union-attr]
+        if job.gpu_num > quota:
             heappop(heap)  # this GPU count no longer fits, and the quota only shrinks
         else:
-            quota -= job.gpu_num  # type: ignore[union-attr]
-            to_start.append(job)  # type: ignore[arg-type]
-            at += 1
-            if at == len(entries):
-                heappop(heap)
-            else:
-                key, index = entries[at]
-                heapreplace(heap, (key, index, at, entries, queued))
+            quota -= job.gpu_num
+            to_start.append(job)
+            next_of_stream(heap)
         before = place(heap[0][0]) if heap else n
     if walked < n:
         to_preempt.extend(jobs[walked:])  # not reached: the quota ran out first

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from heapq import heapify, heappop, heapreplace
+from heapq import heappop
 from typing import Any
 
 import numpy as np
@@ -11,7 +11,13 @@ import numpy as np
 from simcluster.cluster import VirtualCluster
 from simcluster.job import Job
 from simcluster.policies.base import POLICIES, Policy, SchedulingContext
-from simcluster.policies.quota import walk_changes_nothing, walk_ranked
+from simcluster.policies.quota import (
+    next_of_stream,
+    queue_streams,
+    stream_heads,
+    walk_changes_nothing,
+    walk_ranked,
+)
 from simcluster.policies.running_columns import RunningColumns
 from simcluster.policies.tiresias import Tiresias
 
@@ -262,17 +268,11 @@ class TiresiasGittins(Tiresias):
         free = total - self._held.get(vc.name, 0)
         if free <= 0:
             return None
-        heap = []  # per GPU count, its next job: (key, trace index, position, entries, jobs)
-        for entries, jobs, first in vc.pending.runs_by_size(total).values():
-            if first < len(entries):
-                key, index = entries[first]
-                heap.append((key, index, first, entries, jobs))
-        heapify(heap)
+        heap = stream_heads(queue_streams(vc, total), total)
         quota, starts = total, []
         while heap:
-            _, _, at, entries, jobs = heap[0]
-            job = jobs[at]
-            gpus = job.gpu_num  # type: ignore[union-attr]
+            job = heap[0][4][heap[0][2]]
+            gpus = job.gpu_num
             if gpus > quota:
                 heappop(heap)  # this GPU count no longer fits, and the quota only shrinks
                 continue
@@ -280,12 +280,7 @@ class TiresiasGittins(Tiresias):
             if total - quota >= free:
                 return None  # what starts fills the free GPUs: running jobs may be preempted
             starts.append(job)
-            at += 1
-            if at == len(entries):
-                heappop(heap)
-            else:
-                key, index = entries[at]
-                heapreplace(heap, (key, index, at, entries, jobs))
+            next_of_stream(heap)
         return starts
 
     def _ranked(self, vc: VirtualCluster, now: float) -> tuple[list[Job], np.ndarray, Any] | None:
