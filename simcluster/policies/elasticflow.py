@@ -146,7 +146,6 @@ class Phantom:
     owed: float  # overhead seconds owed from ``since`` on
     gpus: int  # GPUs its plan gives it from ``since``
     release: float  # the artifact's end event: from then on it is gone
-    planned: bool = False  # planned at a decision since it ended here
     job_id: str = ""  # (judge=last-plan) the job's id, for the end it is judged by
     rate: float = 0.0  # iterations per second from ``since`` on (its GPUs then)
 
@@ -257,7 +256,6 @@ class DeadlinePolicy(Policy):
             if ghost.release in state.releases:
                 state.releases.remove(ghost.release)
             ghost.release = (plan.end if plan is not None else now) + ghost.owed
-            ghost.planned = True
             state.releases.append(ghost.release)  # (its end event is a round, as any job's)
             state.changed = True
         if self.config.arrivals_wait:
