@@ -87,6 +87,11 @@ def walk_quota(vc: VirtualCluster, ctx: SchedulingContext, running: RunningOrder
     else:
         streams = pending if pending is not None else queue_streams(vc, quota)
         to_preempt, to_start = _walk_pairs(running, streams, pending_first_on_ties, quota, quota_of)
+    return _carry_out(ctx, to_preempt, to_start)
+
+
+def _carry_out(ctx: SchedulingContext, to_preempt: list[Job], to_start: list[Job]) -> int:
+    """What a walk decided: its preemptions first (they free the GPUs the starts may need); how many."""
     for job in to_preempt:
         ctx.preempt(job)
     for job in to_start:
@@ -199,12 +204,7 @@ def walk_ranked(vc: VirtualCluster, ctx: SchedulingContext, jobs: list[Job], gpu
     search of the GPUs' running sums: only a job that does not fit is a step of its own."""
     ends = np.cumsum(gpus).tolist()  # ends[i]: GPUs of jobs[:i + 1]
     quota = vc.total_gpus - (ends[start - 1] if start else 0)
-    to_preempt, to_start = _walk_ranked(jobs, ends, place, start, queue_streams(vc, quota), quota)
-    for job in to_preempt:
-        ctx.preempt(job)
-    for job in to_start:
-        ctx.try_start(job)
-    return len(to_preempt)
+    return _carry_out(ctx, *_walk_ranked(jobs, ends, place, start, queue_streams(vc, quota), quota))
 
 
 StreamHead = tuple[Any, int, int, list, list]  # (key, trace index, position, entries, jobs) of a GPU count's next job
