@@ -17,8 +17,8 @@ Rows are in no particular order (a removed row takes the last one's place); call
 ...     columns.add(job)
 >>> columns.attained(15.0).tolist()
 [40.0, 20.0]
->>> columns.remove(jobs[0]); [job.job_id for job in columns.jobs], columns.gpus.tolist()
-(['1'], [2])
+>>> columns.remove(jobs[0]); [job.job_id for job in columns.jobs], columns.gpus.tolist(), columns.held
+(['1'], [2], 2)
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from simcluster.job import Job
 class RunningColumns:
     """Running jobs' GPUs, busy time before this run, start of this run, submit time and trace index, by row."""
 
-    __slots__ = ("_busy", "_gpus", "_index", "_row_of", "_started", "_submit", "jobs")
+    __slots__ = ("_busy", "_gpus", "_index", "_row_of", "_started", "_submit", "held", "jobs")
 
     def __init__(self, capacity: int = 64) -> None:
         self.jobs: list[Job] = []
@@ -41,6 +41,7 @@ class RunningColumns:
         self._started = np.zeros(capacity)
         self._submit = np.zeros(capacity)
         self._index = np.zeros(capacity, np.int64)
+        self.held = 0  # the GPUs the jobs hold, all together
 
     def __len__(self) -> int:
         return len(self.jobs)
@@ -54,10 +55,12 @@ class RunningColumns:
         self._row_of[job] = row
         self._gpus[row], self._busy[row], self._started[row] = job.gpu_num, job.busy_time, job.run_started_at
         self._submit[row], self._index[row] = job.submit_time, job.index
+        self.held += job.gpu_num
 
     def remove(self, job: Job) -> None:
         """A job's run ended: the last row takes its place."""
         row, last = self._row_of.pop(job), len(self.jobs) - 1
+        self.held -= int(self._gpus[row])  # (what it held as it started)
         moved = self.jobs.pop()
         if row != last:
             self.jobs[row] = moved

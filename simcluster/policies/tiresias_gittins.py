@@ -169,11 +169,9 @@ class TiresiasGittins(Tiresias):
 
     def __init__(self, config=None) -> None:
         super().__init__(config)
-        # the engine calls a run hook only where one is set: these keep what each VC's running jobs hold
+        # the engine calls a run hook only where one is set: these keep each VC's running jobs as arrays
         self.on_run_start = self._note_run_start  # type: ignore[method-assign]
         self.on_run_stop = self._note_run_stop  # type: ignore[method-assign]
-        self._held: dict[str, int] = {}  # per VC, the GPUs its running jobs hold (each counted as it started)
-        self._held_by: dict[Job, int] = {}
         self.gittins = GittinsIndex()
         self._next_refresh = float("-inf")
         self._queue_version: dict[str, int] = {}
@@ -182,15 +180,12 @@ class TiresiasGittins(Tiresias):
         self._ends = np.array([*self.thresholds, float("inf")])  # per queue, where its quantum ends
 
     def _note_run_start(self, job: Job, vc: VirtualCluster) -> None:
-        self._held_by[job] = gpus = job.gpu_num
-        self._held[vc.name] = self._held.get(vc.name, 0) + gpus
         columns = self._columns.get(vc.name)
         if columns is None:
             columns = self._columns[vc.name] = RunningColumns()
         columns.add(job)
 
     def _note_run_stop(self, job: Job, vc: VirtualCluster) -> None:
-        self._held[vc.name] -= self._held_by.pop(job)
         self._columns[vc.name].remove(job)
         if self.knob > 0:
             self._note_stopped(job, vc)
@@ -245,7 +240,7 @@ class TiresiasGittins(Tiresias):
                 return
         jobs, gpus, place = ranked
         ahead = place(self.head_key(vc))  # the running jobs whose key is at most the head's come first
-        used, held = int(gpus[:ahead].sum()), int(gpus.sum())
+        used, held = int(gpus[:ahead].sum()), self._columns[vc.name].held
         if used > vc.total_gpus:
             ahead = 0  # (they overbook the VC, GPU fractions may: every running job is walked)
         elif walk_changes_nothing(vc, used, held - used):
@@ -265,7 +260,8 @@ class TiresiasGittins(Tiresias):
         than the quota, which so never runs out).  The walk that hands the running jobs ahead of the queue's
         head their GPUs first is the same walk (they fit), and so is no walk at all where nothing fits."""
         total = vc.total_gpus
-        free = total - self._held.get(vc.name, 0)
+        columns = self._columns.get(vc.name)
+        free = total - (columns.held if columns is not None else 0)
         if free <= 0:
             return None
         heap = stream_heads(queue_streams(vc, total), total)
@@ -291,8 +287,7 @@ class TiresiasGittins(Tiresias):
         columns = self._columns.get(vc.name)
         if columns is None or len(columns) != len(vc.running) or not len(columns) or columns.gpus.min() < 1:
             return None
-        attained = columns.attained(now)
-        queue = np.searchsorted(self._ends[:-1], attained, "left")  # queue_of, for every job
+        attained, queue = self._attained_and_queue(columns, now)
         index = self.gittins.indices(attained, self._ends[queue])
         if index is None:
             return None
@@ -310,6 +305,11 @@ class TiresiasGittins(Tiresias):
 
         jobs = columns.jobs
         return [jobs[i] for i in order.tolist()], columns.gpus[order], place
+
+    def _attained_and_queue(self, columns: RunningColumns, now: float) -> tuple[np.ndarray, np.ndarray]:
+        """Each running job's attained service at ``now`` and its queue (:meth:`queue_of`), as arrays."""
+        attained = columns.attained(now)
+        return attained, np.searchsorted(self._ends[:-1], attained, "left")
 
     def _split_running(self, vc: VirtualCluster, now: float, head_key: Any) -> tuple[int, list[tuple[Any, Job]]]:
         """(GPUs of the running jobs whose key is at most ``head_key``, [(key, job) of the others]); with no
@@ -365,8 +365,7 @@ class TiresiasGittins(Tiresias):
                 or len(columns) != len(vc.running):
             super()._set_timers(vc, ctx, now)
         else:  # Tiresias' timers at the running jobs' next crossings, computed as arrays
-            attained = columns.attained(now)
-            queue = np.searchsorted(self._ends[:-1], attained, "left")
+            attained, queue = self._attained_and_queue(columns, now)
             crossing = queue < len(self.thresholds)
             when = now + (self._ends[queue[crossing]] - attained[crossing]) / columns.gpus[crossing]
             for boundary in dict.fromkeys(((np.floor(when / self.quantum) + 1) * self.quantum).tolist()):
