@@ -3,9 +3,10 @@
     python benchmarks/reference_runs.py --out before.json            # on the old code
     python benchmarks/reference_runs.py --out after.json --compare before.json
 
-Each run is written as ``lucid-sim run`` writes it (CSV) into a temporary folder and its ``jobs.csv`` and
-``timeline.csv`` hashed; the timing columns of the summary are left out (they differ run to run).
-``--only`` picks runs by name (comma-separated substrings).
+Each run is written as ``lucid-sim run`` writes it (CSV) into a temporary folder and its ``jobs.csv``,
+``timeline.csv`` and ``summary.json`` hashed, the summary less its timings (every ``*cpu_seconds`` figure, which
+differs run to run).  ``--only`` picks runs by name (comma-separated substrings); ``--keep DIR`` keeps each run's
+folder there (to diff two trees' files where a digest differs).
 """
 
 from __future__ import annotations
@@ -56,15 +57,27 @@ def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
 
 
-def run_one(trace: Path, settings: dict[str, Any]) -> dict[str, Any]:
+def without_timings(value: Any) -> Any:
+    """A summary with every CPU-time figure left out, at any depth (they differ from run to run)."""
+    if isinstance(value, dict):
+        return {k: without_timings(v) for k, v in value.items() if not k.endswith("cpu_seconds")}
+    if isinstance(value, list):
+        return [without_timings(v) for v in value]
+    return value
+
+
+def run_one(trace: Path, settings: dict[str, Any], keep: Path | None = None) -> dict[str, Any]:
     loaded = load_trace(trace)
     t0 = time.process_time()
     result = simulate(loaded, SimConfig.from_settings(settings))
     cpu = time.process_time() - t0
     with tempfile.TemporaryDirectory() as folder:
-        write_run(Path(folder) / "run", result.tables(), result.summary, "csv")
-        return {"jobs": digest(Path(folder) / "run" / "jobs.csv"),
-                "timeline": digest(Path(folder) / "run" / "timeline.csv"),
+        run = (keep or Path(folder)) / "run"
+        write_run(run, result.tables(), result.summary, "csv", overwrite=keep is not None)
+        summary = json.dumps(without_timings(json.loads((run / "summary.json").read_text())), indent=1)
+        (run / "summary-less-timings.json").write_text(summary)
+        return {"jobs": digest(run / "jobs.csv"), "timeline": digest(run / "timeline.csv"),
+                "summary": hashlib.sha256(summary.encode()).hexdigest()[:16],
                 "avg_jct": result.summary["avg_jct"], "cpu_seconds": round(cpu, 2)}
 
 
@@ -73,20 +86,22 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--compare", type=Path)
     parser.add_argument("--only", default="")
+    parser.add_argument("--keep", type=Path, help="keep each run's folder in DIR/NAME")
     args = parser.parse_args()
     wanted = [w for w in args.only.split(",") if w]
     found: dict[str, Any] = {}
     for name, (trace, settings) in RUNS.items():
         if wanted and not any(w in name for w in wanted):
             continue
-        found[name] = run_one(trace, settings)
-        print(f"{name:18} {found[name]['jobs']} {found[name]['timeline']} avg JCT {found[name]['avg_jct']:,.1f}"
+        found[name] = run_one(trace, settings, args.keep / name if args.keep else None)
+        print(f"{name:18} {found[name]['jobs']} {found[name]['timeline']} {found[name]['summary']} avg JCT {found[name]['avg_jct']:,.1f}"
               f"  ({found[name]['cpu_seconds']} CPU-s)", flush=True)
     args.out.write_text(json.dumps(found, indent=1))
     if args.compare:
         before = json.loads(args.compare.read_text())
+        files = ("jobs", "timeline", "summary")
         differ = [n for n in found if n in before and
-                  (found[n]["jobs"], found[n]["timeline"]) != (before[n]["jobs"], before[n]["timeline"])]
+                  any(found[n][f] != before[n].get(f, found[n][f]) for f in files)]
         print(f"{len(found) - len(differ)} of {len(found)} identical" + (f"; differ: {', '.join(differ)}" if differ else ""))
         sys.exit(1 if differ else 0)
 

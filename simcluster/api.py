@@ -62,7 +62,7 @@ from simcluster.metrics.summary import jobs_frame, summarize
 from simcluster.plugins import Origin, display_name, origin_of, resolve, resolved_config
 from simcluster.policies import Policy
 from simcluster.policies.base import describe_settings, settings_as_dict
-from simcluster.scope import check_settings
+from simcluster.scope import check_settings, has_job_types
 from simcluster.tables import load_tables
 from simcluster.throughputs import ThroughputTable
 from simcluster.traces import Trace, TraceError
@@ -166,7 +166,7 @@ def simulate(trace: Trace, config: SimConfig | None = None, observers: Iterable[
     (50, 'sjf')
     """
     config = resolved_config(config or SimConfig())  # plug-ins loaded, the policy's own settings checked
-    warnings = check_settings(trace, config)  # a given setting the run would ignore: error or warning
+    warnings = check_settings(config, has_job_types(trace))  # a given setting the run would ignore: error or warning
     config = files_beside_trace(config, trace)
     if config.throughput_history is None and trace.throughput_history:  # the cluster's own log, for lucid
         config = replace(config, throughput_history=trace.throughput_history)

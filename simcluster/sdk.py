@@ -15,7 +15,6 @@ that decide every job's GPUs each interval, :func:`apply_allocations` carries su
 
 from __future__ import annotations
 
-from simcluster.config import setting
 from simcluster.job import JobState
 from simcluster.placement.base import PLACEMENTS, Placement, Plan, fill_in_order, holds_exactly, lowest_node
 from simcluster.policies.allocations import apply_allocations, layout_of, nodes_of, plan_of_nodes
@@ -25,6 +24,7 @@ from simcluster.policies.quota import gpu_share, queue_streams, walk_changes_not
 from simcluster.policies.running_columns import RunningColumns
 from simcluster.policies.running_order import Minus, RunningOrder
 from simcluster.queue import submit_order
+from simcluster.settings.fields import setting
 from simcluster.views import ClusterView, JobView, NodeView, PoolView, QueueView, VCView
 
 register_policy = POLICIES.register

@@ -81,11 +81,16 @@ def test_run_help_shows_each_default_as_it_would_be_typed():
     assert "[default: --no-" not in text  # a flag is off unless given: nothing to say
 
 
-def test_run_help_groups_options_in_panels():
+def test_run_help_groups_options_by_the_feature_or_policy_that_reads_them():
     output = runner.invoke(app, ["run", "--help"]).output
     titles = re.findall(r"╭─ (.+?) ─", output)
     assert titles[:2] == ["Trace", "Policy"] and titles[-2:] == ["Output", "Options"]
-    assert {"Cluster", "Policy: tiresias", "Policy: lucid", "Sharing", "Heterogeneous (Gavel)"} <= set(titles)
+    assert {"Cluster", "Failures and checkpoints", "Preemption", "Policy: tiresias", "Policy: lucid", "Sharing",
+            "GPU types", "Gavel: rounds and job types", "Deadlines", "Elastic jobs"} <= set(titles)
+    panels = dict(re.findall(r"╭─ (.+?) ─.*?\n(.*?)╰", output, re.DOTALL))
+    assert "--node-mtbf" in panels["Failures and checkpoints"] and "--spare-nodes" in panels["Failures and checkpoints"]
+    assert "--preempt-overhead-small" in panels["Preemption"]
+    assert "--deadlines" in panels["Deadlines"] and "--restart-delay" in panels["Elastic jobs"]
 
 
 def test_help_keeps_angle_brackets_and_paths_as_written():

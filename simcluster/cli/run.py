@@ -175,7 +175,7 @@ def run(ctx: typer.Context, **values: Any) -> None:
     """
     from simcluster.registry import UnknownPlugin
     from simcluster.results import check_output
-    from simcluster.scope import check_settings
+    from simcluster.scope import check_settings, has_job_types
     from simcluster.traces import TraceError
 
     fmt, quiet, live = values["fmt"], values["quiet"] or values["as_json"], values["live"]
@@ -211,7 +211,7 @@ def run(ctx: typer.Context, **values: Any) -> None:
     try:  # before any work: a run that cannot be written is not worth simulating
         check_output(target, "run", inputs, values["overwrite"])
         loaded = load_trace_from(values, config)
-        warnings = check_settings(loaded, config)
+        warnings = check_settings(config, has_job_types(loaded))
     except (TraceError, UnknownPlugin, ValueError) as exc:
         fail(str(exc))
     if not quiet:

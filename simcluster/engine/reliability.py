@@ -42,9 +42,10 @@ from typing import TYPE_CHECKING, Any
 
 import simpy
 
-from simcluster.config import SimConfig, exclusion_rule
+from simcluster.config import SimConfig
 from simcluster.faults.models import MAX_HORIZON_S, FailureModel, Outage, RateModel, Repair
 from simcluster.job import Job, JobState
+from simcluster.settings.reliability import exclusion_rule
 
 if TYPE_CHECKING:  # pragma: no cover
     from simcluster.cluster import Node

@@ -14,9 +14,10 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Protocol
 
-from simcluster.config import ConfigError, SimConfig, _check_range, _did_you_mean, coerce
+from simcluster.config import SimConfig
 from simcluster.queue import submit_order
 from simcluster.registry import Registry
+from simcluster.settings.fields import ConfigError, check_range, coerce, did_you_mean
 from simcluster.views import ClusterView, JobView, VCView
 
 
@@ -285,13 +286,13 @@ def policy_settings(cls: type, config: SimConfig) -> Any:
         f = fields.get(name)
         where = f"policy {label}"
         if f is None:
-            raise ConfigError(f"{where}: unknown setting {name!r}{_did_you_mean(name, fields)}")
+            raise ConfigError(f"{where}: unknown setting {name!r}{did_you_mean(name, fields)}")
         if not f.metadata.get("help"):  # a plain dataclass field: coerce by its type alone
             f = dataclasses.field(default=f.default, metadata={"help": "", "min": None, "max": None, "above": None,
                                                                 "choices": (), "cli": None})  # type: ignore[assignment]
             f.name, f.type = name, fields[name].type
         values[name] = coerce(f, value, where)
-        _check_range(f, values[name], where)
+        check_range(f, values[name], where)
     return getattr(cls, "Settings")(**values)  # noqa: B009  (cls is any class a spec named)
 
 

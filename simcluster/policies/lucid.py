@@ -73,13 +73,15 @@ from operator import itemgetter
 from typing import Any
 
 from simcluster.cluster import Cluster, VirtualCluster
-from simcluster.config import LUCID, SimConfig, panel_fields
+from simcluster.config import SimConfig
 from simcluster.estimators import EstimateQuality, make_estimator
 from simcluster.estimators.from_file import TieOrder
 from simcluster.job import UNKNOWN_WORKLOAD as UNKNOWN
 from simcluster.job import Job, JobState, table_keys
 from simcluster.policies.base import POLICIES, Policy, SchedulingContext
 from simcluster.queue import JobQueue
+from simcluster.settings.fields import names_of
+from simcluster.settings.lucid import LucidOptions
 from simcluster.throughputs import PAIR_FLOOR
 
 PROFILER = "profiler"
@@ -116,7 +118,7 @@ class Lucid(Policy):
 
     shares_gpus = True
     default_estimator = "ebm"
-    reads = panel_fields(LUCID) | {"retrain_growth", "boosting"}  # its forecaster learns and boosts too
+    reads = frozenset(names_of(LucidOptions)) | {"retrain_growth", "boosting"}  # its forecaster learns and boosts too
 
     @classmethod
     def uses_seed(cls, config: SimConfig) -> bool:

@@ -30,13 +30,15 @@ from heapq import heappop, heappush
 from typing import Any
 
 from simcluster.cluster import VirtualCluster
-from simcluster.config import TIRESIAS, ConfigError, SimConfig, panel_fields
+from simcluster.config import SimConfig
 from simcluster.job import Job, JobState
 from simcluster.policies.base import POLICIES, Policy, SchedulingContext
 from simcluster.policies.elasticflow_overheads import RoundOverheads
 from simcluster.policies.quota import queue_streams, walk_changes_nothing, walk_quota
 from simcluster.policies.running_order import RunningOrder
 from simcluster.sdk import setting
+from simcluster.settings.fields import ConfigError, names_of
+from simcluster.settings.tiresias import TiresiasOptions
 
 OVERHEAD_MODELS = ("none", "elasticflow")
 
@@ -65,7 +67,7 @@ class Tiresias(Policy):
     """
 
     preemptive = True
-    reads = panel_fields(TIRESIAS)  # --quantum, --thresholds, --promote-knob
+    reads = frozenset(names_of(TiresiasOptions))  # --quantum, --thresholds, --promote-knob
     Settings = TiresiasSettings
     keeps_order = True  # its run hooks keep each VC's running jobs in order (a subclass with other keys: False)
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from simcluster.config import deadline_range
 from simcluster.errors import TraceError
+from simcluster.settings.deadlines import deadline_range
 
 
 def parse_deadline_range(text: str) -> tuple[float, float]:

@@ -28,9 +28,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from simcluster.config import setting
 from simcluster.errors import TraceError
 from simcluster.limits import check_csv
+from simcluster.settings.fields import setting
 from simcluster.throughputs import ThroughputTable, job_key, job_type_name, load_throughputs
 from simcluster.traces.hetero import FRAME_COLUMNS, HeteroTrace
 from simcluster.traces.sizing import MAX_GPUS

@@ -28,9 +28,9 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from simcluster.config import setting
 from simcluster.limits import MAX_JOBS, MAX_USERS
 from simcluster.results import write_folder
+from simcluster.settings.fields import setting
 from simcluster.traces.joblog import JobLog
 from simcluster.traces.realised import realised_load
 from simcluster.traces.sizing import MAX_GPUS

@@ -1,6 +1,6 @@
 """How the round-based mechanism realises an allocation: our choices, and Gavel's simulator's.
 
-One frozen record, read from :class:`~simcluster.config.SimConfig` (the HETERO panel), so that the
+One frozen record, read from :class:`~simcluster.config.SimConfig` (its Gavel group, :class:`~simcluster.settings.gavel.GavelOptions`), so that the
 round policies' state (:mod:`simcluster.policies.gavel.rounds`) stays free of settings plumbing.  ``simcluster/presets/gavel.toml`` sets Gavel's choices; the README sets them side
 by side with ours.
 

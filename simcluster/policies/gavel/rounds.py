@@ -55,13 +55,15 @@ from typing import Any
 import numpy as np
 
 from simcluster.cluster import VirtualCluster
-from simcluster.config import HETERO, SimConfig, panel_fields
+from simcluster.config import SimConfig
 from simcluster.job import Job, JobState
 from simcluster.placement.consolidate_first import ConsolidateFirst
 from simcluster.placement.fractions import fraction_plan
 from simcluster.policies.base import Policy, SchedulingContext
 from simcluster.policies.gavel.allocation import Allocation, AllocationInput, PolicyOptions
 from simcluster.policies.gavel.mechanism import Mechanism
+from simcluster.settings.fields import names_of
+from simcluster.settings.gavel import GavelOptions
 
 EPS = 1e-6  # seconds: events this close count as simultaneous
 Key = tuple[int, ...]  # (slot,) or (slot_a, slot_b) with slot_a < slot_b: a job alone or a pair
@@ -84,7 +86,7 @@ class RoundPolicy(Policy):
     own_placement = "rounds"  # places jobs itself (the --placement setting is not read)
     family = "gavel"
     # the round mechanism's settings; a policy that solves LPs also reads --lp-solution (__init_subclass__)
-    reads = panel_fields(HETERO) - {"cluster", "throughputs", "lp_solution", "makespan_search", "gandiva_pairing"}
+    reads = frozenset(names_of(GavelOptions)) - {"throughputs", "lp_solution", "makespan_search", "gandiva_pairing"}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

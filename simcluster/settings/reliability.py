@@ -1,0 +1,127 @@
+"""Node failures, checkpoints, restarts, hot spares and exclusion: the reliability feature's settings
+(:mod:`simcluster.features.reliability`; the engine's side is :mod:`simcluster.engine.reliability`)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from simcluster.settings.fields import ConfigError, Reader, RunView, always, setting, settings_group
+
+RELIABILITY = "Failures and checkpoints"  # its panel in `lucid-sim run --help`
+MAX_COST_S = 30 * 86_400.0  # a checkpoint, a restart, a swap or a checkpoint interval: at most 30 days
+
+
+def failing(run: RunView) -> bool:
+    """Whether the run's nodes fail: a failure rate (``--node-mtbf``) or a fault model (``--faults``)."""
+    return run.config.node_mtbf > 0 or bool(run.config.faults)
+
+
+WITH_FAILURES = Reader(failing, who="runs with node failures (--node-mtbf > 0 or --faults)")
+
+
+def exclusion_rule(text: Any, where: str = "settings") -> tuple[int, float]:
+    """``N/DAYS``: a server is taken out at its N-th fault within DAYS days (N ≥ 1, DAYS > 0), as (N, seconds).
+
+    >>> exclusion_rule("3/7"), exclusion_rule("2/0.5")
+    ((3, 604800.0), (2, 43200.0))
+    """
+    parts = [p.strip() for p in str(text).split("/")]
+    try:
+        count, days = int(parts[0]), float(parts[1])
+        if len(parts) != 2:
+            raise ValueError
+    except (ValueError, IndexError):
+        raise ConfigError(f"{where}: setting 'exclude_after' must be N/DAYS (e.g. 3/7: out at the 3rd fault within "
+                          f"7 days), got {text!r}") from None
+    if not (1 <= count <= 1_000_000 and math.isfinite(days) and 0 < days <= 36_500):
+        raise ConfigError(f"{where}: setting 'exclude_after' needs N ≥ 1 and 0 < DAYS ≤ 36,500, got {text!r}")
+    return count, days * 86_400.0
+
+
+@settings_group(RELIABILITY, reads=Reader(always))
+class ReliabilityOptions:
+    node_mtbf: float = setting(0.0, "Mean seconds between failures of a node; 0 = nodes never fail.", min=0)
+    node_repair: float = setting(3600.0, "Seconds a failed node is down before it is repaired.", min=0,
+                                 reads=Reader(lambda run: run.config.node_mtbf > 0,
+                                              who="runs with node failures (--node-mtbf > 0)"))
+    checkpoint_interval: float | str = setting(
+        0.0, "Seconds of progress between periodic checkpoints; a failure loses the work since the last one "
+        "(0 = only preemptions checkpoint); young-daly: each job at the Young/Daly interval of the failure rate its "
+        "nodes see and --checkpoint-cost.", min=0, max=MAX_COST_S, words=("young-daly",),
+        reads=Reader(lambda run: failing(run) or run.config.checkpoint_cost > 0,
+                     who="runs with node failures (--node-mtbf > 0 or --faults) or --checkpoint-cost"),
+    )
+    faults: str | None = setting(
+        None, "Failure model: a fault log (InfiniteHBD JSON, or CSV node,start,end[,class]) replayed onto the "
+        "nodes (seeded by --seed), a fitted.json of `lucid-sim faults fit`, or a rate model such as "
+        "mtbf=30d,repair=4h (also shape=K for Weibull times, per=gpu; times in s, m, h or d). Instead of "
+        "--node-mtbf.",
+    )
+    faults_offset: float = setting(
+        0.0, "A replayed fault log starts this many seconds into the log at the run's first submission.", min=0,
+        reads=Reader(lambda run: bool(run.config.faults), who="runs replaying a fault log (--faults LOG)"),
+    )
+    checkpoint_cost: float = setting(
+        0.0, "Seconds without progress at every periodic checkpoint and at every preemption (which checkpoints).",
+        min=0, max=MAX_COST_S,
+        reads=Reader(lambda run: run.config.checkpoint_interval != 0 or (run.policy is not None
+                                                                           and run.policy.preemptive),
+                     who="runs with periodic checkpoints (--checkpoint-interval) or a preemptive policy"),
+    )
+    restart_cost: float = setting(
+        0.0, "Seconds without progress at every restart after a failure (re-initialisation, loading the "
+        "checkpoint), on the GPUs the job restarts on.", min=0, max=MAX_COST_S,
+        reads=WITH_FAILURES,
+    )
+    spare_nodes: int = setting(
+        0, "Hot spare nodes beside the cluster, held out of scheduling: a failed node of a running job is swapped "
+        "for one (after --spare-swap) instead of requeueing the job; a repaired node becomes a spare.",
+        min=0, max=1_000_000,
+        reads=WITH_FAILURES,
+    )
+    spare_swap: float = setting(
+        0.0, "Seconds to swap a spare in for a failed node (the job holds its GPUs, without progress).", min=0,
+        max=MAX_COST_S,
+        reads=Reader(lambda run: run.config.spare_nodes > 0, who="runs with spares (--spare-nodes)"),
+    )
+    exclude_after: str | None = setting(
+        None, "N/DAYS: take a server out for good at its N-th fault within DAYS days (reported in summary.json).",
+        reads=WITH_FAILURES, parse=exclusion_rule,
+    )
+    restart_limit: int = setting(
+        50, "No-progress guard: a job evicted by node failures this many times in a row without its checkpointed "
+        "progress advancing triggers --on-no-progress (0 = no guard).", min=0,
+        reads=WITH_FAILURES,
+    )
+    on_no_progress: str = setting(
+        "stop", "What the no-progress guard does: stop (end the run with an error naming the job) or abandon "
+        "(take the job out; it is reported unfinished).", choices=("stop", "abandon"),
+        reads=WITH_FAILURES,
+    )
+
+
+def reliability_mode(config: Any) -> bool:
+    """Whether any option of failures by model, checkpoint and restart costs, spares or exclusion is given."""
+    return bool(config.faults or config.checkpoint_cost or config.restart_cost or config.spare_nodes
+                or config.exclude_after or config.checkpoint_interval == "young-daly")
+
+
+def check_reliability(config: Any, where: str = "settings", model_given: bool = False) -> None:
+    """Settings that do not go together, as a ValueError naming the options (``model_given``: a failure model
+    came with the run, not from ``--faults``)."""
+    failing = bool(config.faults) or config.node_mtbf > 0 or model_given
+    if config.faults and config.node_mtbf > 0:
+        raise ValueError(f"{where}: give --faults or --node-mtbf, not both (--faults mtbf=SECONDS,repair=SECONDS is "
+                         "--node-mtbf's model)")
+    if config.checkpoint_interval == "young-daly":
+        if not config.checkpoint_cost:
+            raise ValueError(f"{where}: --checkpoint-interval young-daly needs --checkpoint-cost > 0 (the interval "
+                             "grows as the square root of the checkpoint's cost)")
+        if not failing:
+            raise ValueError(f"{where}: --checkpoint-interval young-daly needs a failure rate: give --faults or "
+                             "--node-mtbf")
+    if (config.spare_nodes or config.exclude_after) and not failing:
+        raise ValueError(f"{where}: --spare-nodes and --exclude-after need failures: give --faults or --node-mtbf")
+    if config.faults_offset and not config.faults:
+        raise ValueError(f"{where}: --faults-offset applies to a replayed fault log: give --faults LOG")
