@@ -45,6 +45,7 @@ from simcluster.faults import (
 )
 from simcluster.job import Job
 from simcluster.paths import shared_data_dir
+from simcluster.run import resolve_run
 
 DAY = 86_400.0
 LOG = shared_data_dir() / "faults" / "infinitehbd" / "fault_trace.json"
@@ -55,7 +56,7 @@ INTERVALS = (300.0, 900.0, 1800.0, 3600.0, 14_400.0)
 
 def one_run(gpus: int, work: float, config: SimConfig, model) -> tuple[float, Job]:
     job = Job(index=0, job_id="0", vc="a", gpu_num=gpus, submit_time=0, duration=work)
-    Simulation([job], {"a": gpus // 8}, config, faults=model).run()
+    Simulation([job], resolve_run(config=config, cluster={"a": gpus // 8}, faults=model)).run()
     return job.end_time - job.start_time, job
 
 

@@ -13,7 +13,9 @@ The Python API, in five lines: a trace as a DataFrame (or a path), a policy, the
 (srtf preempts ``a`` for the shorter ``b`` and ``c``; ``a`` resumes after them, 40 s of checkpoint and
 restore later.)
 
-:func:`simulate` returns a :class:`~simcluster.api.RunResult`: ``jobs`` (one row per job), ``timeline``
+:func:`simulate` resolves the run once (:func:`resolve_run`: its plug-ins, cluster, tables, failure model and
+features, into a :class:`ResolvedRun`) and simulates it (:func:`simulate_resolved`, which may be called again on
+the same record); it returns a :class:`~simcluster.api.RunResult`: ``jobs`` (one row per job), ``timeline``
 and ``summary`` (what ``lucid-sim run`` writes to ``jobs.csv``, ``timeline.csv`` and ``summary.json``;
 ``summary["warnings"]`` lists settings the run ignored and doubts about its inputs).  :class:`SimConfig`
 holds every setting of ``lucid-sim run`` by its option's name with ``_``; :class:`Observer` is how code
@@ -30,16 +32,20 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from simcluster.api import RunResult, TraceWarning, load_trace, simulate
+    from simcluster.api import RunResult, TraceWarning, load_trace, simulate, simulate_resolved
     from simcluster.config import SimConfig
     from simcluster.errors import TraceError
     from simcluster.experiments.sweep import build_grid, run_sweep
     from simcluster.metrics.observer import Observer
+    from simcluster.run import ResolvedRun, resolve_run
     from simcluster.traces.base import Trace
     from simcluster.traces.hetero import HeteroTrace
 
 _EXPORTS = {
     "simulate": "simcluster.api",
+    "simulate_resolved": "simcluster.api",
+    "resolve_run": "simcluster.run",
+    "ResolvedRun": "simcluster.run",
     "load_trace": "simcluster.api",
     "RunResult": "simcluster.api",
     "TraceWarning": "simcluster.api",
@@ -51,8 +57,8 @@ _EXPORTS = {
     "run_sweep": "simcluster.experiments.sweep",
     "build_grid": "simcluster.experiments.sweep",
 }
-__all__ = ["HeteroTrace", "Observer", "RunResult", "SimConfig", "Trace", "TraceError", "TraceWarning", "build_grid",
-           "load_trace", "run_sweep", "simulate"]
+__all__ = ["HeteroTrace", "Observer", "ResolvedRun", "RunResult", "SimConfig", "Trace", "TraceError", "TraceWarning",
+           "build_grid", "load_trace", "resolve_run", "run_sweep", "simulate", "simulate_resolved"]
 
 
 def __getattr__(name: str) -> Any:

@@ -129,7 +129,11 @@ def spec_of(cls: type, kind: Kind = "policy") -> str:
 def display_name(spec: str | type, kind: Kind = "policy") -> str:
     """A short name for tables and folder names: a built-in's name, else the plug-in's ``name`` attribute when it
     sets one, else its class name."""
-    cls, origin = resolve(spec, kind)
+    return name_of(*resolve(spec, kind), kind)
+
+
+def name_of(cls: type, origin: Origin, kind: Kind = "policy") -> str:
+    """:func:`display_name` of a class already resolved (with its origin)."""
     if origin.source == "built-in":
         return str(origin.spec)
     name = getattr(cls, "name", "?")
@@ -353,16 +357,24 @@ def resolved_config(config: Any, base: Path | None = None) -> Any:
     """``config`` ready to run anywhere: its policy and placement specs loaded (a :class:`PluginError` if either
     names nothing), file specs made absolute (relative to ``base``, default the current directory), and the
     policy's own settings checked against its Settings and stored typed (a ConfigError names the setting)."""
+    return resolve_plugins(config, base)[0]
+
+
+def resolve_plugins(config: Any, base: Path | None = None
+                    ) -> tuple[Any, tuple[type[Policy], Origin], tuple[type[Placement], Origin]]:
+    """:func:`resolved_config`, and the policy's and the placement's (class, origin) it loaded: each spec is
+    resolved here once (a file's content read and hashed once)."""
     from dataclasses import replace
 
     from simcluster.policies.base import policy_settings
 
     policy = absolute_spec(config.policy, "policy", base)
     placement = absolute_spec(config.placement, "placement", base)
-    policy_class = resolve_policy(policy)
-    resolve_placement(placement)
+    policy_class, policy_origin = resolve(policy, "policy")
+    placement_class, placement_origin = resolve(placement, "placement")
     settings = policy_settings(policy_class, replace(config, policy=policy))
     typed = tuple((name, getattr(settings, name)) for name, _ in config.policy_settings)
-    if (policy, placement, typed) == (config.policy, config.placement, config.policy_settings):
-        return config
-    return replace(config, policy=policy, placement=placement, policy_settings=typed)
+    if (policy, placement, typed) != (config.policy, config.placement, config.policy_settings):
+        config = replace(config, policy=policy, placement=placement, policy_settings=typed)
+    return (config, (cast("type[Policy]", policy_class), policy_origin),
+            (cast("type[Placement]", placement_class), placement_origin))

@@ -27,12 +27,12 @@ class RunTables:
     load_cpu_seconds: float = 0.0
 
 
-def load_tables(trace: Trace, config: SimConfig, shares_gpus: bool, throughputs: ThroughputTable | None = None,
+def load_tables(trace: Trace | None, config: SimConfig, shares_gpus: bool, throughputs: ThroughputTable | None = None,
                 colocation: ColocationModel | None = None, gpu_types: Sequence[str] = ()) -> RunTables:
-    """The throughput table ``trace``'s jobs need (``config.throughputs``) and, when the policy ``shares_gpus``,
-    the colocation model ``config.colocation`` names for a cluster of ``gpu_types`` (the default model follows
-    the GPU type: :func:`~simcluster.colocation.loader.load_colocation_model`); ``throughputs`` and
-    ``colocation`` given win.
+    """The throughput table ``trace``'s jobs need (``config.throughputs``; none without a trace) and, when the
+    policy ``shares_gpus``, the colocation model ``config.colocation`` names for a cluster of ``gpu_types`` (the
+    default model follows the GPU type: :func:`~simcluster.colocation.loader.load_colocation_model`);
+    ``throughputs`` and ``colocation`` given win.
 
     >>> from simcluster.traces.synth import SynthSpec, synthesize
     >>> tables = load_tables(synthesize(SynthSpec(jobs=5)), SimConfig(), shares_gpus=False)
@@ -40,7 +40,7 @@ def load_tables(trace: Trace, config: SimConfig, shares_gpus: bool, throughputs:
     (None, None)
     """
     t0, loaded = time.process_time(), False
-    if throughputs is None and trace.needs_throughputs:
+    if throughputs is None and trace is not None and trace.needs_throughputs:
         throughputs, loaded = load_throughputs(config.throughputs), True
     if shares_gpus and colocation is None:
         colocation, loaded = load_colocation_model(config.colocation, gpu_types), True

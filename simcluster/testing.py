@@ -40,6 +40,7 @@ from simcluster.plugins import absolute_spec, display_name, origin_of, resolve, 
 from simcluster.policies.base import Policy
 from simcluster.queue import JobQueue
 from simcluster.registry import implements
+from simcluster.run import resolve_run
 
 RULES: dict[str, str] = {
     "start-not-pending": "starts only waiting jobs of the VC it decides for, each once",
@@ -404,14 +405,15 @@ class _Run:
     """One run of a policy on a trace, instrumented; :attr:`findings` and :attr:`outcome` once :meth:`go` ran."""
 
     def __init__(self, config: SimConfig, trace: Any, name: str) -> None:
-        self.config, self.trace, self.name = config, trace, name
+        self.trace, self.name = trace, name
         self.findings: list[Finding] = []
         self.outcome: dict[str, tuple[Any, ...]] = {}
         self.sim: Any = None
-        cls, origin = resolve(config.policy, "policy")
-        self.label = f"policy {display_name(config.policy)}"
-        self.source = origin.location if origin.source != "built-in" else None
-        self.policy: Policy = cls(config)
+        self.resolved = resolved = resolve_run(trace, config)
+        self.config = resolved.config
+        self.label = resolved.policy.label
+        self.source = resolved.policy.origin.location if not resolved.policy.builtin else None
+        self.policy: Policy = resolved.policy.cls(resolved.config)
         self.passes = 0
         self._instant = (-math.inf, 0)
 
@@ -423,39 +425,32 @@ class _Run:
         return self.sim.env.now if self.sim is not None else 0.0
 
     def go(self) -> _Run:
-        from simcluster.api import check_fits, cluster_of
         from simcluster.engine import Simulation, SimulationStalled
-        from simcluster.tables import load_tables
 
         global _GUARD
         guard = _Guard(self.record, self.now)
         progress = _Progress()
-        config = self.config
-        spec, _ = cluster_of(self.trace, config)
-        jobs = self.trace.make_jobs()
-        if self.policy.elastic:
-            from simcluster.elastic.work import attach_models
-
-            try:
-                attach_models(self.trace, jobs, display_name(self.config.policy))
-            except ValueError as exc:
-                self.record("exception", f"{exc} (give it an elastic trace: check_policy(..., traces=...))")
-                return self
-        check_fits(self.trace, jobs, spec, type(self.policy).one_type_per_job)
+        resolved = self.resolved
+        jobs = resolved.make_jobs()
+        try:
+            for part in resolved.features:  # (an elastic policy's jobs get their scaling models)
+                part.feature.start(part.plan, jobs, resolved)
+        except ValueError as exc:
+            self.record("exception", f"{exc} (give it an elastic trace: check_policy(..., traces=...))")
+            return self
         self._wrap_policy(guard, progress)
-        placement_class, placement_origin = resolve(config.placement, "placement")
-        placement = placement_class(random.Random(config.seed))
-        placement = CheckedPlacement(_PlacementInGuard(placement, guard), f"placement {display_name(config.placement, 'placement')}",
-                                     self.now, violation=self.record, source_file=placement_origin.location)
+        chosen = resolved.placement
+        placement = chosen.cls(random.Random(resolved.config.seed))
+        placement = CheckedPlacement(_PlacementInGuard(placement, guard), chosen.label, self.now,
+                                     violation=self.record, source_file=chosen.origin.location)
         shares = self.policy.shares_gpus
 
         def wrap(ctx: Any, vc: Any) -> Any:
             return _KitContext(ctx, vc, self.label, shares, self.record, guard)
 
         try:
-            colocation = load_tables(self.trace, config, shares, gpu_types=spec.gpu_types).colocation
-            self.sim = Simulation(jobs, spec, config, [progress], colocation, policy=self.policy,
-                                  placement=placement, wrap_context=wrap)
+            self.sim = Simulation(jobs, resolved, [progress], policy=self.policy, placement=placement,
+                                  wrap_context=wrap)
         except Exception as exc:  # noqa: BLE001 — the policy's __init__-time hooks (partitions, attach) raised
             self.record("exception", f"raised {type(exc).__name__}: {exc} while the run was set up"
                                      f"{where_in(exc, self.source)}")

@@ -25,6 +25,7 @@ from simcluster.job import Job, JobState
 from simcluster.metrics import Observer
 from simcluster.paths import shared_data_dir
 from simcluster.presets import resolve_config
+from simcluster.run import resolve_run
 from simcluster.sdk import Policy
 from simcluster.testing import policy_problems
 
@@ -70,7 +71,7 @@ def elastic_job(index: int, job_id: str, gpus: int, work: StagedWork, duration: 
 
 def run(jobs: list[Job], script: dict[float, Action], nodes: int = 2, **settings: Any) -> Scripted:
     policy = Scripted(script, SimConfig(gpus_per_node=4, **settings))
-    Simulation(jobs, {"a": nodes}, policy.config, policy=policy).run()
+    Simulation(jobs, resolve_run(config=policy.config, cluster={"a": nodes}), policy=policy).run()
     return policy
 
 
@@ -158,7 +159,7 @@ def test_a_stopped_job_goes_back_to_the_stage_its_progress_is_in_and_owes_no_unf
 def test_an_elastic_policy_needs_jobs_with_scaling_models():
     job = Job(index=0, job_id="a", vc="a", gpu_num=1, submit_time=0, duration=10)
     with pytest.raises(ValueError, match="resizes jobs while they run: job a has no scaling model"):
-        Simulation([job], {"a": 1}, SimConfig(), policy=Scripted({}))
+        Simulation([job], resolve_run(config=SimConfig(), cluster={"a": 1}), policy=Scripted({}))
     trace = load_trace(pd.DataFrame({"submit_time": [0], "gpu_num": [1], "duration": [10]}), nodes=1)
     with pytest.raises(ValueError, match="needs jobs with scaling models"):
         simulate(trace, SimConfig(policy="optimus"))

@@ -24,6 +24,7 @@ from simcluster.job import Job
 from simcluster.paths import shared_data_dir
 from simcluster.policies.elasticflow import Edf, ElasticFlow
 from simcluster.presets import resolve_config
+from simcluster.run import resolve_run
 from simcluster.testing import ELASTICFLOW_ROWS, elasticflow_trace, policy_problems
 
 LEVELS = (1, 2, 4, 8)
@@ -43,7 +44,7 @@ def run(policy_class: type, jobs: list[Job], **settings: Any) -> Any:
     policy = policy_class(SimConfig(gpus_per_node=8, restart_delay=30.0))
     if settings:
         policy.settings = replace(policy.settings, **settings)
-    Simulation(jobs, {"a": 1}, policy.config, policy=policy).run()
+    Simulation(jobs, resolve_run(config=policy.config, cluster={"a": 1}), policy=policy).run()
     return policy
 
 
@@ -82,7 +83,7 @@ def test_admitted_jobs_get_their_plans_gpus_now_and_the_spare_by_marginal_return
     seen: dict[str, int] = {}
     policy = ElasticFlow(SimConfig(gpus_per_node=8))
     policy.on_run_start = lambda job, vc: seen.setdefault(job.job_id, job.gpu_num)  # type: ignore[method-assign]
-    Simulation(jobs, {"a": 1}, policy.config, policy=policy).run()
+    Simulation(jobs, resolve_run(config=policy.config, cluster={"a": 1}), policy=policy).run()
     assert seen == {"j0": 4, "j1": 4}
 
 

@@ -25,6 +25,7 @@ from simcluster.policies.elasticflow import Edf, ElasticFlow, Phantom, VcState
 from simcluster.policies.elasticflow_nodes import NodeBook, artifact_switches
 from simcluster.policies.fifo import Fifo
 from simcluster.presets import resolve_config
+from simcluster.run import resolve_run
 
 LEVELS = (1, 2, 4, 8)
 TABLE = ElasticFlowThroughputs({"linear": {8: {g: float(g) for g in LEVELS}}})
@@ -45,7 +46,7 @@ def flow_job(index: int, iterations: float, deadline: float, submit: float = 0.0
 def run(policy_class: type, jobs: list[Job], **settings: Any) -> None:
     policy = policy_class(SimConfig(gpus_per_node=8, restart_delay=30.0))
     policy.settings = replace(policy.settings, **settings)
-    Simulation(jobs, {"a": 1}, policy.config, policy=policy).run()
+    Simulation(jobs, resolve_run(config=policy.config, cluster={"a": 1}), policy=policy).run()
 
 
 def test_the_artifacts_gpu_seconds_run_the_last_count_on_to_the_next_breakpoint() -> None:
@@ -134,7 +135,7 @@ def phantom_run(judge: str) -> tuple[Job, ElasticFlow]:
     policy = ElasticFlow(SimConfig(gpus_per_node=8))
     policy.settings = replace(policy.settings, slot=60.0, rerank="all", overheads="artifact", finish_round="rounded",
                               overhead_timing="next-round", unfinished=True, judge=judge)
-    Simulation([a, b], {"a": 1}, policy.config, policy=policy).run()
+    Simulation([a, b], resolve_run(config=policy.config, cluster={"a": 1}), policy=policy).run()
     return a, policy
 
 
@@ -179,7 +180,7 @@ def test_a_job_ending_alone_is_still_decided_on_at_its_end_event_and_nothing_sta
     policy = ElasticFlow(SimConfig(gpus_per_node=8))
     policy.settings = replace(policy.settings, slot=60.0, rerank="all", overheads="artifact", finish_round="rounded",
                               overhead_timing="next-round", unfinished=True, judge="last-plan")
-    Simulation([a, b], {"a": 1}, policy.config, policy=policy).run()
+    Simulation([a, b], resolve_run(config=policy.config, cluster={"a": 1}), policy=policy).run()
     assert a.end_time == pytest.approx(100.0) and b.end_time is not None
     assert policy.judged_ends() == {"j0": pytest.approx(120.0)}
 

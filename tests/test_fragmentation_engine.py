@@ -14,6 +14,7 @@ from simcluster.config import SimConfig
 from simcluster.engine import Simulation
 from simcluster.fragmentation.rules import RULE_NAMES
 from simcluster.job import Job
+from simcluster.run import resolve_run
 from simcluster.sdk import Placement, Plan
 from tests.test_fragmentation import small_openb
 
@@ -32,7 +33,7 @@ class LastNode(Placement):
 
 def test_a_placement_that_places_fractions_is_asked_for_them() -> None:
     jobs = [Job(index=0, job_id="half", vc="c", gpu_num=1, submit_time=0, duration=10, gpu_milli=500)]
-    Simulation(jobs, {"c": 3}, SimConfig(placement=LastNode, gpus_per_node=2)).run()
+    Simulation(jobs, resolve_run(config=SimConfig(placement=LastNode, gpus_per_node=2), cluster={"c": 3})).run()
     assert LastNode.asked == ["half"]
     assert jobs[0].end_time == 10
 

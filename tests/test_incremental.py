@@ -30,6 +30,7 @@ from simcluster.policies.sharing import shared_plan as real_plan
 from simcluster.policies.slurm import Slurm
 from simcluster.policies.srtf_ars import SrtfAllShared
 from simcluster.policies.tiresias import Tiresias
+from simcluster.run import resolve_run
 from simcluster.tables import load_tables
 from simcluster.traces.synth import SynthSpec, synthesize
 
@@ -136,7 +137,8 @@ def random_jobs(seed: int, n: int, vcs: str = "ab") -> list[Job]:
 def outcome(jobs: list[Job], config: SimConfig, policy=None, placement=None) -> tuple[list, list]:
     """Every job's life, and the timeline (one row per pass: the passes and their order)."""
     passes: list[tuple] = []
-    sim = Simulation(jobs, {"a": 4, "b": 3}, config, policy=policy, placement=placement)
+    resolved = resolve_run(config=config, cluster={"a": 4, "b": 3})
+    sim = Simulation(jobs, resolved, policy=policy, placement=placement)
     schedule = sim.policy.schedule
 
     def noted(vc, ctx):
@@ -309,7 +311,8 @@ def test_srtf_sharing_starts_every_waiting_job_without_a_walk_as_the_walk_would(
     runs = []
     for policy in (SrtfAllShared(config), WalkingSrtfArs(config)):
         jobs = trace.make_jobs()
-        Simulation(jobs, trace.vc_nodes, config, colocation=colocation, policy=policy).run()
+        resolved = resolve_run(config=config, cluster=trace.vc_nodes, colocation=colocation)
+        Simulation(jobs, resolved, policy=policy).run()
         runs.append([(j.start_time, j.end_time, j.preemptions, j.shared_seconds) for j in jobs])
     assert runs[0] == runs[1]
 
@@ -322,7 +325,9 @@ def test_lucid_keeps_its_pair_candidates_as_the_running_exclusive_jobs_in_start_
     trace = synthesize(SynthSpec(jobs=250, nodes=6, vcs=2, load=1.6, seed=seed))
     config = SimConfig(policy="lucid", lucid_sharing="always", pair_choice=choice, node_mtbf=mtbf, node_repair=900,
                        on_no_progress="abandon", until=300_000.0, estimator="oracle")
-    sim = Simulation(trace.make_jobs(), trace.vc_nodes, config, colocation=load_tables(trace, config, True).colocation)
+    resolved = resolve_run(config=config, cluster=trace.vc_nodes,
+                           colocation=load_tables(trace, config, True).colocation)
+    sim = Simulation(trace.make_jobs(), resolved)
     policy, schedule, checked = sim.policy, sim.policy.schedule, [0]
 
     def checking(vc, ctx):

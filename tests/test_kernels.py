@@ -22,6 +22,7 @@ from simcluster.config import SimConfig
 from simcluster.engine import Simulation, SimulationStalled, loop
 from simcluster.engine.kernel import make_kernel
 from simcluster.job import Job
+from simcluster.run import resolve_run
 from simcluster.traces.hetero import HeteroTrace
 from simcluster.traces.synth import SynthSpec, synthesize
 from tests.test_every_shape import POLICY_NAMES, SHAPES, TABLE, rows_strategy, shape
@@ -146,7 +147,7 @@ def test_the_probe_notices_a_missing_internal(monkeypatch):
 def test_a_job_that_can_never_run_stalls_the_run_on_either_kernel(kernel):
     jobs = [Job(index=0, job_id="big", vc="a", gpu_num=16, submit_time=0, duration=10)]
     with pytest.raises(SimulationStalled, match="big"):
-        Simulation(jobs, {"a": 1}, SimConfig(), kernel=kernel).run()
+        Simulation(jobs, resolve_run(config=SimConfig(), cluster={"a": 1}), kernel=kernel).run()
 
 
 def test_only_the_fast_loop_reads_simpys_internals():

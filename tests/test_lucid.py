@@ -14,6 +14,7 @@ from simcluster.engine import Simulation
 from simcluster.job import Job, Workload
 from simcluster.metrics import Observer
 from simcluster.policies.lucid import PROFILER, check_lucid_config
+from simcluster.run import resolve_run
 
 SMALL = Workload("Small", "D", 32, 0)
 HEAVY = Workload("Heavy", "D", 32, 0)
@@ -48,7 +49,8 @@ def simulation(rows, scores=None, speed=0.8, memory=1000.0, vc_nodes=1, **cfg):
                 workload=Workload(m, "D", 32, 0)) for i, (g, t, d, m) in enumerate(rows)]
     config = SimConfig(policy="lucid", estimator="oracle", **{"lucid_sharing": "always", **cfg})
     starts = Starts()
-    sim = Simulation(jobs, {"a": vc_nodes}, config, [starts], colocation=FixedColocation(speed, memory))
+    resolved = resolve_run(config=config, cluster={"a": vc_nodes}, colocation=FixedColocation(speed, memory))
+    sim = Simulation(jobs, resolved, [starts])
     if scores is not None:
         sim.policy.packing = FixedScores(scores)
     sim.run()
@@ -130,8 +132,9 @@ class LowLoad:
 def test_adaptive_sharing_pairs_only_under_high_forecast_load(high):
     jobs = [Job(index=i, job_id=f"j{i}", vc="a", gpu_num=8, submit_time=t, duration=1000, user="u", workload=SMALL)
             for i, t in enumerate((0, 10))]
-    sim = Simulation(jobs, {"a": 1}, SimConfig(policy="lucid", estimator="oracle", profiler_nodes=0),
-                     colocation=FixedColocation(0.8))
+    resolved = resolve_run(config=SimConfig(policy="lucid", estimator="oracle", profiler_nodes=0),
+                           cluster={"a": 1}, colocation=FixedColocation(0.8))
+    sim = Simulation(jobs, resolved)
     sim.policy.packing, sim.policy.forecaster = FixedScores({"Small": 0}), LowLoad(high)
     sim.run()
     assert sim.policy.counts["paired"] == (1 if high else 0)
@@ -201,7 +204,8 @@ def test_jobs_evicted_from_the_profiler_count_among_those_waiting_for_it():
     config = SimConfig(policy="lucid", estimator="oracle", lucid_sharing="never", profiler_nodes=1,
                        profile_seconds=300, profiler_queue_limit=3, node_mtbf=3000, restart_limit=0, seed=1)
     admission = ProfilerQueue(limit=3)
-    sim = Simulation(jobs, {"a": 2}, config, [admission], colocation=FixedColocation(0.8, 1000.0))
+    resolved = resolve_run(config=config, cluster={"a": 2}, colocation=FixedColocation(0.8, 1000.0))
+    sim = Simulation(jobs, resolved, [admission])
     sim.run()
     assert admission.evicted_there > 0 and sim.policy.counts["profiler_busy"] > 0
     assert admission.wrong == []

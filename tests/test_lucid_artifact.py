@@ -16,6 +16,7 @@ from simcluster.models.labels import LabelledScores
 from simcluster.models.throughput import HOUR, SubmissionSeries, ThroughputForecaster
 from simcluster.policies.lucid import PROFILER, check_lucid_config
 from simcluster.presets import get_preset
+from simcluster.run import resolve_run
 
 # --- backfilling while sharing ------------------------------------------------------------------------
 # VC of one node: j0 (4 GPUs) runs; j1 (8 GPUs, shortest so first in the queue) cannot start; j2 (4 GPUs,
@@ -73,8 +74,9 @@ class Forecast:
 def test_lucid_pairs_only_while_the_forecast_rate_is_above_the_threshold(per_hour, paired):
     jobs = [Job(index=i, job_id=f"j{i}", vc="a", gpu_num=8, submit_time=t, duration=1000, user="u",
                 workload=Workload("Small", "D", 32, 0)) for i, t in enumerate((0, 10))]
-    sim = Simulation(jobs, {"a": 1}, SimConfig(policy="lucid", estimator="oracle", profiler_nodes=0),
-                     colocation=FixedColocation(0.8))
+    resolved = resolve_run(config=SimConfig(policy="lucid", estimator="oracle", profiler_nodes=0),
+                           cluster={"a": 1}, colocation=FixedColocation(0.8))
+    sim = Simulation(jobs, resolved)
     sim.policy.packing, sim.policy.forecaster = FixedScores({"Small": 0}), Forecast(per_hour, 2.0)
     sim.run()
     assert sim.policy.counts["paired"] == paired

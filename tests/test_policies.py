@@ -6,6 +6,7 @@ from conftest import make_trace
 
 from simcluster.api import simulate
 from simcluster.config import SimConfig
+from simcluster.run import resolve_run
 
 
 def schedule(rows, vc_nodes, policy, **cfg):
@@ -87,7 +88,8 @@ def test_jobs_submitted_at_one_instant_arrive_in_trace_order_however_they_are_li
         jobs = [Job(index=i, job_id=str(i), vc="ab"[i % 2], gpu_num=8, submit_time=0 if i < 3 else 5, duration=10)
                 for i in range(5)]
         watch = Arrivals()
-        Simulation([jobs[i] for i in order], {"a": 1, "b": 1}, SimConfig(policy="fifo"), [watch]).run()
+        resolved = resolve_run(config=SimConfig(policy="fifo"), cluster={"a": 1, "b": 1})
+        Simulation([jobs[i] for i in order], resolved, [watch]).run()
         return watch.seen
 
     assert arrivals(range(5)) == arrivals([4, 2, 0, 3, 1]) == [(0, 0), (0, 1), (0, 2), (5, 3), (5, 4)]
@@ -103,5 +105,5 @@ def test_an_observer_hook_set_on_the_instance_is_called():
     watch = Observer()
     watch.on_finish = lambda job, now: finished.append((job.job_id, now))  # type: ignore[method-assign]
     jobs = [Job(index=i, job_id=str(i), vc="a", gpu_num=8, submit_time=0, duration=10 * (i + 1)) for i in range(2)]
-    Simulation(jobs, {"a": 2}, SimConfig(policy="fifo"), [watch]).run()
+    Simulation(jobs, resolve_run(config=SimConfig(policy="fifo"), cluster={"a": 2}), [watch]).run()
     assert finished == [("0", 10), ("1", 20)]

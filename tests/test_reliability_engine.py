@@ -21,6 +21,7 @@ from simcluster.engine.failures import NoProgressError
 from simcluster.faults import RateModel, Repair, expected_wall_time, fit_log
 from simcluster.faults.models import Outage, Outages
 from simcluster.job import Job
+from simcluster.run import resolve_run
 
 
 class Scripted:
@@ -212,7 +213,7 @@ def test_the_simulated_ettr_agrees_with_the_closed_form():
             config = SimConfig(seed=seed, checkpoint_interval=interval, checkpoint_cost=cost, restart_cost=restart,
                                spare_nodes=3)
             job = Job(index=0, job_id="0", vc="a", gpu_num=8 * nodes, submit_time=0, duration=work)
-            Simulation([job], {"a": nodes}, config, faults=model).run()
+            Simulation([job], resolve_run(config=config, cluster={"a": nodes}, faults=model)).run()
             walls.append(job.end_time - job.start_time)
         mean, half = np.mean(walls), 1.96 * np.std(walls, ddof=1) / math.sqrt(len(walls))
         expected = expected_wall_time(work, interval, cost, nodes / mtbf, restart, exposed=True)
@@ -220,8 +221,7 @@ def test_the_simulated_ettr_agrees_with_the_closed_form():
 
 
 def test_the_reliability_study_writes_its_table_and_picture(tmp_path):
-    from simcluster.api import reliability_study
-    from simcluster.experiments.reliability import parse_intervals
+    from simcluster.experiments.reliability import parse_intervals, reliability_study
 
     study = reliability_study([8, 64], parse_intervals("10m..2h", 3), "mtbf=5d,repair=1h", replicas=4,
                               work=86_400.0)

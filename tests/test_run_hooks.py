@@ -13,6 +13,7 @@ from simcluster.config import SimConfig
 from simcluster.engine import Simulation
 from simcluster.job import Job
 from simcluster.policies import quota
+from simcluster.run import resolve_run
 
 
 def random_jobs(seed: int, n: int = 60, fractional: bool = False) -> list[Job]:
@@ -51,8 +52,8 @@ def check_srtf_order_at_every_pass(sim: Simulation) -> list[int]:
 @given(seed=st.integers(0, 10_000), mtbf=st.sampled_from([0, 20_000]))
 def test_srtf_keeps_each_vcs_running_jobs_in_order_of_their_end_through_preemptions_and_failures(seed, mtbf):
     jobs = random_jobs(seed)
-    sim = Simulation(jobs, {"a": 2, "b": 2}, SimConfig(policy="srtf", node_mtbf=mtbf, node_repair=600,
-                                                       on_no_progress="abandon"))
+    sim = Simulation(jobs, resolve_run(config=SimConfig(policy="srtf", node_mtbf=mtbf, node_repair=600,
+                                                       on_no_progress="abandon"), cluster={"a": 2, "b": 2}))
     checked = check_srtf_order_at_every_pass(sim)
     sim.run()
     assert checked and max(checked) > 0
@@ -61,17 +62,22 @@ def test_srtf_keeps_each_vcs_running_jobs_in_order_of_their_end_through_preempti
 
 def test_only_policies_that_define_the_hooks_are_called():
     jobs = random_jobs(1, 5)
-    assert Simulation(jobs, {"a": 2, "b": 2}, SimConfig(policy="srtf"))._policy_on_run_start
+    resolved = resolve_run(config=SimConfig(policy="srtf"), cluster={"a": 2, "b": 2})
+    assert Simulation(jobs, resolved)._policy_on_run_start
     for policy in ("fifo", "srtf-ars", "srtf-wrs"):  # sharing variants: a shared job's speed varies, no end order
-        sim = Simulation(random_jobs(1, 5), {"a": 2, "b": 2}, SimConfig(policy=policy),
-                         colocation=load_colocation_model("default"))
+        resolved = resolve_run(config=SimConfig(policy=policy), cluster={"a": 2, "b": 2},
+                               colocation=load_colocation_model("default"))
+        sim = Simulation(random_jobs(1, 5), resolved)
         assert not sim._policy_on_run_start and not sim._policy_on_run_stop
     # tiresias keeps its running jobs in order; tiresias-gittins, whose keys move as jobs run, keeps what they hold
     # (and notes stopped jobs for its promote knob)
-    sim = Simulation(random_jobs(1, 5), {"a": 2, "b": 2}, SimConfig(policy="tiresias"))
+    resolved = resolve_run(config=SimConfig(policy="tiresias"), cluster={"a": 2, "b": 2})
+    sim = Simulation(random_jobs(1, 5), resolved)
     assert sim._policy_on_run_stop and sim._policy_on_run_start
     for knob in (0.0, 2.0):
-        sim = Simulation(random_jobs(1, 5), {"a": 2, "b": 2}, SimConfig(policy="tiresias-gittins", promote_knob=knob))
+        resolved = resolve_run(config=SimConfig(policy="tiresias-gittins", promote_knob=knob),
+                               cluster={"a": 2, "b": 2})
+        sim = Simulation(random_jobs(1, 5), resolved)
         assert sim._policy_on_run_stop and sim._policy_on_run_start
 
 
@@ -107,7 +113,7 @@ def srtf_runs(seed: int, mtbf: float, n: int, fractional: bool) -> list[list[tup
     runs = []
     for plain in (False, True):
         jobs = random_jobs(seed, n, fractional)
-        sim = Simulation(jobs, {"a": 2, "b": 2}, config)
+        sim = Simulation(jobs, resolve_run(config=config, cluster={"a": 2, "b": 2}))
         if plain:
             walk_every_pass(sim)
         sim.run()

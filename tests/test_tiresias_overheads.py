@@ -21,6 +21,7 @@ from simcluster.job import Job
 from simcluster.paths import shared_data_dir
 from simcluster.policies.tiresias import Tiresias
 from simcluster.presets import resolve_config
+from simcluster.run import resolve_run
 from simcluster.testing import policy_problems
 
 TRACES = shared_data_dir() / "elasticflow" / "traces"
@@ -32,7 +33,7 @@ def ends(rows: list[tuple], overheads: str = "elasticflow") -> list[float]:
             for i, (g, s, d) in enumerate(rows)]
     policy = Tiresias(SimConfig(policy="tiresias", thresholds=(1e9,), quantum=60.0, gpus_per_node=8))
     policy.settings = replace(policy.settings, overheads=overheads)
-    Simulation(jobs, {"a": 1}, policy.config, policy=policy).run()
+    Simulation(jobs, resolve_run(config=policy.config, cluster={"a": 1}), policy=policy).run()
     return [job.end_time for job in jobs]  # type: ignore[misc]
 
 

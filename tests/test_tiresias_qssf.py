@@ -23,6 +23,7 @@ from simcluster.metrics import Observer
 from simcluster.policies.quota import queue_streams, walk_quota
 from simcluster.policies.tiresias import Tiresias
 from simcluster.policies.tiresias_gittins import GittinsIndex, TiresiasGittins
+from simcluster.run import resolve_run
 
 
 def times(rows, vc_nodes, **cfg):
@@ -81,7 +82,7 @@ def test_a_running_job_never_sits_in_a_lower_queue_than_a_waiting_job_that_fits(
     trace = make_trace([("a", 1, t, d) for t, d in sorted(rows)], {"a": 1})
     guard = QueueInversionGuard()
     config = SimConfig(policy="tiresias", thresholds=tuple(sorted(thresholds)))
-    sim = Simulation(trace.make_jobs(), trace.vc_nodes, config, [guard])
+    sim = Simulation(trace.make_jobs(), resolve_run(config=config, cluster=trace.vc_nodes), [guard])
     guard.sim = sim
     sim.run()
     assert all(j.state is JobState.FINISHED for j in sim.jobs)

@@ -1,17 +1,27 @@
-"""What every ``lucid-sim`` command shares: the Typer apps, the consoles, errors, tables."""
+"""What every ``lucid-sim`` command shares: the Typer apps, the consoles, errors, tables.
+
+The consoles and how a command fails or is stopped are :mod:`simcluster.cli.exits` (which the help classes of
+:mod:`simcluster.cli.help` use too); they are re-exported here, where the commands find them.
+"""
 
 from __future__ import annotations
 
 import json
-import signal
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any, NoReturn
+from typing import Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
+
+from simcluster.cli.exits import (  # noqa: F401  (the commands import them from here)
+    Terminated,
+    err,
+    exit_code,
+    fail,
+    interrupted_by,
+    out,
+    terminate_as_interrupt,
+)
+from simcluster.cli.help import HelpCommand, HelpGroup
 
 CONTEXT = {"help_option_names": ["--help", "-h"]}
 
@@ -20,16 +30,12 @@ class App(typer.Typer):
     """A Typer app whose commands and groups print :mod:`simcluster.cli.help`'s help (whole at 80 columns)."""
 
     def __init__(self, **kwargs: Any) -> None:
-        from simcluster.cli.help import HelpGroup
-
         kwargs.setdefault("cls", HelpGroup)
         kwargs.setdefault("context_settings", CONTEXT)
         kwargs.setdefault("no_args_is_help", True)
         super().__init__(**kwargs)
 
     def command(self, *args: Any, **kwargs: Any) -> Any:
-        from simcluster.cli.help import HelpCommand
-
         if kwargs.get("cls") is None:
             kwargs["cls"] = HelpCommand
         return super().command(*args, **kwargs)
@@ -62,58 +68,6 @@ def _root(version: bool = typer.Option(False, "--version", help="Print simcluste
 
 trace_app = App(help="Make, check and convert traces.")
 app.add_typer(trace_app, name="trace")
-
-err = Console(stderr=True, soft_wrap=True)
-out = Console(soft_wrap=True)
-
-
-def fail(message: str | Exception, code: int | None = None) -> NoReturn:
-    """Print ``error: message`` on stderr and exit with ``code``: by default 2 (bad input), or 1 for an
-    exception that is a failed write (:class:`~simcluster.errors.WriteError`: a full disk).  The message is
-    printed as written (no markup), any word longer than 200 characters shortened
-    (:func:`simcluster.errors.readable`), so that a value quoted from a file stays one readable paragraph."""
-    from rich.markup import escape
-
-    from simcluster.errors import WriteError, readable
-
-    if code is None:
-        code = 1 if isinstance(message, WriteError) else 2
-    err.print(f"[bold red]error:[/] {escape(readable(str(message)))}", highlight=False)
-    raise typer.Exit(code)
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM (``kill``), raised where the main thread is, so that a command stops as Ctrl-C stops it: its
-    children ended, nothing half-written; the command then exits with :func:`exit_code` (143)."""
-
-
-@contextmanager
-def terminate_as_interrupt() -> Iterator[None]:
-    """While inside, SIGTERM raises :class:`Terminated` (a KeyboardInterrupt) in the main thread; a second
-    SIGTERM during the clean-up ends the process at once.  Does nothing outside the main thread."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def stop(signum: int, frame: Any) -> None:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        raise Terminated()
-
-    previous = signal.signal(signal.SIGTERM, stop)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-def exit_code(interrupt: BaseException) -> int:
-    """The exit status of a command stopped by ``interrupt``: 143 after SIGTERM, 130 after Ctrl-C (128 + the
-    signal's number, as a shell reports a process the signal ended)."""
-    return 128 + (signal.SIGTERM if isinstance(interrupt, Terminated) else signal.SIGINT)
-
-
-def interrupted_by(interrupt: BaseException) -> str:
-    return "SIGTERM" if isinstance(interrupt, Terminated) else "Ctrl-C"
 
 
 def plugin_table(title: str, described: dict[str, str], as_json: bool) -> None:

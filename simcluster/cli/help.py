@@ -26,6 +26,8 @@ from rich.panel import Panel
 from rich.text import Text
 from typer.core import TyperCommand, TyperGroup
 
+from simcluster.cli.exits import Terminated, exit_code, fail, terminate_as_interrupt
+
 OPTIONS, ARGUMENTS, COMMANDS = "Options", "Arguments", "Commands"
 NAME_STYLE, METAVAR_STYLE, CODE_STYLE = "bold cyan", "yellow", "bold"
 DIM = "dim"
@@ -41,7 +43,7 @@ class CheckedCommand(TyperCommand):
 
     Click's float type reads ``nan`` and ``inf`` as numbers, and a range (``min=0``) lets NaN through (no
     comparison with it is true), so every float option is checked here, once the command line is parsed and
-    before the command runs.  While it runs, SIGTERM raises :class:`~simcluster.cli.common.Terminated` (a
+    before the command runs.  While it runs, SIGTERM raises :class:`~simcluster.cli.exits.Terminated` (a
     KeyboardInterrupt) where the command is, so that it cleans up as after Ctrl-C; a command that does not
     say more itself then ends with ``error: interrupted (SIGTERM)`` and exit status 143.
     """
@@ -52,8 +54,6 @@ class CheckedCommand(TyperCommand):
         return rest
 
     def invoke(self, ctx: Any) -> Any:
-        from simcluster.cli.common import Terminated, exit_code, fail, terminate_as_interrupt
-
         try:
             with terminate_as_interrupt():
                 return super().invoke(ctx)
@@ -80,7 +80,6 @@ class HelpCommand(CheckedCommand):
         print_help(self, ctx)
 
     def invoke(self, ctx: Any) -> Any:
-        from simcluster.cli.common import fail
         from simcluster.errors import OutputError
 
         try:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -24,6 +24,9 @@ from simcluster.cli.options import (
 from simcluster.cli.trace_options import load_trace_from, print_trace_warnings, trace_parameters
 from simcluster.config import POLICY, TIRESIAS, ConfigError, SimConfig, knobs
 from simcluster.paths import DEFAULT_TRACE
+
+if TYPE_CHECKING:
+    from simcluster.run import ResolvedSettings
 
 OUTPUT = "Output"
 FORMATS = ("csv", "parquet")
@@ -103,7 +106,7 @@ def parse_policy_set(items: list[str] | None) -> dict[str, str]:
     return found
 
 
-def config_from(ctx: typer.Context, values: dict[str, Any], exclude: tuple[str, ...] = ()) -> SimConfig:
+def config_from(ctx: typer.Context, values: dict[str, Any], exclude: tuple[str, ...] = ()) -> ResolvedSettings:
     """The run's settings: defaults < --preset < --config < the options given on the command line, with the
     plug-ins they name loaded and the policy's own settings checked."""
     from simcluster.presets import resolve_config
@@ -118,28 +121,26 @@ def config_from(ctx: typer.Context, values: dict[str, Any], exclude: tuple[str, 
     return check_plugins(config)
 
 
-def check_plugins(config: SimConfig) -> SimConfig:
-    """Unknown policy, placement or estimator: an error listing the choices; the config with its plug-ins'
-    specs made absolute and the policy's own settings typed."""
+def check_plugins(config: SimConfig) -> ResolvedSettings:
+    """Unknown policy, placement or estimator: an error listing the choices; the settings with their plug-ins
+    resolved (specs made absolute, the policy's own settings typed: :func:`~simcluster.run.resolve_settings`)."""
     from simcluster.estimators import ESTIMATORS
-    from simcluster.plugins import resolved_config
+    from simcluster.run import resolve_settings
 
-    config = resolved_config(config)
+    settled = resolve_settings(config)
     if config.estimator != "auto":
         ESTIMATORS.get(config.estimator)
-    return config
+    return settled
 
 
-def default_folder(trace: Path, config: SimConfig) -> Path:
+def default_folder(trace: Path, settled: ResolvedSettings) -> Path:
     """``results/TRACE-POLICY-PLACEMENT``, plus a hash of every other setting that is not the default,
     so that runs differing in any option never share a folder."""
-    from simcluster.plugins import display_name
-
     name = trace.resolve().name.removesuffix(".csv").removesuffix(".trace")
-    defaults = SimConfig().as_dict()
+    config, defaults = settled.config, SimConfig().as_dict()
     changed = {k: v for k, v in config.as_dict().items()
                if k not in ("policy", "placement", "config_file") and v != defaults[k]}
-    policy, placement = display_name(config.policy), display_name(config.placement, "placement")
+    policy, placement = settled.policy.name, settled.placement.name
     if policy != config.policy or placement != config.placement:  # a plug-in: its spec tells folders apart
         changed["plugins"] = [config.policy, config.placement]
     folder = f"{name}-{policy}-{placement}"
@@ -175,7 +176,7 @@ def run(ctx: typer.Context, **values: Any) -> None:
     """
     from simcluster.registry import UnknownPlugin
     from simcluster.results import check_output
-    from simcluster.scope import check_settings, has_job_types
+    from simcluster.run import resolve_run
     from simcluster.traces import TraceError
 
     fmt, quiet, live = values["fmt"], values["quiet"] or values["as_json"], values["live"]
@@ -203,17 +204,19 @@ def run(ctx: typer.Context, **values: Any) -> None:
         fail(str(exc))
     trace = values["trace"] or DEFAULT_TRACE
     try:
-        config = config_from(ctx, values)
+        settled = config_from(ctx, values)
     except (UnknownPlugin, ValueError) as exc:  # (PluginError and ConfigError are ValueErrors)
         fail(str(exc))
-    target = values["out_dir"] or default_folder(trace, config)
+    config = settled.config
+    target = values["out_dir"] or default_folder(trace, settled)
     inputs = run_inputs(values, config)
     try:  # before any work: a run that cannot be written is not worth simulating
         check_output(target, "run", inputs, values["overwrite"])
         loaded = load_trace_from(values, config)
-        warnings = check_settings(config, has_job_types(loaded))
-    except (TraceError, UnknownPlugin, ValueError) as exc:
+        resolved = resolve_run(loaded, settled)  # the cluster, the tables, the failure model: loaded once, here
+    except (TraceError, UnknownPlugin, ValueError, FileNotFoundError) as exc:
         fail(str(exc))
+    warnings = list(resolved.warnings)
     if not quiet:
         print_trace_warnings(loaded)
     if values["replicas"] and not values["dry_run"]:
@@ -225,7 +228,7 @@ def run(ctx: typer.Context, **values: Any) -> None:
         run_replicas(values, config, target, quiet)
         return
     if values["dry_run"]:
-        print_plan(loaded, config, target, warnings, fmt)
+        print_plan(loaded, config, resolved, target, fmt)
         return
     if not quiet:
         if loaded.skipped:
@@ -238,7 +241,7 @@ def run(ctx: typer.Context, **values: Any) -> None:
     where = Placements() if values["placements"] else None
     try:
         with terminate_as_interrupt():
-            result = simulate_with_progress(loaded, config, quiet=quiet, live=live,
+            result = simulate_with_progress(loaded, resolved, quiet=quiet, live=live,
                                             observers=[where] if where else [])
             tables = result.tables() | ({"placements": where.frame()} if where else {})
             if wait_bounds:  # (the figures of the default bound replaced by those of the bounds given)
@@ -273,17 +276,15 @@ def print_warnings(warnings: list[str]) -> None:
     show(warnings, err)
 
 
-def print_plan(loaded: Any, config: SimConfig, target: Path, warnings: list[str], fmt: str) -> None:
-    """``--dry-run``: the trace, the cluster, the settings that differ from the defaults, where results go."""
-    from simcluster.api import cluster_of
-    from simcluster.plugins import resolve_policy
+def print_plan(loaded: Any, config: SimConfig, resolved: Any, target: Path, fmt: str) -> None:
+    """``--dry-run``: the trace, the cluster, the settings given that differ from the defaults (``config``, before
+    the run's resolution adds what it finds beside the trace), where results go."""
     from simcluster.results import read_marker
 
-    defaults = SimConfig()
+    spec, defaults = resolved.cluster, SimConfig()
     changed = {k: v for k, v in config.as_dict().items()
                if k in knobs() and k not in ("policy", "placement") and v != getattr(defaults, k)}
-    spec, _ = cluster_of(loaded, config)
-    placement = resolve_policy(config.policy).own_placement or config.placement
+    placement = resolved.policy.cls.own_placement or config.placement
     out.print(f"would simulate [bold]{loaded.source}[/] ({len(loaded):,} jobs) with {config.policy}/"
               f"{placement} on {spec.describe()} ({spec.total_gpus:,} GPUs)", highlight=False)
     if config.preset:
@@ -297,15 +298,15 @@ def print_plan(loaded: Any, config: SimConfig, target: Path, warnings: list[str]
         " (replacing what is there: --overwrite)" if replaces else "")
     out.print(f"and write jobs.{fmt}, timeline.{fmt} and summary.json to [bold]{target}[/]{what}; "
               "nothing was simulated or written (--dry-run)", highlight=False)
-    print_warnings(warnings)
+    print_warnings(list(resolved.warnings))
 
 
-def simulate_with_progress(loaded: Any, config: SimConfig, quiet: bool, live: bool, observers: list[Any] | None = None
+def simulate_with_progress(loaded: Any, resolved: Any, quiet: bool, live: bool, observers: list[Any] | None = None
                            ) -> Any:
-    """Run the simulation under a progress bar with ETA (or the live view, or nothing)."""
+    """Run the simulation of a resolved run under a progress bar with ETA (or the live view, or nothing)."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from simcluster.api import simulate
+    from simcluster.api import simulate_resolved
     from simcluster.engine import SimulationStalled
     from simcluster.guard import PluginFailed
     from simcluster.live import EtaColumn, ProgressObserver, live_run
@@ -314,11 +315,13 @@ def simulate_with_progress(loaded: Any, config: SimConfig, quiet: bool, live: bo
     with Progress(TextColumn("[bold]{task.fields[label]}"), BarColumn(), TextColumn("{task.fields[jobs]}"),
                   TextColumn("{task.fields[day]}"), TimeElapsedColumn(), EtaColumn(), console=err,
                   disable=quiet or live, transient=True) as progress:
+        config = resolved.config
         task = progress.add_task("", total=1.0, label=f"{config.policy}/{config.placement}",
                                  jobs=f"0/{len(loaded):,} jobs", day="day 0")
         try:
             with live_run(loaded, config, err, enabled=live and not quiet) as watchers:
-                return simulate(loaded, config, [ProgressObserver(progress, task, loaded), *watchers, *(observers or [])])
+                return simulate_resolved(resolved, [ProgressObserver(progress, task, loaded), *watchers,
+                                                    *(observers or [])])
         except (TraceError, ValueError, FileNotFoundError) as exc:  # e.g. an estimates file that lacks a job
             fail(str(exc))
         except (PluginFailed, SimulationStalled) as exc:  # a plug-in raised, or took a decision the engine cannot

@@ -1,8 +1,9 @@
 """Failures from a fault model, what they cost a job, hot spares and excluded servers: the engine's side.
 
 On when a run is given any of ``--faults``, ``--checkpoint-cost``, ``--restart-cost``, ``--checkpoint-interval
-young-daly``, ``--spare-nodes`` or ``--exclude-after`` (:func:`reliability_mode`); a run without them takes none
-of these paths, and its results are those of before.
+young-daly``, ``--spare-nodes`` or ``--exclude-after``
+(:func:`~simcluster.settings.reliability.reliability_mode`); a run without them takes none of these paths, and
+its results are those of before.
 
 **Faults.** One SimPy process per run (:meth:`Reliability.replay`) walks the model's cluster-wide stream of
 outages in time order (:meth:`~simcluster.faults.FailureModel.outages`) and calls ``down`` and ``up`` for the
@@ -43,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 import simpy
 
 from simcluster.config import SimConfig
-from simcluster.faults.models import MAX_HORIZON_S, FailureModel, Outage, RateModel, Repair
+from simcluster.faults.models import MAX_HORIZON_S, FailureModel, Outage
 from simcluster.job import Job, JobState
 from simcluster.settings.reliability import exclusion_rule
 
@@ -53,45 +54,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 CHECKPOINT, RESTART, OTHER = 0, 1, 2  # kinds of seconds without progress
 _EPS = 1e-6  # progress within this of a checkpoint boundary is at it (floating-point rounding of progress)
-
-
-def reliability_mode(config: SimConfig) -> bool:
-    """Whether any option of failures by model, checkpoint and restart costs, spares or exclusion is given."""
-    return bool(config.faults or config.checkpoint_cost or config.restart_cost or config.spare_nodes
-                or config.exclude_after or config.checkpoint_interval == "young-daly")
-
-
-def check_reliability(config: SimConfig, where: str = "settings", model_given: bool = False) -> None:
-    """Settings that do not go together, as a ValueError naming the options (``model_given``: a failure model
-    came with the run, not from ``--faults``)."""
-    failing = bool(config.faults) or config.node_mtbf > 0 or model_given
-    if config.faults and config.node_mtbf > 0:
-        raise ValueError(f"{where}: give --faults or --node-mtbf, not both (--faults mtbf=SECONDS,repair=SECONDS is "
-                         "--node-mtbf's model)")
-    if config.checkpoint_interval == "young-daly":
-        if not config.checkpoint_cost:
-            raise ValueError(f"{where}: --checkpoint-interval young-daly needs --checkpoint-cost > 0 (the interval "
-                             "grows as the square root of the checkpoint's cost)")
-        if not failing:
-            raise ValueError(f"{where}: --checkpoint-interval young-daly needs a failure rate: give --faults or "
-                             "--node-mtbf")
-    if (config.spare_nodes or config.exclude_after) and not failing:
-        raise ValueError(f"{where}: --spare-nodes and --exclude-after need failures: give --faults or --node-mtbf")
-    if config.faults_offset and not config.faults:
-        raise ValueError(f"{where}: --faults-offset applies to a replayed fault log: give --faults LOG")
-
-
-def model_of(config: SimConfig) -> FailureModel | None:
-    """The run's failure model, resolved once from its settings: ``--faults``, or ``--node-mtbf`` as a rate model
-    where spares or exclusion need one stream of server faults (``--node-mtbf`` alone keeps each node's own
-    process, :func:`~simcluster.engine.failures.node_life`)."""
-    if config.faults:
-        from simcluster.faults.spec import failure_model
-
-        return failure_model(config.faults, config.faults_offset)
-    if config.node_mtbf > 0 and (config.spare_nodes or config.exclude_after):
-        return RateModel.from_mtbf(config.node_mtbf, Repair.fixed(config.node_repair))
-    return None
 
 
 @dataclass(slots=True, eq=False)
@@ -192,7 +154,7 @@ class ReliabilityRecord:
 
 class Reliability:
     """The run's failures by model, costs, spares and exclusion (module docstring); the simulation owns one in
-    :func:`reliability_mode` runs."""
+    :func:`~simcluster.settings.reliability.reliability_mode` runs."""
 
     def __init__(self, sim: Simulation, config: SimConfig, model: FailureModel | None) -> None:
         self.sim, self.config, self.model = sim, config, model

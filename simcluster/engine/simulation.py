@@ -27,8 +27,7 @@ import simpy
 
 from simcluster.cluster import Cluster, Node, Pool, VirtualCluster
 from simcluster.cluster_spec import ClusterSpec, NodeGroup
-from simcluster.colocation.loader import ColocationModel, answer_shares
-from simcluster.config import SimConfig
+from simcluster.colocation.loader import answer_shares
 from simcluster.elastic.threads import one_blas_thread
 from simcluster.engine.causes import NodeFailed, Swapped
 from simcluster.engine.context import VcContext
@@ -36,13 +35,7 @@ from simcluster.engine.events import HORIZON, LATE, URGENT, NoEventsLeft, succee
 from simcluster.engine.failures import NoProgressGuard, node_life
 from simcluster.engine.kernel import make_kernel
 from simcluster.engine.life import JobLife
-from simcluster.engine.reliability import (
-    Reliability,
-    ReliabilityRecord,
-    check_reliability,
-    model_of,
-    reliability_mode,
-)
+from simcluster.engine.reliability import Reliability, ReliabilityRecord
 from simcluster.engine.speed import SpeedModel
 from simcluster.guard import (
     CheckedContext,
@@ -59,13 +52,12 @@ from simcluster.job import UNKNOWN_WORKLOAD as UNKNOWN
 from simcluster.job import Job, JobState
 from simcluster.metrics.observer import Observer, overridden_hooks
 from simcluster.placement import Placement, fraction_plan
-from simcluster.plugins import display_name, resolve
 from simcluster.policies import Policy, SchedulingContext
 from simcluster.queue import JobQueue
 from simcluster.registry import implements
 
 if TYPE_CHECKING:  # pragma: no cover
-    from simcluster.faults.models import FailureModel
+    from simcluster.run.resolved import ResolvedRun
     from simcluster.throughputs import ThroughputTable
 
 _BY_INDEX = attrgetter("index")  # trace order
@@ -77,7 +69,7 @@ class SimulationStalled(RuntimeError):
 
 @dataclass(frozen=True)
 class RunOutcome:
-    """What a run ended with, beside the jobs themselves: what :func:`simcluster.api.simulate` formats."""
+    """What a run ended with, beside the jobs themselves: what :func:`simcluster.run.collect` formats."""
 
     end: float  # the clock when the run stopped
     finished_every_job: bool  # no horizon cut the run short, no job was given up on
@@ -112,11 +104,14 @@ def without_borrowed(spec: ClusterSpec | Mapping[str, int], borrowed: dict[str, 
 
 
 class Simulation(JobLife):
-    """Replays ``jobs`` on a cluster of ``vc_nodes`` under ``config``.
+    """Replays ``jobs`` under a resolved run (:func:`simcluster.run.resolve_run`): its settings, policy, placement,
+    cluster, tables and failure model, read here and never resolved again.
 
+    >>> from simcluster.config import SimConfig
     >>> from simcluster.job import Job
+    >>> from simcluster.run import resolve_run
     >>> jobs = [Job(index=i, job_id=str(i), vc="a", gpu_num=8, submit_time=0, duration=100) for i in range(3)]
-    >>> outcome = Simulation(jobs, {"a": 2}, SimConfig(policy="fifo")).run()
+    >>> outcome = Simulation(jobs, resolve_run(config=SimConfig(policy="fifo"), cluster={"a": 2})).run()
     >>> [(j.start_time, j.end_time) for j in jobs], outcome.end
     ([(0.0, 100.0), (0.0, 100.0), (100.0, 200.0)], 200.0)
     """
@@ -124,26 +119,22 @@ class Simulation(JobLife):
     def __init__(
         self,
         jobs: list[Job],
-        cluster: Mapping[str, int] | ClusterSpec,
-        config: SimConfig | None = None,
+        resolved: ResolvedRun,
         observers: Iterable[Observer] = (),
-        colocation: ColocationModel | None = None,
-        throughputs: ThroughputTable | None = None,
+        *,
         policy: Policy | None = None,
         placement: Placement | None = None,
         wrap_context: Callable[[SchedulingContext, VirtualCluster], SchedulingContext] | None = None,
         kernel: str | None = None,
-        faults: FailureModel | None = None,
     ) -> None:
-        """``cluster``: nodes per VC (untyped, ``config.gpus_per_node`` GPUs each) or a :class:`ClusterSpec`.
-        ``colocation``: the model sharing policies read (:func:`simcluster.tables.load_tables` loads the one
-        ``config`` names); ``throughputs``: the table the jobs' per-type speeds come from, whose pairs time jobs
-        sharing GPUs.  ``policy`` and ``placement``: instances to use instead of the ones ``config`` names, and
-        ``wrap_context`` what wraps each VC's context (the conformance kit's checks, :mod:`simcluster.testing`).
-        ``kernel``: "fast", "reference" or None (the fast one where this SimPy allows, :mod:`~.kernel`).
-        ``faults``: a failure model to replay instead of the one ``config.faults`` names
-        (:mod:`~simcluster.engine.reliability`)."""
-        self.config = config = config or SimConfig()
+        """``resolved``: the run (its cluster's nodes per VC, its colocation model for sharing policies, its
+        throughput table whose pairs time jobs sharing GPUs, its failure model).  ``policy`` and ``placement``:
+        instances to use instead of the run's classes, and ``wrap_context`` what wraps each VC's context (the
+        conformance kit's checks, :mod:`simcluster.testing`).  ``kernel``: "fast", "reference" or None (the fast
+        one where this SimPy allows, :mod:`~.kernel`)."""
+        self.resolved = resolved
+        self.config = config = resolved.config
+        colocation, throughputs = resolved.tables.colocation, resolved.tables.throughputs
         self.jobs = jobs
         start = min(map(attrgetter("submit_time"), jobs), default=0)
         self.env = simpy.Environment(initial_time=start)
@@ -151,9 +142,9 @@ class Simulation(JobLife):
         self.notes = [kernel_note] if kernel_note else []
         self.clock = self.kernel.clock
         self._call_at = self.kernel.call_at
-        policy_class, origin = resolve(config.policy, "policy")
-        self.label = label = f"policy {display_name(config.policy)}"  # as messages name it
-        guarded = origin.source != "built-in" and policy is None  # a plug-in: its hooks and decisions are checked
+        policy_class = resolved.policy.cls
+        self.label = label = resolved.policy.label  # as messages name it
+        guarded = not resolved.policy.builtin and policy is None  # a plug-in: its hooks and decisions are checked
         self.plugin_guard: RunGuard | None = None
         self._policy_guarded = guarded
         if guarded:
@@ -165,14 +156,14 @@ class Simulation(JobLife):
         else:
             self.policy = policy if policy is not None else policy_class(config)
         if self.policy.shares_gpus and colocation is None:
-            raise ValueError(f"{label} shares GPUs: give the simulation its colocation model "
-                             "(simcluster.tables.load_tables)")
-        self.cluster = self._build_cluster(cluster, throughputs)
-        placement_class, placement_origin = resolve(config.placement, "placement")
+            raise ValueError(f"{label} shares GPUs: give the run its colocation model (resolve a run of a "
+                             "policy that shares GPUs, or resolve_run(..., colocation=MODEL))")
+        self.cluster = self._build_cluster(resolved.cluster, throughputs)
+        placement_class = resolved.placement.cls
         self.placement = placement if placement is not None else placement_class(random.Random(config.seed))
         self._monotone_placement = self.placement.monotone
-        if placement_origin.source != "built-in" and placement is None:
-            placement_label = f"placement {display_name(config.placement, 'placement')}"
+        if not resolved.placement.builtin and placement is None:
+            placement_label = resolved.placement.label
             placement_source = source_of(placement_class)
             self._route_writes(placement_class, placement_label)
             self.placement = CheckedPlacement(self.placement, placement_label, self.clock, source_file=placement_source)
@@ -226,9 +217,8 @@ class Simulation(JobLife):
         self._all_done = self.env.event()
         self.running = self.pending = 0
         self.reliability: Reliability | None = None
-        if reliability_mode(config) or faults is not None:
-            check_reliability(config, model_given=faults is not None)
-            self.reliability = Reliability(self, config, faults if faults is not None else model_of(config))
+        if resolved.reliability:
+            self.reliability = Reliability(self, config, resolved.fault_model)
             if config.checkpoint_cost:
                 self._time_run = self._time_run_checkpointed  # type: ignore[method-assign]
         self.guard = NoProgressGuard(config, self.reliability)
@@ -247,10 +237,9 @@ class Simulation(JobLife):
             self.notes.append(f"{label}: its writes to views are not checked in {', '.join(unread)} (no source to "
                               "read: a class typed into an interactive session?)")
 
-    def _build_cluster(self, cluster: Mapping[str, int] | ClusterSpec, throughputs: ThroughputTable | None) -> Cluster:
+    def _build_cluster(self, spec: ClusterSpec, throughputs: ThroughputTable | None) -> Cluster:
         """The trace's VCs, less the nodes the policy's partitions borrow, plus those partitions."""
         config = self.config
-        spec = cluster if isinstance(cluster, ClusterSpec) else ClusterSpec.uniform(cluster, config.gpus_per_node)
         partitions = self.policy.partitions()
         if clash := set(partitions) & set(spec.vcs):
             raise ValueError(f"the trace has a VC named like {self.label}'s own partition: {sorted(clash)}")

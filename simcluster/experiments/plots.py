@@ -8,7 +8,6 @@ interval over replicas, a min–max over seeds) the caller says in the title.
 
 from __future__ import annotations
 
-import io
 import zlib
 from collections.abc import Mapping, Sequence
 
@@ -19,26 +18,14 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-WIDTH, HEIGHT, DPI = 960, 540, 100  # pixels of every plot
-
-
-def _figure() -> tuple[Figure, Axes]:
-    fig = Figure(figsize=(WIDTH / DPI, HEIGHT / DPI), dpi=DPI, layout="constrained")
-    FigureCanvasAgg(fig)
-    return fig, fig.add_subplot()
-
-
-def _png(fig: Figure) -> bytes:
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=DPI)  # no bbox_inches: the size stays WIDTH × HEIGHT
-    return buffer.getvalue()
+from simcluster.canvas import DPI, HEIGHT, WIDTH, new_figure, png_bytes
 
 
 def jct_cdf(series: Mapping[str, np.ndarray], title: str = "JCT CDF per policy",
             xlabel: str = "job completion time (s, log scale)") -> bytes:
     """Empirical CDF of job completion times (or another time, ``xlabel``), one line per series, log-scaled
     time axis."""
-    fig, ax = _figure()
+    fig, ax = new_figure()
     for name, jct in series.items():
         values = np.sort(np.maximum(np.asarray(jct, dtype=float), 1.0))  # log axis: at least 1 s
         if len(values):
@@ -51,7 +38,7 @@ def jct_cdf(series: Mapping[str, np.ndarray], title: str = "JCT CDF per policy",
     ax.grid(True, which="major", alpha=0.3)
     if series:
         ax.legend(loc="lower right", fontsize="small")
-    return _png(fig)
+    return png_bytes(fig)
 
 
 Spread = tuple[float, float, float]  # mean, low, high: the error bar's ends (an interval, or min and max)
@@ -73,7 +60,7 @@ def _bar(ax: Axes, x: np.ndarray, spreads: Sequence[Spread], width: float, label
 def queue_by_vc(values: Mapping[str, Mapping[str, Spread]], vcs: Sequence[str],
                 title: str = "Queueing delay per VC per configuration") -> bytes:
     """Average queueing delay per VC (groups), one bar per series within each group (error bars low–high)."""
-    fig, ax = _figure()
+    fig, ax = new_figure()
     n = max(len(values), 1)
     x = np.arange(len(vcs))
     width = 0.8 / n
@@ -86,26 +73,26 @@ def queue_by_vc(values: Mapping[str, Mapping[str, Spread]], vcs: Sequence[str],
     ax.grid(True, axis="y", alpha=0.3)
     if values:
         ax.legend(fontsize="small")
-    return _png(fig)
+    return png_bytes(fig)
 
 
 def figure_bars(values: Mapping[str, Spread], xlabel: str, title: str) -> bytes:
     """One horizontal bar per series (its mean, error bars low–high), first series on top."""
-    fig, ax = _figure()
+    fig, ax = new_figure()
     y = np.arange(len(values))[::-1]
     _bar(ax, y, list(values.values()), 0.7, horizontal=True)
     ax.set_yticks(y, list(values), fontsize="small")
     ax.set_xlabel(xlabel)
     ax.set_title(title, fontsize="medium")
     ax.grid(True, axis="x", alpha=0.3)
-    return _png(fig)
+    return png_bytes(fig)
 
 
 def over_time(series: Mapping[str, tuple[np.ndarray, np.ndarray] | tuple[np.ndarray, np.ndarray, np.ndarray,
                                                                          np.ndarray]],
               ylabel: str, title: str, percent: bool = False) -> bytes:
     """Lines of (days since the first submission, value) per series; (days, mean, min, max) adds a band."""
-    fig, ax = _figure()
+    fig, ax = new_figure()
     scale = 100 if percent else 1
     for name, line in series.items():
         days, value = line[0], line[1]
@@ -120,7 +107,7 @@ def over_time(series: Mapping[str, tuple[np.ndarray, np.ndarray] | tuple[np.ndar
     ax.grid(True, alpha=0.3)
     if series:
         ax.legend(fontsize="small")
-    return _png(fig)
+    return png_bytes(fig)
 
 
 def gantt(rows: Sequence[str], gpus: Sequence[int], bars: pd.DataFrame, title: str,
@@ -128,7 +115,7 @@ def gantt(rows: Sequence[str], gpus: Sequence[int], bars: pd.DataFrame, title: s
     """Jobs on GPUs: a band per node (``rows``, top first; ``gpus`` its GPU count), a bar per stretch a job held
     GPUs there (``bars``: row, gpu_low, gpu_high, start, end in hours, job_id), coloured by job; ``hours``: the
     stretch of time shown."""
-    fig, ax = _figure()
+    fig, ax = new_figure()
     tab20 = matplotlib.colormaps["tab20"]
     palette = [tab20(i) for i in range(tab20.N)]
     colours = [palette[zlib.crc32(job.encode()) % len(palette)] for job in bars["job_id"]]
@@ -147,13 +134,13 @@ def gantt(rows: Sequence[str], gpus: Sequence[int], bars: pd.DataFrame, title: s
     ax.set_ylabel("node (a band of its GPUs)")
     ax.set_title(title, fontsize="medium")
     ax.grid(True, axis="x", alpha=0.3)
-    return _png(fig)
+    return png_bytes(fig)
 
 
 def gpu_counts(rows: Sequence[str], bars: pd.DataFrame, title: str) -> bytes:
     """Each elastic job's GPU count over time: a row per job (``rows``, top first), a bar per stretch at one count
     (``bars``: row, start, end in hours, gpus), coloured by the count."""
-    fig, ax = _figure()
+    fig, ax = new_figure()
     top = max(float(bars["gpus"].max()) if len(bars) else 1.0, 1.0)
     norm = matplotlib.colors.LogNorm(vmin=1, vmax=max(top, 2.0))
     cmap = matplotlib.colormaps["viridis"]
@@ -172,7 +159,7 @@ def gpu_counts(rows: Sequence[str], bars: pd.DataFrame, title: str) -> bytes:
     ax.set_ylabel(f"job ({total}, in submission order, first at the top)")
     ax.set_title(title, fontsize="medium")
     ax.grid(True, axis="x", alpha=0.3)
-    return _png(fig)
+    return png_bytes(fig)
 
 
 def binned_mean(time: np.ndarray, value: np.ndarray, edges: np.ndarray) -> np.ndarray:
@@ -220,13 +207,13 @@ def causes_over_time(panels: Mapping[str, tuple[np.ndarray, Mapping[str, np.ndar
     if names:
         axes[0].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
     fig.suptitle(title, fontsize="medium")
-    return _png(fig)
+    return png_bytes(fig)
 
 
 def ettr_by_size(lines: Mapping[str, Sequence[tuple[str, Spread]]], title: str) -> bytes:
     """ETTR against job size: one line per series (name → (size bucket, (mean, low, high)) in size order), error
     bars from low to high."""
-    fig, ax = _figure()
+    fig, ax = new_figure()
     buckets = list(dict.fromkeys(b for points in lines.values() for b, _ in points))
     place = {b: i for i, b in enumerate(buckets)}
     shift = 0.06 * (np.arange(len(lines)) - (len(lines) - 1) / 2)
@@ -246,4 +233,4 @@ def ettr_by_size(lines: Mapping[str, Sequence[tuple[str, Spread]]], title: str) 
     ax.set_title(title, fontsize="medium")
     if lines:
         ax.legend(loc="lower left", fontsize="small")
-    return _png(fig)
+    return png_bytes(fig)

@@ -31,6 +31,7 @@ from simcluster.faults.models import FailureModel
 from simcluster.faults.spec import failure_model, node_rate, seconds
 from simcluster.job import Job
 from simcluster.limits import LimitError, number
+from simcluster.run import resolve_run
 
 MAX_POINTS = 200
 MAX_REPLICAS = 10_000
@@ -119,7 +120,8 @@ def reliability_study(gpus: Sequence[int], intervals: Sequence[float], faults: s
             ratios, interruptions = [], []
             for seed in range(replicas):
                 job = Job(index=0, job_id="0", vc="job", gpu_num=size, submit_time=0, duration=work)
-                sim = Simulation([job], {"job": nodes}, _seeded(config, seed), faults=model)
+                resolved = resolve_run(config=_seeded(config, seed), cluster={"job": nodes}, faults=model)
+                sim = Simulation([job], resolved)
                 sim.run()
                 ratios.append(work / (job.end_time - job.start_time))
                 costs = sim.reliability.costs.get(job) if sim.reliability is not None else None
@@ -148,9 +150,9 @@ def _seeded(config: SimConfig, seed: int) -> SimConfig:
 def ettr_picture(table: pd.DataFrame, settings: dict[str, Any]) -> bytes:
     """ETTR against the checkpoint interval (log scale), one line per job size with its 95 % intervals as a band,
     Daly's interval marked with a star."""
-    from simcluster.experiments.plots import _figure, _png
+    from simcluster.canvas import new_figure, png_bytes
 
-    fig, ax = _figure()
+    fig, ax = new_figure()
     for size, rows in table.groupby("gpus", sort=True):
         grid = rows[~rows["daly"]].sort_values("interval_s")
         minutes = grid["interval_s"] / 60
@@ -169,4 +171,4 @@ def ettr_picture(table: pd.DataFrame, settings: dict[str, Any]) -> bytes:
                  fontsize="small")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(loc="lower left", fontsize="small")
-    return _png(fig)
+    return png_bytes(fig)

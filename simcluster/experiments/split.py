@@ -19,7 +19,6 @@ import pandas as pd
 
 from simcluster.api import RunResult, simulate
 from simcluster.config import SimConfig
-from simcluster.engine.reliability import reliability_mode
 from simcluster.experiments.runs import (
     SYNTH_PREFIX,
     RunSpec,
@@ -33,6 +32,7 @@ from simcluster.metrics.fairness import RHO_FIGURES
 from simcluster.metrics.summary import summarize
 from simcluster.plugins import PluginError, resolve_policy
 from simcluster.results import write_run
+from simcluster.settings.reliability import reliability_mode
 from simcluster.traces import JobLog
 from simcluster.traces.synth import vc_nodes_of
 

@@ -577,7 +577,7 @@ def run_sweep(specs: Sequence[RunSpec], out: Path, *, backend: str = "local", wo
     keys = list(dict.fromkeys(k for s in specs for k, _ in s.params))
     if any(s.replica is not None for s in specs):
         keys += ["replica", "perturb"]
-    from simcluster.engine.reliability import reliability_mode
+    from simcluster.settings.reliability import reliability_mode
 
     table = RunsTable(out / "runs.csv", keys, reliability=any(reliability_mode(s.config) for s in specs))
     todo: list[RunSpec] = []

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from simcluster.errors import TraceError
 from simcluster.faults.fit import load_fit
@@ -120,3 +121,14 @@ def node_rate(model: FailureModel, gpus_per_node: int) -> float:
         return len(log.faults) / up if up > 0 else 0.0
     rate = getattr(model, "node_rate", None)
     return float(rate(gpus_per_node)) if callable(rate) else 0.0
+
+
+def model_of(config: Any) -> FailureModel | None:
+    """The failure model a run's settings name, resolved once: ``--faults``, or ``--node-mtbf`` as a rate model
+    where spares or exclusion need one stream of server faults (``--node-mtbf`` alone keeps each node's own
+    process, :func:`~simcluster.engine.failures.node_life`); None otherwise."""
+    if config.faults:
+        return failure_model(config.faults, config.faults_offset)
+    if config.node_mtbf > 0 and (config.spare_nodes or config.exclude_after):
+        return RateModel.from_mtbf(config.node_mtbf, Repair.fixed(config.node_repair))
+    return None

@@ -139,9 +139,9 @@ def plot_unallocated(table: pd.DataFrame, title: str = "Unallocated GPU vs arriv
                      start: int = 50) -> bytes:
     """The paper's figure: unallocated GPU % (median over seeds, min–max band) against arrived GPU demand %,
     from ``start`` % on (below it every placement places every pod)."""
-    from simcluster.experiments.plots import _figure, _png
+    from simcluster.canvas import new_figure, png_bytes
 
-    fig, ax = _figure()
+    fig, ax = new_figure()
     for placement, rows in table[table["arrived_pct"] >= start].groupby("placement", sort=False):
         by_level = rows.groupby("arrived_pct")["unallocated_gpu_pct"]
         x = np.array(by_level.median().index, dtype=float)
@@ -152,7 +152,7 @@ def plot_unallocated(table: pd.DataFrame, title: str = "Unallocated GPU vs arriv
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
     ax.legend(loc="upper right", fontsize="small")
-    return _png(fig)
+    return png_bytes(fig)
 
 
 def write_study(result: StudyResult, out: str | Path, overwrite: bool = False) -> Path:

@@ -8,9 +8,15 @@ from __future__ import annotations
 
 import math
 from array import array
+from typing import TYPE_CHECKING
+
+import numpy as np
 
 from simcluster.job import Job
 from simcluster.registry import implements
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 class Observer:
@@ -75,6 +81,26 @@ class ClusterTimeline(Observer):
         self.running.append(running)
         self.pending.append(pending)
         self._last = now
+
+    def frame(self) -> pd.DataFrame:
+        """The samples as ``timeline.csv``'s table."""
+        import pandas as pd  # (not at import: observers are made before any table)
+
+        return pd.DataFrame(  # (copy=False: not copied again into one block, while the jobs are still held)
+            {"time": numbers(self.time), "busy_gpus": numbers(self.used_gpus),
+             "shared_gpus": numbers(self.shared_gpus), "running_jobs": numbers(self.running),
+             "pending_jobs": numbers(self.pending)}, copy=False)
+
+
+def numbers(values: array) -> np.ndarray | array:
+    """A typed array as a NumPy array over its memory, not copied (pandas would read an ``array.array`` value
+    by value: seconds for a long timeline; and a copy would be held beside it at the run's peak); an empty
+    one as it is, which pandas makes a float column whatever its type.
+
+    >>> numbers(array("q", [1, 2])).dtype, numbers(array("q")).typecode
+    (dtype('int64'), 'q')
+    """
+    return np.frombuffer(values, values.typecode) if len(values) else values
 
 
 class NodeFailures(Observer):

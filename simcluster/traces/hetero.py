@@ -51,7 +51,7 @@ class HeteroTrace:
 
     # the Trace protocol's (simcluster.traces.base): jobs with per-type speeds, in one VC the run sizes
     heterogeneous: ClassVar[bool] = True
-    vcs_checked: ClassVar[bool] = False  # the run checks each job against the cluster (simcluster.api.check_fits)
+    vcs_checked: ClassVar[bool] = False  # the run checks each job against the cluster (simcluster.run.jobs.check_fits)
     sizing: ClassVar[str] = ""
     throughput_history: ClassVar[str | None] = None
     given_table: ClassVar[pd.DataFrame | None] = None  # the jobs' columns are made, not copied

@@ -95,7 +95,7 @@ def trace_stats(frame: pd.DataFrame, vc_nodes: dict[str, int], gpus_per_node: in
 
 
 def run_vc_gpus(trace: Any, gpus_per_node: int) -> dict[str, int]:
-    """Each VC's GPUs as a run of ``trace`` counts them (:func:`simcluster.api.cluster_of` without ``--cluster``):
+    """Each VC's GPUs as a run of ``trace`` counts them (:func:`simcluster.run.cluster_of` without ``--cluster``):
     the trace's own cluster where it has one (a Pollux workload's 16 nodes of 4 GPUs, a VC config's GPU types),
     else its VCs' nodes of ``gpus_per_node`` GPUs; empty when it is not sized."""
     return vc_gpus_of(getattr(trace, "cluster", None), getattr(trace, "vc_nodes", None) or {}, gpus_per_node)

@@ -1,0 +1,57 @@
+"""Reliability: failures by model, what they cost jobs (checkpoints, restarts, lost work), hot spares and excluded
+servers (docs/failures.md); in play where a reliability option is given (``--faults``, ``--checkpoint-cost``,
+``--restart-cost``, ``--spare-nodes``, ``--exclude-after``, ``--checkpoint-interval young-daly``) or a failure model
+comes with the run.
+
+The engine replays the run's failure model (:mod:`simcluster.engine.reliability`); this feature records where
+the GPU time went (:class:`~simcluster.metrics.reliability.CauseTimeline`), adds each job's ETTR and costs to
+``jobs.csv`` and the run's ETTR, interruptions and GPU time by cause to ``summary.json``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from simcluster.features.base import Contribution, Ended, Feature
+from simcluster.metrics.reliability import CauseTimeline, job_columns, node_gpus, run_figures
+from simcluster.settings.reliability import ReliabilityOptions
+
+if TYPE_CHECKING:
+    from simcluster.job import Job
+    from simcluster.run.resolved import ResolvedRun
+
+
+class Reliability(Feature):
+    name = "reliability"
+    settings = ReliabilityOptions
+
+    def in_play(self, run: ResolvedRun) -> bool:
+        return run.reliability
+
+    def start(self, plan: Any, jobs: list[Job], run: ResolvedRun) -> Contribution:
+        gpus_per_node = run.config.gpus_per_node
+        return ReliabilityResults(CauseTimeline(node_gpus(run.cluster, gpus_per_node), gpus_per_node))
+
+
+class ReliabilityResults(Contribution):
+    def __init__(self, causes: CauseTimeline) -> None:
+        self.causes = causes
+        self.observers = [causes]
+
+    def columns(self, ended: Ended, jobs: pd.DataFrame) -> pd.DataFrame:
+        record = ended.outcome.reliability
+        return jobs if record is None else job_columns(jobs, ended.reported, record, ended.end)
+
+    def run_figures(self, ended: Ended, jobs: pd.DataFrame, summary: dict[str, Any]) -> dict[str, Any]:
+        record = ended.outcome.reliability
+        if record is None:
+            return {}
+        gpus, makespan = int(summary["gpus"]), float(summary["makespan"])
+        figures = run_figures(jobs, record, self.causes.total(ended.end), gpus, makespan)
+        first = float(jobs["submit_time"].min()) if len(jobs) else 0.0
+        over_time = self.causes.series(jobs, ended.reported, gpus, first, first + makespan)
+        if over_time is not None:
+            figures["gpu_time_by_cause_over_time"] = over_time
+        return figures
