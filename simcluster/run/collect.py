@@ -28,7 +28,8 @@ def collect(run: ResolvedRun, jobs: list[Job], outcome: RunOutcome, contribution
     """The results of one simulation of ``run`` (``jobs``: its jobs, in trace order; ``cpu_seconds``: what the
     simulation took)."""
     trace = run.trace
-    assert trace is not None, "results are collected for a run of a trace"
+    if trace is None:
+        raise ValueError("results are collected for a run of a trace; a run of jobs made by hand has its jobs")
     ended = _ended(run, jobs, outcome)
     given = trace.given_table if not run.merged else None  # merged: the VCs are not the trace's
     left_at = {**outcome.abandoned, **outcome.declined}
