@@ -22,10 +22,14 @@ from __future__ import annotations
 from bisect import bisect_right, insort
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from simcluster.cluster_spec import DEFAULT_GPU_TYPE, ClusterSpec
 from simcluster.job import Job
 from simcluster.queue import JobQueue
+
+if TYPE_CHECKING:
+    from simcluster.topology.model import Topology
 
 WHOLE = 1000  # thousandths of a GPU
 NO_LIMIT = 1 << 62  # VirtualCluster.unplaceable when nothing is known to be unplaceable
@@ -57,6 +61,9 @@ class Node:
     unshared_bucket: int | None = None  # its VC's bucket of nodes by GPUs not holding two or more jobs
     milli: list[int] | None = None  # thousandths in use per GPU, kept only when jobs take fractions
     bit: int = field(init=False, repr=False)  # 1 << index: the node's bit in its VC's buckets
+    # its domain at each level of the cluster's topology, top-down (None: a cluster without one, or a node the
+    # topology does not list, such as a policy's own partition's)
+    domains: tuple[int, ...] | None = None
     # the jobs on each GPU, built when first asked for (sharing, fractions) and kept from then on;
     # None until then: a run that never shares counts GPUs and keeps no per-GPU lists
     _gpus: list[list[Job]] | None = field(default=None, init=False, repr=False)
@@ -262,6 +269,7 @@ class Pool:
         self.total_gpus = sum(n.gpu_count for n in nodes)
         self.free_gpus = self.total_gpus
         self.fractions = Fractions()
+        self.topology_levels: tuple[str, ...] = ()  # the names of its nodes' domains' levels (Node.domains)
         # buckets[k]: bit i set <=> nodes[i] is up and has exactly k free GPUs
         self.buckets = [0] * (self.gpus_per_node + 1)
         for slot, node in enumerate(nodes):
@@ -429,6 +437,21 @@ class Cluster:
         self.fastest_first = tuple(ranked + [t for t in spec.gpu_types if t not in ranked])
         for vc in self.vcs.values():
             vc.fastest_first = tuple(t for t in self.fastest_first if t in vc.pools)
+        if spec.topology is not None:
+            self._place_in_topology(spec.topology.topology)
+
+    def _place_in_topology(self, topology: Topology) -> None:
+        """Give each node its domains, by its name (nodes the topology does not list keep none), and each pool
+        the names of their levels."""
+        known = set(topology.node_names)
+        columns = [level.tolist() for level in topology.membership]
+        for node in self.nodes:
+            if node.name in known:
+                i = topology.node_index(node.name)
+                node.domains = tuple(column[i] for column in columns)
+        for vc in self.vcs.values():
+            for pool in {id(p): p for p in (vc, *vc.pools.values())}.values():
+                pool.topology_levels = topology.levels
 
     @property
     def nodes(self) -> Iterator[Node]:

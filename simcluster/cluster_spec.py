@@ -25,10 +25,13 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from simcluster.errors import TraceError
 from simcluster.side_files import read_side_csv
+
+if TYPE_CHECKING:
+    from simcluster.topology.costs import ClusterTopology
 
 DEFAULT_GPU_TYPE = "gpu"  # the type of every GPU of a trace or cluster that names none
 ONE_VC = "cluster"  # the VC of a cluster given as --cluster or a node list
@@ -56,11 +59,14 @@ class NodeGroup:
 
 @dataclass(frozen=True)
 class ClusterSpec:
-    """The cluster's nodes as rows, in node order; ``type_order`` orders the GPU types (default: as met)."""
+    """The cluster's nodes as rows, in node order; ``type_order`` orders the GPU types (default: as met);
+    ``topology`` the domains above its nodes, matched to them by name, and what spanning them costs
+    (:class:`~simcluster.topology.costs.ClusterTopology`; None: interchangeable nodes)."""
 
     groups: tuple[NodeGroup, ...]
     source: str = ""
     type_order: tuple[str, ...] = ()
+    topology: ClusterTopology | None = None
 
     @property
     def vcs(self) -> tuple[str, ...]:
@@ -82,6 +88,15 @@ class ClusterSpec:
         rows = [g for g in self.groups if g.vc == vc]
         rows.sort(key=lambda g: rank[g.gpu_type])  # stable: node order within a type is kept
         return [(g.gpu_type, g.nodes, g.gpus_per_node, g.memory_mib) for g in rows]
+
+    @property
+    def node_names(self) -> list[str]:
+        """Every node's name as the engine gives it (``vc0/n3``: its VC and its position there), in node order.
+
+        >>> ClusterSpec.uniform({"a": 2, "b": 1}).node_names
+        ['a/n0', 'a/n1', 'b/n0']
+        """
+        return [f"{vc}/n{i}" for vc, n in self.vc_nodes.items() for i in range(n)]
 
     @property
     def vc_nodes(self) -> dict[str, int]:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # pragma: no cover
     from simcluster.cluster import Node
     from simcluster.elastic.state import ElasticState
+    from simcluster.topology.request import TopologyRequest
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +117,8 @@ class Job:
     run_end: Any = field(default=None, init=False)
     # an elastic job's scaling model, batch and epoch (simcluster.elastic.state); None: a fixed-size job
     elastic: ElasticState | None = field(default=None, init=False)
+    # where its pods must or should lie in the cluster's topology (simcluster.topology.request); None: anywhere
+    topology: TopologyRequest | None = field(default=None, init=False)
 
     def __init__(self, index: int, job_id: str, vc: str, gpu_num: int, submit_time: float, duration: float,
                  user: str = "", workload: Workload | None = None, memory: float = 0.0, queue_vc: str = "",
@@ -149,6 +152,7 @@ class Job:
         self.allocation = ()
         self.run_end = None
         self.elastic = None
+        self.topology = None
 
     # --- derived ---------------------------------------------------------
     @property

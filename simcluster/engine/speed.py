@@ -3,8 +3,9 @@
 A job runs at the pace of its slowest GPU: its speed on that GPU's type (:meth:`~simcluster.job.Job.speed_on`,
 1 for jobs of traces without per-type speeds), times its sharing factor there (beside a partner: the
 throughput table's pair speed for jobs that have one, else the colocation model's; a fraction of a GPU
-runs at full speed), times the spread penalty: a job whose GPUs span k > 1 nodes runs at 1/(1 + penalty)
-(one slower interconnect hop, whatever k).  The engine re-times a job whenever this changes
+runs at full speed), times its spread speed: a job whose GPUs span k > 1 nodes runs at 1/(1 + penalty)
+(one slower interconnect hop, whatever k); on a cluster with a topology, 1/(1 + X) with X the largest cost of
+the levels it spans (:mod:`simcluster.topology.costs`).  The engine re-times a job whenever this changes
 (:class:`~simcluster.engine.causes.RateChanged`).
 """
 
@@ -34,8 +35,12 @@ class SpeedModel:
     """
 
     def __init__(self, spread_penalty: float = 0.0, throughputs: ThroughputTable | None = None,
-                 colocation: ColocationModel | None = None) -> None:
-        self.spread_penalty = spread_penalty
+                 colocation: ColocationModel | None = None, level_costs: tuple[float, ...] = ()) -> None:
+        """``level_costs``: on a cluster with a topology, the cost of spanning each of its levels, top-down, then
+        the node level's (:class:`~simcluster.topology.costs.ClusterTopology`); without one, spanning nodes costs
+        ``spread_penalty``."""
+        self.level_costs = level_costs or (spread_penalty,)
+        self.spread_penalty = max(self.level_costs)  # (non-zero: where a job's GPUs are changes its speed)
         self.throughputs = throughputs
         self.colocation = colocation
         self._per_type = hasattr(colocation, "on")  # a model per GPU type (PerGpuType): asked for the GPU's type
@@ -46,11 +51,14 @@ class SpeedModel:
         return {other for node, _ in job.allocation for other in node.partners(job)}
 
     def spread(self, job: Job) -> float:
-        """1/(1 + spread_penalty) for a job holding GPUs on more than one node, else 1."""
-        penalty = self.spread_penalty
-        if penalty and len({id(node) for node, _ in job.allocation}) > 1:
-            return 1.0 / (1.0 + penalty)
-        return 1.0
+        """1/(1 + X) for a job holding GPUs on more than one node, X the largest cost of the levels it spans;
+        else 1."""
+        if not self.spread_penalty or len({id(node) for node, _ in job.allocation}) < 2:
+            return 1.0
+        costs = self.level_costs
+        if len(costs) == 1:
+            return 1.0 / (1.0 + costs[0])
+        return 1.0 / (1.0 + max(costs[spanned_level(job):]))
 
     def solo(self, job: Job) -> float:
         """The job's speed were none of its GPUs shared: its slowest GPU type's, times its spread speed."""
@@ -110,3 +118,29 @@ class SpeedModel:
             return self.colocation.pair_speeds(a.workload or UNKNOWN, a.gpu_num, b.workload or UNKNOWN, b.gpu_num,
                                                gpu_types=gpu_types)  # type: ignore[call-arg]
         return self.colocation.pair_speeds(a.workload or UNKNOWN, a.gpu_num, b.workload or UNKNOWN, b.gpu_num)
+
+
+def spanned_level(job: Job) -> int:
+    """The highest level of the cluster's topology that ``job``'s nodes span, as its index top-down (the
+    number of levels: the node level); a node outside the topology spans every level.
+
+    >>> from simcluster.cluster import Cluster
+    >>> from simcluster.cluster_spec import ClusterSpec
+    >>> a, b, c = Cluster(ClusterSpec.uniform({"v": 3}, 8), 8).vcs["v"].nodes
+    >>> a.domains, b.domains, c.domains = (0, 0), (0, 1), (0, 1)
+    >>> job = Job(index=0, job_id="j", vc="v", gpu_num=16, submit_time=0, duration=10)
+    >>> job.allocation = ((a, [0]), (b, [0]))
+    >>> spanned_level(job)
+    1
+    >>> job.allocation = ((b, [0]), (c, [0]))
+    >>> spanned_level(job)
+    2
+    """
+    nodes = [node for node, _ in job.allocation]
+    first = nodes[0].domains
+    if first is None or any(node.domains is None for node in nodes):
+        return 0
+    for k, domain in enumerate(first):
+        if any(node.domains[k] != domain for node in nodes):  # type: ignore[index]
+            return k
+    return len(first)

@@ -12,6 +12,7 @@ from simcluster.features.fairness import Fairness
 from simcluster.features.fragmentation import Fragmentation
 from simcluster.features.gpu_types import GpuTypes
 from simcluster.features.reliability import Reliability
+from simcluster.features.topology import ClusterTopologyFeature
 
 FEATURES: tuple[Feature, ...] = (
     Deadlines(),
@@ -21,6 +22,7 @@ FEATURES: tuple[Feature, ...] = (
     Colocation(),
     Fragmentation(),
     GpuTypes(),
+    ClusterTopologyFeature(),
 )
 
 __all__ = ["FEATURES", "Contribution", "Ended", "Feature"]

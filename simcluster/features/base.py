@@ -10,7 +10,7 @@ features are plugins on the hook specifications outside plugins use: the model h
 
 >>> from simcluster.features import FEATURES
 >>> [feature.name for feature in FEATURES]
-['deadlines', 'elastic', 'fairness', 'reliability', 'colocation', 'fragmentation', 'gpu_types']
+['deadlines', 'elastic', 'fairness', 'reliability', 'colocation', 'fragmentation', 'gpu_types', 'topology']
 """
 
 from __future__ import annotations
@@ -22,22 +22,31 @@ from typing import TYPE_CHECKING, Any, ClassVar
 if TYPE_CHECKING:
     import pandas as pd
 
+    from simcluster.cluster_spec import ClusterSpec
+    from simcluster.config import SimConfig
     from simcluster.engine.simulation import RunOutcome
     from simcluster.job import Job
     from simcluster.metrics.observer import Observer
     from simcluster.run.resolved import ResolvedRun
+    from simcluster.traces.base import Trace
 
 
 class Feature:
     """A capability of a run, registered by name in :data:`simcluster.features.FEATURES` (one line).
 
     ``settings``: the group of settings it reads (:mod:`simcluster.settings`), shown under its panel of ``lucid-sim
-    run --help``.  :meth:`in_play` and :meth:`plan` are asked once, as the run is resolved; :meth:`start` each time
-    the run is simulated.
+    run --help``.  :meth:`cluster`, :meth:`in_play` and :meth:`plan` are asked once, as the run is resolved;
+    :meth:`start` each time the run is simulated.
     """
 
     name: ClassVar[str] = "?"
     settings: ClassVar[type | None] = None
+
+    def cluster(self, spec: ClusterSpec, config: SimConfig, trace: Trace | None) -> ClusterSpec:
+        """What the feature makes of the run's cluster before anything else reads it (a topology above its nodes),
+        asked once as the run is resolved, whether or not the feature is in play; by default the cluster as it is.
+        """
+        return spec
 
     def in_play(self, run: ResolvedRun) -> bool:
         """Whether the feature takes part in ``run`` (its settings, policy, cluster and tables resolved)."""

@@ -7,6 +7,7 @@ from simcluster.placement import (  # noqa: F401
     random_nodes,
     share_rules,
     tiresias_relaxed,
+    topology_aware,
 )
 from simcluster.placement.base import PLACEMENTS, Placement, Plan
 from simcluster.placement.fractions import fraction_plan

@@ -3,9 +3,9 @@ in, a :class:`~simcluster.run.resolved.ResolvedRun` out.
 
 In this order, each once: the plug-ins the settings name (loaded, their specs made absolute, the policy's own
 settings typed: :func:`~simcluster.plugins.resolve_plugins`); the settings the run would ignore, from their
-declarations (:mod:`simcluster.scope`); files named beside the trace; the cluster; the tables
-(:func:`~simcluster.tables.load_tables`); the failure model; and then each feature's part
-(:data:`simcluster.features.FEATURES`).
+declarations (:mod:`simcluster.scope`); files named beside the trace; the cluster, as each feature shapes it
+(:meth:`~simcluster.features.base.Feature.cluster`); the tables (:func:`~simcluster.tables.load_tables`); the
+failure model; and then each feature's part (:data:`simcluster.features.FEATURES`).
 """
 
 from __future__ import annotations
@@ -64,6 +64,8 @@ def resolve_run(trace: Trace | None = None, config: SimConfig | ResolvedSettings
         spec, merged = cluster_of(trace, config)
     else:
         spec, merged = as_spec(cluster, config.gpus_per_node), ""
+    for feature in features.FEATURES:  # (a topology above the nodes)
+        spec = feature.cluster(spec, config, trace)
     reliability = reliability_mode(config) or faults is not None
     if reliability:
         check_reliability(config, model_given=faults is not None)

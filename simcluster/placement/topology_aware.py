@@ -1,0 +1,99 @@
+"""Kueue's topology-aware placements (Topology Aware Scheduling, KEP-2724): a job's pods on the hosts of a
+cluster's topology, by Kueue's own algorithms (:mod:`simcluster.topology.kueue`).
+
+A job is pods of :func:`~simcluster.topology.request.pod_gpus` GPUs, each pod on one node; its request
+(``job.topology``: ``--topology-request required:rack``, or none) says which level they must or should share.
+``tas-best-fit`` (Kueue's BestFit: the fullest domains that fit, the tightest last), ``tas-least-free``
+(LeastFreeCapacity: the emptiest first), ``tas-balanced`` (BalancedPlacement for preferred requests: as even a
+spread as the fewest domains allow) and ``kueue-tas`` (Kueue's default profile: BestFit where a level is
+requested, LeastFreeCapacity where none is).  On a cluster without a topology (no ``--topology``) they place over
+the nodes side by side, one domain.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import ClassVar
+
+import numpy as np
+
+from simcluster.cluster import Node, Pool
+from simcluster.job import Job
+from simcluster.placement.base import PLACEMENTS, Placement, Plan
+from simcluster.topology.kueue import Tree, assign, kueue_tas
+from simcluster.topology.request import pod_gpus, pool_tree
+
+
+class TopologyAware(Placement):
+    """A placement that reads the cluster's topology and each job's topology request (``topology_aware``)."""
+
+    topology_aware: ClassVar[bool] = True
+    algorithm: ClassVar[str] = "best-fit"  # or least-free, balanced; kueue: Kueue's default profile
+
+    def __init__(self, rng: random.Random | None = None) -> None:
+        super().__init__(rng)
+        self._trees: dict[int, tuple[Tree, list[Node]]] = {}  # a pool's tree, by the pool (its nodes never change)
+
+    def place(self, job: Job, vc: Pool) -> Plan | None:
+        if job.gpu_num > vc.free_gpus:
+            return None
+        tree, nodes = self._tree_of(vc)
+        pod = pod_gpus(job.gpu_num, vc.gpus_per_node)
+        pods = job.gpu_num // pod
+        free = np.fromiter((node.free_gpus // pod for node in nodes), np.int64, len(nodes))
+        request = job.topology
+        level = {} if request is None else {request.mode: request.level}
+        if self.algorithm == "kueue":
+            chosen = kueue_tas(tree, free, pods, **level)
+        else:
+            chosen = assign(tree, free, pods, algorithm=self.algorithm, **level)
+        if chosen is None:
+            return None
+        return [(nodes[leaf], count * pod) for leaf, count in sorted(chosen.items()) if count]
+
+    def _tree_of(self, vc: Pool) -> tuple[Tree, list[Node]]:
+        known = self._trees.get(id(vc))
+        if known is None:
+            nodes = list(vc.nodes)
+            outside = sum(node.domains is None for node in nodes)
+            if 0 < outside < len(nodes):
+                raise ValueError(f"placement {self.name}: {outside} of the {len(nodes)} nodes of {vc.name or 'a pool'} "
+                                 "are not in the cluster's topology")
+            if outside:  # a cluster without a topology: its nodes, side by side, as Kueue sees a flat one
+                known = self._trees[id(vc)] = (pool_tree([()] * len(nodes), ()), nodes)
+            else:
+                domains = [node.domains for node in nodes]
+                known = self._trees[id(vc)] = (pool_tree(domains, vc.topology_levels), nodes)  # type: ignore
+        return known
+
+
+@PLACEMENTS.register("tas-best-fit")
+class TasBestFit(TopologyAware):
+    """Kueue's BestFit: the domains with the most free room that fit the job, the tightest one last."""
+
+    name = "tas-best-fit"
+    algorithm = "best-fit"
+
+
+@PLACEMENTS.register("tas-least-free")
+class TasLeastFree(TopologyAware):
+    """Kueue's LeastFreeCapacity: the domains with the least free room first."""
+
+    name = "tas-least-free"
+    algorithm = "least-free"
+
+
+@PLACEMENTS.register("tas-balanced")
+class TasBalanced(TopologyAware):
+    """Kueue's BalancedPlacement (a preferred request spread evenly over the fewest domains; else BestFit)."""
+
+    name = "tas-balanced"
+    algorithm = "balanced"
+
+
+@PLACEMENTS.register("kueue-tas")
+class KueueTas(TopologyAware):
+    """Kueue's default profile: BestFit for a required or preferred level, LeastFreeCapacity for none."""
+
+    name = "kueue-tas"
+    algorithm = "kueue"

@@ -1,0 +1,81 @@
+"""Kueue's topology-aware placements in a run: required levels are never spanned, preferred ones fall back, and
+requests a placement cannot read are refused."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from simcluster.api import load_trace, simulate
+from simcluster.config import SimConfig
+from simcluster.metrics.placements import Placements
+from simcluster.paths import shared_data_dir
+from simcluster.settings.fields import ConfigError
+
+TAS = ("tas-best-fit", "tas-least-free", "tas-balanced", "kueue-tas")
+RACKS = "node,block,rack\na/n0,b0,r0\na/n1,b0,r0\na/n2,b0,r1\na/n3,b0,r1\na/n4,b1,r0\na/n5,b1,r0\n"
+
+
+def on_racks(tmp_path, jobs: dict, **settings):
+    path = tmp_path / "topo.csv"
+    path.write_text(RACKS)
+    trace = load_trace(pd.DataFrame(jobs).assign(vc="a"), {"a": 6})
+    return simulate(trace, SimConfig(topology=str(path), **settings))
+
+
+@pytest.mark.parametrize("placement", TAS)
+def test_a_required_rack_is_never_spanned_and_the_job_waits_for_one(tmp_path, placement):
+    # 8 GPUs busy on a/n0 leave every rack but one with a whole free node less
+    jobs = {"submit_time": [0, 1, 2], "gpu_num": [8, 16, 16], "duration": [100, 100, 100]}
+    result = on_racks(tmp_path, jobs, placement=placement, topology_request="required:rack")
+    assert set(result.jobs["spanned_level"]) <= {"", "node"}
+
+
+@pytest.mark.parametrize("placement", TAS)
+def test_a_preferred_rack_falls_back_to_its_block_when_no_rack_has_room(tmp_path, placement):
+    jobs = {"submit_time": [0, 0, 1], "gpu_num": [8, 8, 16], "duration": [1000, 1000, 100]}
+    result = on_racks(tmp_path, jobs, placement=placement, topology_request="preferred:rack")
+    spans = result.jobs["spanned_level"].tolist()
+    started = result.jobs["start_time"].tolist()
+    assert started[2] == 1.0 and spans[2] in {"node", "rack"}  # at once, not waiting for a whole rack
+
+
+def test_a_job_no_required_domain_could_ever_hold_is_an_error_before_the_run(tmp_path):
+    jobs = {"submit_time": [0], "gpu_num": [24], "duration": [100]}
+    with pytest.raises(ConfigError, match=r"job 0 \(24 GPUs, pods of 8\) can never lie within one rack.*"
+                                          r"the largest, b0/r0, holds 16 GPUs"):
+        on_racks(tmp_path, jobs, placement="kueue-tas", topology_request="required:rack")
+
+
+def test_a_placement_that_reads_no_topology_refuses_a_request(tmp_path):
+    jobs = {"submit_time": [0], "gpu_num": [8], "duration": [100]}
+    with pytest.raises(ConfigError, match="placement consolidate does not read topology requests"):
+        on_racks(tmp_path, jobs, topology_request="required:rack")
+
+
+@pytest.mark.parametrize("placement", TAS)
+def test_without_a_topology_the_nodes_are_one_domain(placement):
+    # after jobs 0-2 nodes 0 and 1 have 2 GPUs free, nodes 2 and 3 all 8: the 2-GPU job 3 takes the tightest node
+    jobs = {"submit_time": [0, 0, 0, 1], "gpu_num": [2, 4, 6, 2], "duration": [100, 100, 100, 100]}
+    where = Placements()
+    simulate(load_trace(pd.DataFrame(jobs), nodes=4), SimConfig(placement=placement), observers=[where])
+    frame = where.frame()
+    assert frame.groupby("job_id")["node"].first().to_dict() == {
+        "0": "cluster/n0", "1": "cluster/n0", "2": "cluster/n1", "3": "cluster/n0"}
+
+
+LINGJUN = shared_data_dir() / "topology" / "lingjun" / "topo.csv"
+
+
+@pytest.mark.skipif(not LINGJUN.is_file(), reason=f"the Lingjun topology is not here ({LINGJUN})")
+@pytest.mark.parametrize("placement", TAS)
+def test_on_lingjun_a_job_never_spans_its_required_level(placement):
+    rng = np.random.default_rng(1)
+    sizes = rng.choice([8, 16, 32, 64, 128, 256], size=300, p=[0.3, 0.2, 0.2, 0.15, 0.1, 0.05])
+    jobs = pd.DataFrame({"submit_time": np.sort(rng.integers(0, 86_400, 300)), "gpu_num": sizes,
+                         "duration": rng.integers(600, 20_000, 300)})
+    result = simulate(load_trace(jobs, nodes=847), SimConfig(topology=str(LINGJUN), placement=placement,
+                                                             topology_request="required:PSW"))
+    assert result.summary["jobs"] == 300
+    assert set(result.jobs["spanned_level"]) <= {"", "node", "ASW"}  # never two PSWs, never past the DSW
