@@ -40,7 +40,7 @@ class TopologyAware(Placement):
         tree, nodes = self._tree_of(vc)
         pod = pod_gpus(job.gpu_num, vc.gpus_per_node)
         pods = job.gpu_num // pod
-        free = np.fromiter((node.free_gpus // pod for node in nodes), np.int64, len(nodes))
+        free = free_counts(vc) // pod
         request = job.topology
         level = {} if request is None else {request.mode: request.level}
         if self.algorithm == "kueue":
@@ -65,6 +65,28 @@ class TopologyAware(Placement):
                 domains = [node.domains for node in nodes]
                 known = self._trees[id(vc)] = (pool_tree(domains, vc.topology_levels), nodes)  # type: ignore
         return known
+
+
+def free_counts(pool: Pool) -> np.ndarray:
+    """Each node's free GPUs, in the pool's order, read off its free-count buckets (a bit per node in each: a few
+    array operations per count, where asking every node costs a Python call each; a node down is in none).
+
+    >>> from simcluster.cluster import Cluster
+    >>> vc = Cluster({"a": 3}, 8).vcs["a"]
+    >>> job = Job(index=0, job_id="j", vc="a", gpu_num=3, submit_time=0, duration=1)
+    >>> _ = vc.nodes[1].allocate(job, 3)
+    >>> free_counts(vc).tolist()
+    [8, 5, 8]
+    """
+    count = len(pool.nodes)
+    size = (count + 7) // 8
+    free = np.zeros(count, dtype=np.int64)
+    for k, mask in enumerate(pool.buckets):
+        if k and mask:
+            bits = np.unpackbits(np.frombuffer(mask.to_bytes(size, "little"), np.uint8), count=count,
+                                 bitorder="little")
+            free[bits.view(bool)] = k
+    return free
 
 
 @PLACEMENTS.register("tas-best-fit")

@@ -64,9 +64,9 @@ class Tree:
         object.__setattr__(self, "levels", levels)
         object.__setattr__(self, "parents", parents)
 
-    @property
+    @cached_property
     def sizes(self) -> tuple[int, ...]:
-        return tuple(len(p) for p in self.parents)
+        return tuple(len(p) for p in self.parents)  # (asked at every level of every decision: kept)
 
     def level(self, name: str) -> int:
         """The index of a level by name, with the known names in the error."""
