@@ -9,6 +9,7 @@ import pytest
 
 from simcluster.api import load_trace, simulate
 from simcluster.config import SimConfig
+from simcluster.errors import TraceError
 from simcluster.metrics.placements import Placements
 from simcluster.paths import shared_data_dir
 from simcluster.settings.fields import ConfigError
@@ -43,7 +44,7 @@ def test_a_preferred_rack_falls_back_to_its_block_when_no_rack_has_room(tmp_path
 
 def test_a_job_no_required_domain_could_ever_hold_is_an_error_before_the_run(tmp_path):
     jobs = {"submit_time": [0], "gpu_num": [24], "duration": [100]}
-    with pytest.raises(ConfigError, match=r"job 0 \(24 GPUs, pods of 8\) can never lie within one rack.*"
+    with pytest.raises(ConfigError, match=r"job 0 \(24 GPUs, pods of 8\) can never lie within one rack \(required\).*"
                                           r"the largest, b0/r0, holds 16 GPUs"):
         on_racks(tmp_path, jobs, placement="kueue-tas", topology_request="required:rack")
 
@@ -79,3 +80,38 @@ def test_on_lingjun_a_job_never_spans_its_required_level(placement):
                                                              topology_request="required:PSW"))
     assert result.summary["jobs"] == 300
     assert set(result.jobs["spanned_level"]) <= {"", "node", "ASW"}  # never two PSWs, never past the DSW
+
+
+def test_each_job_takes_its_own_request_from_the_trace_and_the_option_fills_the_rest(tmp_path):
+    jobs = {"submit_time": [0, 1, 2], "gpu_num": [8, 16, 16], "duration": [100, 100, 100],
+            "topology_required": ["", "rack", ""]}
+    result = on_racks(tmp_path, jobs, placement="tas-least-free", topology_request="preferred:block")
+    assert result.jobs["spanned_level"].tolist()[1] in {"", "node"}  # its required rack, whatever the option says
+
+
+def test_pods_of_the_traces_size_fit_where_whole_node_pods_would_not(tmp_path):
+    # six nodes with 3 GPUs free each (a 5-GPU job on each): a 12-GPU job of 4-GPU pods (the default) must wait,
+    # in 3-GPU pods it starts at once
+    jobs = {"submit_time": [0] * 6 + [1], "gpu_num": [5] * 6 + [12], "duration": [1000] * 6 + [100],
+            "pod_gpus": [""] * 6 + ["3"]}
+    result = on_racks(tmp_path, jobs, placement="kueue-tas")
+    assert result.jobs["start_time"].tolist()[-1] == 1.0
+    waits = on_racks(tmp_path, {k: v for k, v in jobs.items() if k != "pod_gpus"}, placement="kueue-tas")
+    assert waits.jobs["start_time"].tolist()[-1] == 1000.0
+
+
+def test_a_traces_level_the_topology_lacks_names_the_file_job_and_field(tmp_path):
+    jobs = {"submit_time": [0, 1], "gpu_num": [8, 8], "duration": [100, 100], "topology_preferred": ["", "pod"]}
+    # (a log without job ids names each job by its line: job 3 is line 3)
+    with pytest.raises(TraceError, match=r"jobs.csv, field 'topology_preferred': job 3: no level 'pod' in the "
+                                         r"topology \(its levels: block, rack, node\)"):
+        csv = tmp_path / "jobs.csv"
+        pd.DataFrame(jobs).to_csv(csv, index=False)
+        (tmp_path / "topo.csv").write_text(RACKS)
+        simulate(load_trace(csv, nodes=6), SimConfig(topology=str(tmp_path / "topo.csv"), placement="kueue-tas"))
+
+
+def test_a_trace_with_requests_is_refused_by_a_placement_that_cannot_read_them(tmp_path):
+    jobs = {"submit_time": [0], "gpu_num": [8], "duration": [100], "topology_required": ["rack"]}
+    with pytest.raises(ConfigError, match="the trace's topology requests: placement consolidate does not read"):
+        on_racks(tmp_path, jobs)

@@ -12,7 +12,8 @@ each level.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,13 +21,15 @@ import numpy as np
 import pandas as pd
 
 from simcluster.engine.speed import spanned_level
+from simcluster.errors import TraceError
 from simcluster.features.base import Contribution, Ended, Feature
 from simcluster.metrics.observer import Observer
 from simcluster.settings.fields import ConfigError
 from simcluster.settings.topology import TopologyOptions
 from simcluster.topology import NODE, kueue_topology_levels, read_topology
 from simcluster.topology.costs import ClusterTopology, slowdown_costs
-from simcluster.topology.request import TopologyRequest, pod_gpus
+from simcluster.topology.request import TopologyRequest
+from simcluster.traces.requests import REQUEST_COLUMNS
 
 if TYPE_CHECKING:
     from simcluster.cluster_spec import ClusterSpec
@@ -56,30 +59,74 @@ class ClusterTopologyFeature(Feature):
     def in_play(self, run: ResolvedRun) -> bool:
         return run.cluster.topology is not None
 
-    def plan(self, run: ResolvedRun) -> TopologyRequest | None:
-        """The request of every job (``--topology-request``), checked against the topology's levels and the
-        placement: one that does not read topology requests refuses them rather than ignore them."""
+    def plan(self, run: ResolvedRun) -> Requests:
+        """Each job's request: its trace's (``pod_gpus``, ``topology_required``, ``topology_preferred``), else
+        ``--topology-request``, checked against the topology's levels and the placement: one that does not read
+        topology requests refuses them rather than ignore them."""
+        assert run.cluster.topology is not None  # (in play)
+        levels = run.cluster.topology.topology.levels
         text = run.config.topology_request
-        if not text:
-            return None
-        assert run.cluster.topology is not None  # (in play)
-        request = TopologyRequest.parse(text, run.cluster.topology.topology.levels)
-        if not getattr(run.placement.cls, "topology_aware", False) or run.policy.cls.own_placement:
-            raise ConfigError(f"--topology-request {text}: placement {run.placement_name} does not read topology "
-                              "requests; choose a topology-aware one (tas-best-fit, tas-least-free, tas-balanced, "
-                              "kueue-tas)")
-        return request
+        requests = Requests(TopologyRequest.parse(text, levels) if text else None,
+                            trace_requests(run.trace, levels) if run.trace is not None else None)
+        if requests.any() and (not getattr(run.placement.cls, "topology_aware", False)
+                               or run.policy.cls.own_placement):
+            given = f"--topology-request {text}" if text else "the trace's topology requests"
+            raise ConfigError(f"{given}: placement {run.placement_name} does not read topology requests; choose a "
+                              "topology-aware one (tas-best-fit, tas-least-free, tas-balanced, kueue-tas)")
+        return requests
 
-    def start(self, plan: TopologyRequest | None, jobs: list[Job], run: ResolvedRun) -> Contribution:
+    def start(self, plan: Requests, jobs: list[Job], run: ResolvedRun) -> Contribution:
         assert run.cluster.topology is not None  # (in play)
-        if plan is not None and plan.mode == "required":
-            check_required_fits(jobs, plan, run.cluster)
         for job in jobs:
-            job.topology = plan
+            job.topology = plan.of(job)
+        check_required_fits([job for job in jobs if job.topology is not None and job.topology.mode == "required"],
+                            run.cluster)
         return TopologyResults(run.cluster.topology)
 
 
-def check_required_fits(jobs: list[Job], request: TopologyRequest, spec: ClusterSpec) -> None:
+@dataclass(frozen=True, eq=False)
+class Requests:
+    """Every job's topology request: ``by_row[i]`` for the job of trace row ``i`` where its trace gives one, else
+    ``default`` (``--topology-request``)."""
+
+    default: TopologyRequest | None
+    by_row: tuple[TopologyRequest | None, ...] | None = None
+
+    def of(self, job: Job) -> TopologyRequest | None:
+        own = self.by_row[job.index] if self.by_row is not None else None
+        return own if own is not None else self.default
+
+    def any(self) -> bool:
+        return self.default is not None or (self.by_row is not None and any(r is not None for r in self.by_row))
+
+
+def trace_requests(trace: Trace, levels: Sequence[str]) -> tuple[TopologyRequest | None, ...] | None:
+    """The requests of a trace's rows (None where a row gives none), or None for a trace without the columns; a
+    level the topology lacks is an error naming the job and its line."""
+    frame = trace.frame
+    if not any(c in frame for c in REQUEST_COLUMNS):
+        return None
+    n = len(frame)
+    pods = frame["pod_gpus"].to_numpy() if "pod_gpus" in frame else np.zeros(n, dtype=np.int64)
+    required = frame["topology_required"].tolist() if "topology_required" in frame else [""] * n
+    preferred = frame["topology_preferred"].tolist() if "topology_preferred" in frame else [""] * n
+    known: dict[tuple[str, str, int], TopologyRequest | None] = {}
+    out: list[TopologyRequest | None] = []
+    for row, (must, may, pod) in enumerate(zip(required, preferred, pods.tolist(), strict=True)):
+        key = (must, may, int(pod))
+        if key not in known:
+            mode, level = ("required", must) if must else ("preferred", may) if may else ("", "")
+            if level and level not in (*levels, NODE):
+                line = int(frame["line"].iloc[row]) if "line" in frame else None
+                raise TraceError(trace.source, f"job {frame['job_id'].iloc[row]}: no level {level!r} in the "
+                                 f"topology (its levels: {', '.join((*levels, NODE))})", line=line,
+                                 field=f"topology_{mode}")
+            known[key] = TopologyRequest(mode, level, int(pod)) if (mode or pod) else None
+        out.append(known[key])
+    return tuple(out)
+
+
+def check_required_fits(jobs: list[Job], spec: ClusterSpec) -> None:
     """A job that no domain of its required level could ever hold (in pods of its size) would wait forever: an
     error before the run, naming the job and the largest domain."""
     assert spec.topology is not None
@@ -87,19 +134,19 @@ def check_required_fits(jobs: list[Job], request: TopologyRequest, spec: Cluster
     gpus = np.array([g.gpus_per_node for g in spec.groups for _ in range(g.nodes)], dtype=np.int64)
     per_node = max(g.gpus_per_node for g in spec.groups)
     rows = np.array([topology.node_index(name) for name in spec.node_names])  # (the cluster's nodes, its order)
-    domains = topology.domain_array(request.level)[rows]
-    most: dict[int, tuple[int, int]] = {}  # pod size → (GPUs the roomiest domain holds in such pods, that domain)
+    most: dict[tuple[str, int], tuple[int, int]] = {}  # (level, pod) → (the roomiest domain's GPUs, that domain)
     for job in sorted(jobs, key=lambda j: -j.gpu_num):
-        pod = pod_gpus(job.gpu_num, per_node)
-        if pod not in most:
-            held = np.bincount(domains, weights=(gpus // pod) * pod)
-            most[pod] = (int(held.max()), int(held.argmax()))
-        room, domain = most[pod]
+        request = job.topology
+        assert request is not None
+        pod = request.pod_size(job.gpu_num, per_node)
+        if (request.level, pod) not in most:
+            held = np.bincount(topology.domain_array(request.level)[rows], weights=(gpus // pod) * pod)
+            most[request.level, pod] = (int(held.max()), int(held.argmax()))
+        room, domain = most[request.level, pod]
         if job.gpu_num > room:
             name = topology.domains(request.level)[domain]
             raise ConfigError(f"job {job.job_id} ({job.gpu_num} GPUs, pods of {pod}) can never lie within one "
-                              f"{request.level} (--topology-request required:{request.level}): the largest, "
-                              f"{name}, holds {room} GPUs in such pods")
+                              f"{request.level} (required): the largest, {name}, holds {room} GPUs in such pods")
 
 
 def label_keys(levels: str | None) -> list[str] | None:

@@ -38,11 +38,11 @@ class TopologyAware(Placement):
         if job.gpu_num > vc.free_gpus:
             return None
         tree, nodes = self._tree_of(vc)
-        pod = pod_gpus(job.gpu_num, vc.gpus_per_node)
+        request = job.topology
+        pod = request.pod_size(job.gpu_num, vc.gpus_per_node) if request else pod_gpus(job.gpu_num, vc.gpus_per_node)
         pods = job.gpu_num // pod
         free = free_counts(vc) // pod
-        request = job.topology
-        level = {} if request is None else {request.mode: request.level}
+        level = request.level_given if request else {}
         if self.algorithm == "kueue":
             chosen = kueue_tas(tree, free, pods, **level)
         else:

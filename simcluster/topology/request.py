@@ -24,14 +24,25 @@ MODES = ("required", "preferred")
 
 @dataclass(frozen=True, slots=True)
 class TopologyRequest:
-    """``mode`` (required, preferred) and the level it names (a level of the cluster's topology, or ``node``).
+    """``mode`` (required, preferred; "" for none), the level it names (a level of the cluster's topology, or
+    ``node``) and the job's GPUs per pod (0: :func:`pod_gpus`'s default).
 
     >>> TopologyRequest.parse("preferred:rack", ("block", "rack"))
-    TopologyRequest(mode='preferred', level='rack')
+    TopologyRequest(mode='preferred', level='rack', pod_gpus=0)
     """
 
     mode: str
     level: str
+    pod_gpus: int = 0
+
+    def pod_size(self, gpus: int, gpus_per_node: int) -> int:
+        """The GPUs of each of a job's pods: its own where the trace gives them, else :func:`pod_gpus`."""
+        return self.pod_gpus or pod_gpus(gpus, gpus_per_node)
+
+    @property
+    def level_given(self) -> dict[str, str]:
+        """``{mode: level}`` where a level is requested, else ``{}`` (the keyword arguments of an assignment)."""
+        return {self.mode: self.level} if self.mode else {}
 
     @classmethod
     def parse(cls, text: str, levels: Sequence[str], where: str = "--topology-request") -> TopologyRequest:

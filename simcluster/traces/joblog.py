@@ -49,6 +49,7 @@ from simcluster.traces.csvfile import describe_delimiter, file_delimiter, number
 from simcluster.traces.deadlines import deadline_seconds
 from simcluster.traces.doubts import unit_doubts
 from simcluster.traces.files import find_job_log
+from simcluster.traces.requests import request_columns
 from simcluster.traces.sizing import (
     MAX_GPUS,
     check_nodes,
@@ -381,6 +382,8 @@ def _validate(raw: pd.DataFrame, mapping: dict[str, str | None], fmt: JobLogForm
         out["deadline"] = deadline_seconds(problems.path, raw["deadline"].astype(str), raw[mapping["submit_time"]],
                                            out["submit_time"].to_numpy(float), lines)
     for name, column in workload_columns(raw, problems.flag).items():
+        out[name] = column
+    for name, column in request_columns(raw, out["gpu_num"], problems.flag).items():  # (a topology's requests)
         out[name] = column
     return out, rule
 

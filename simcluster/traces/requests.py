@@ -1,0 +1,61 @@
+"""A job log's topology requests (Kueue's model, docs/topology.md): ``pod_gpus`` (GPUs per pod), and the level
+its pods must (``topology_required``) or should (``topology_preferred``) share.
+
+Read by :mod:`~simcluster.traces.joblog` where a log has any of these columns; the level names are checked
+against the run's topology when the run is resolved (the log does not know it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from simcluster.traces.csvfile import numbers
+
+REQUEST_COLUMNS = ("pod_gpus", "topology_required", "topology_preferred")
+MAX_LEVEL_NAME = 200  # characters: a level name longer than this is a misread column, not a level
+
+Flag = Callable[[Any, str, str, Callable[[int], str]], None]  # RowProblems.flag(mask, field, reason, describe)
+
+
+def request_columns(raw: pd.DataFrame, gpus: pd.Series, flag: Flag) -> dict[str, pd.Series]:
+    """The request columns ``raw`` holds, typed (``pod_gpus``: 0 where blank, the default pod; levels: "" where
+    blank); each bad value flagged: a pod size that is not a whole number dividing the job's GPUs, a row that
+    both requires and prefers a level.
+
+    >>> raw = pd.DataFrame({"pod_gpus": ["8", "", "3"], "topology_required": ["rack", "", ""]})
+    >>> seen = []
+    >>> out = request_columns(raw, pd.Series([16, 4, 8]), lambda mask, field, why, text: seen.extend(
+    ...     (field, text(int(r))) for r in np.flatnonzero(mask)))
+    >>> out["pod_gpus"].tolist(), out["topology_required"].tolist(), seen
+    ([8, 0, 0], ['rack', '', ''], [('pod_gpus', "must divide the job's 8 GPUs, got 3")])
+    """
+    out: dict[str, pd.Series] = {}
+    if "pod_gpus" in raw:
+        text = raw["pod_gpus"].astype(str).str.strip()
+        blank = (text == "") | text.str.lower().isin(("nan", "none"))
+        pods = numbers(text.where(~blank, "0"), exact_ints=True)
+        value = pods.to_numpy(dtype=float, na_value=np.nan)
+        whole = np.isfinite(value) & (value == np.floor(value)) & (value >= 0)
+        flag(~blank & ~whole, "pod_gpus", "not a whole number", lambda r: f"must be a whole number of GPUs, got "
+             f"{text.iloc[r]!r}")
+        job = gpus.to_numpy(dtype=np.int64)
+        size = np.where(whole, value, 0).astype(np.int64)
+        bad = ~blank & whole & ((size <= 0) | (job % np.maximum(size, 1) != 0))
+        flag(bad, "pod_gpus", "does not divide the job's GPUs",
+             lambda r: f"must divide the job's {job[r]} GPUs, got {text.iloc[r]}")
+        out["pod_gpus"] = pd.Series(np.where(blank | bad, 0, size), index=raw.index)
+    for column in ("topology_required", "topology_preferred"):
+        if column in raw:
+            levels = raw[column].astype(str).str.strip().replace({"nan": "", "None": ""})
+            flag(levels.str.len() > MAX_LEVEL_NAME, column, "too long",
+                 lambda r, levels=levels: f"a level name of {len(levels.iloc[r]):,} characters")
+            out[column] = levels
+    if "topology_required" in out and "topology_preferred" in out:
+        both = (out["topology_required"] != "") & (out["topology_preferred"] != "")
+        flag(both, "topology_preferred", "required and preferred",
+             lambda r: "a job requires or prefers a level, not both")
+    return out
