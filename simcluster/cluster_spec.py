@@ -90,6 +90,12 @@ class ClusterSpec:
         return [(g.gpu_type, g.nodes, g.gpus_per_node, g.memory_mib) for g in rows]
 
     @property
+    def level_costs(self) -> tuple[float, ...]:
+        """What spanning each level of its topology costs, top-down, then the node level
+        (:mod:`simcluster.topology.costs`); () without a topology (spanning nodes costs ``--spread-penalty``)."""
+        return self.topology.costs if self.topology is not None else ()
+
+    @property
     def node_names(self) -> list[str]:
         """Every node's name as the engine gives it (``vc0/n3``: its VC and its position there), in node order.
 

@@ -187,9 +187,8 @@ class Simulation(JobLife):
         with watching(self.plugin_guard):
             self.policy.attach(self.cluster)
         self._pools: dict[tuple[int, str], list[Pool]] = {}  # (id of a job's speeds, VC) → the pools it may use
-        topology = resolved.cluster.topology
         self.speed = SpeedModel(config.spread_penalty, throughputs, colocation if self.policy.shares_gpus else None,
-                                topology.costs if topology is not None else ())
+                                resolved.cluster.level_costs)
         self._solo_speed = self.speed.solo
         if self.speed.colocation is not None:
             for job in jobs:
