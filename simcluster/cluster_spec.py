@@ -96,13 +96,31 @@ class ClusterSpec:
         return self.topology.costs if self.topology is not None else ()
 
     @property
+    def node_gpus(self) -> dict[str, int]:
+        """Every node's GPUs by its name as the engine gives it (``vc0/n3``: its VC and its position there, a VC's
+        nodes of a type together in type order), in the engine's node order.
+
+        >>> groups = (NodeGroup("a", "v100", 1, 8), NodeGroup("b", "v100", 1, 8), NodeGroup("a", "k80", 2, 4))
+        >>> ClusterSpec(groups, type_order=("k80",)).node_gpus  # (a's k80 nodes first: its type order)
+        {'a/n0': 4, 'a/n1': 4, 'a/n2': 8, 'b/n0': 8}
+        """
+        found: dict[str, int] = {}
+        for vc in self.vcs:
+            index = 0
+            for _type, count, per_node, _memory in self.groups_of(vc):
+                for _ in range(count):
+                    found[f"{vc}/n{index}"] = per_node
+                    index += 1
+        return found
+
+    @property
     def node_names(self) -> list[str]:
-        """Every node's name as the engine gives it (``vc0/n3``: its VC and its position there), in node order.
+        """Every node's name, in the engine's node order (:attr:`node_gpus`).
 
         >>> ClusterSpec.uniform({"a": 2, "b": 1}).node_names
         ['a/n0', 'a/n1', 'b/n0']
         """
-        return [f"{vc}/n{i}" for vc, n in self.vc_nodes.items() for i in range(n)]
+        return list(self.node_gpus)
 
     @property
     def vc_nodes(self) -> dict[str, int]:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from simcluster.features.base import Contribution, Ended, Feature
-from simcluster.metrics.reliability import CauseTimeline, job_columns, node_gpus, run_figures
+from simcluster.metrics.reliability import CauseTimeline, job_columns, run_figures
 from simcluster.settings.reliability import ReliabilityOptions
 
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ class Reliability(Feature):
 
     def start(self, plan: Any, jobs: list[Job], run: ResolvedRun) -> Contribution:
         gpus_per_node = run.config.gpus_per_node
-        return ReliabilityResults(CauseTimeline(node_gpus(run.cluster, gpus_per_node), gpus_per_node))
+        return ReliabilityResults(CauseTimeline(run.cluster.node_gpus, gpus_per_node))
 
 
 class ReliabilityResults(Contribution):

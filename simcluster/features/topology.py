@@ -131,16 +131,15 @@ def check_required_fits(jobs: list[Job], spec: ClusterSpec) -> None:
     error before the run, naming the job and the largest domain."""
     assert spec.topology is not None
     topology = spec.topology.topology
-    gpus = np.array([g.gpus_per_node for g in spec.groups for _ in range(g.nodes)], dtype=np.int64)
-    per_node = max(g.gpus_per_node for g in spec.groups)
-    rows = np.array([topology.node_index(name) for name in spec.node_names])  # (the cluster's nodes, its order)
+    gpus = np.fromiter(spec.node_gpus.values(), dtype=np.int64)  # (the topology's node i is the cluster's)
+    per_node = int(gpus.max())
     most: dict[tuple[str, int], tuple[int, int]] = {}  # (level, pod) → (the roomiest domain's GPUs, that domain)
     for job in sorted(jobs, key=lambda j: -j.gpu_num):
         request = job.topology
         assert request is not None
         pod = request.pod_size(job.gpu_num, per_node)
         if (request.level, pod) not in most:
-            held = np.bincount(topology.domain_array(request.level)[rows], weights=(gpus // pod) * pod)
+            held = np.bincount(topology.domain_array(request.level), weights=(gpus // pod) * pod)
             most[request.level, pod] = (int(held.max()), int(held.argmax()))
         room, domain = most[request.level, pod]
         if job.gpu_num > room:

@@ -270,16 +270,3 @@ def size_reliability(frame: pd.DataFrame) -> dict[str, dict[str, Any]]:
             "mttf_s": held / count if count else None, "ettr_mean": float(ettr.mean()) if len(ettr) else None,
         }
     return found
-
-
-def node_gpus(spec: Any, default: int) -> dict[str, int]:
-    """Each node's GPUs by its name (``VC/nI``), from a cluster spec."""
-    found: dict[str, int] = {}
-    for vc in spec.vcs:
-        index = 0
-        for _type, count, per_node, _memory in spec.groups_of(vc):
-            for _ in range(count):
-                found[f"{vc}/n{index}"] = per_node
-                index += 1
-    return found
-
