@@ -22,7 +22,8 @@ holds every setting of ``lucid-sim run`` by its option's name with ``_``; :class
 outside the model watches a run; :func:`load_trace` reads what ``--trace`` reads, with the same options
 (returning a :class:`Trace` or, for Gavel and openb, a :class:`HeteroTrace`; bad input raises
 :class:`TraceError`, data that looks misread warns with :class:`TraceWarning`); :func:`run_sweep` runs the
-grid :func:`build_grid` makes, as ``lucid-sim sweep`` does.  The names load on first use, so ``import
+grid :func:`build_grid` makes, as ``lucid-sim sweep`` does; :func:`topology_study` compares placements and
+topology requests over replicas, as ``lucid-sim topology`` does.  The names load on first use, so ``import
 simcluster`` stays light.
 """
 
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from simcluster.config import SimConfig
     from simcluster.errors import TraceError
     from simcluster.experiments.sweep import build_grid, run_sweep
+    from simcluster.experiments.topology import topology_study
     from simcluster.metrics.observer import Observer
     from simcluster.run import ResolvedRun, resolve_run
     from simcluster.traces.base import Trace
@@ -56,9 +58,10 @@ _EXPORTS = {
     "TraceError": "simcluster.errors",
     "run_sweep": "simcluster.experiments.sweep",
     "build_grid": "simcluster.experiments.sweep",
+    "topology_study": "simcluster.experiments.topology",
 }
 __all__ = ["HeteroTrace", "Observer", "ResolvedRun", "RunResult", "SimConfig", "Trace", "TraceError", "TraceWarning",
-           "build_grid", "load_trace", "resolve_run", "run_sweep", "simulate", "simulate_resolved"]
+           "build_grid", "load_trace", "resolve_run", "run_sweep", "simulate", "simulate_resolved", "topology_study"]
 
 
 def __getattr__(name: str) -> Any:

@@ -136,7 +136,8 @@ def simulate_resolved(run: ResolvedRun, observers: Iterable[Observer] = (), kern
         quiet.jobs_made()
         parts = [part.feature.start(part.plan, jobs, run) for part in run.features]
         watchers = [failures, timeline, *(o for part in parts for o in part.observers), *observers]
-        outcome = Simulation(jobs, run, watchers, kernel=kernel).run()
+        terms = [term for part in parts for term in part.speed_terms]
+        outcome = Simulation(jobs, run, watchers, kernel=kernel, speed_terms=terms).run()
     return collect(run, jobs, outcome, parts, timeline, failures, time.process_time() - cpu0)
 
 

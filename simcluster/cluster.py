@@ -117,6 +117,10 @@ class Node:
         vc.free_gpus += after - before
         if after > before:
             vc.unplaceable = NO_LIMIT
+            if vc.unplaceable_by:
+                vc.unplaceable_by.clear()
+        if vc.free_log is not None:
+            vc.free_log.append(self.index)
         self.bucket = after
         if self.pool is not vc:
             self.pool._move(self.slot, before, after)  # type: ignore[union-attr]
@@ -270,6 +274,7 @@ class Pool:
         self.free_gpus = self.total_gpus
         self.fractions = Fractions()
         self.topology_levels: tuple[str, ...] = ()  # the names of its nodes' domains' levels (Node.domains)
+        self.free_log: list[int] | None = None  # positions of nodes whose free count changed (watch_free)
         # buckets[k]: bit i set <=> nodes[i] is up and has exactly k free GPUs
         self.buckets = [0] * (self.gpus_per_node + 1)
         for slot, node in enumerate(nodes):
@@ -280,12 +285,22 @@ class Pool:
     def _move(self, position: int, before: int | None, after: int | None) -> None:
         """Move the node at bit ``position`` from free-count bucket ``before`` to ``after`` (None: down)."""
         bit = 1 << position
+        if self.free_log is not None:
+            self.free_log.append(position)
         if before is not None:
             self.buckets[before] &= ~bit
             self.free_gpus -= before
         if after is not None:
             self.buckets[after] |= bit
             self.free_gpus += after
+
+    def watch_free(self) -> list[int]:
+        """From now on, the position of every node whose free count changes is appended to the list returned
+        (the same list for every watcher; a watcher that reads it clears it): what a placement that keeps its own
+        tallies of free GPUs reads to bring them up to date at the cost of what changed."""
+        if self.free_log is None:
+            self.free_log = []
+        return self.free_log
 
     def nodes_with_free(self, k: int) -> Iterator[Node]:
         """Up nodes with exactly ``k`` free GPUs, in node order."""
@@ -345,6 +360,8 @@ class VirtualCluster(Pool):
         # the fewest GPUs a monotone placement found no room for since GPUs were last freed here: no job asking
         # for as many or more can be placed until then (the engine skips the search)
         self.unplaceable = NO_LIMIT
+        # the same per class of jobs, for a placement monotone within each class only (Placement.room_class)
+        self.unplaceable_by: dict[object, int] = {}
         self.fractional = False  # whether jobs may take fractions of its GPUs (track_fractions)
         self.fastest_first = self.gpu_types  # its GPU types, fastest first (the cluster sets it)
         # unshared[k]: bit i set <=> node i is up and k of its GPUs hold fewer than two jobs (what a job may share)
@@ -370,6 +387,7 @@ class VirtualCluster(Pool):
         if before != after:
             if after is not None and (before is None or after > before):
                 self.unplaceable = NO_LIMIT
+                self.unplaceable_by.clear()
             self._move(node.index, before, after)
             node.bucket = after
             if node.pool is not self:

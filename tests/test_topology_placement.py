@@ -70,7 +70,7 @@ LINGJUN = shared_data_dir() / "topology" / "lingjun" / "topo.csv"
 
 
 @pytest.mark.skipif(not LINGJUN.is_file(), reason=f"the Lingjun topology is not here ({LINGJUN})")
-@pytest.mark.parametrize("placement", TAS)
+@pytest.mark.parametrize("placement", (*TAS, "slurm-tree", "slurm-block"))
 def test_on_lingjun_a_job_never_spans_its_required_level(placement):
     rng = np.random.default_rng(1)
     sizes = rng.choice([8, 16, 32, 64, 128, 256], size=300, p=[0.3, 0.2, 0.2, 0.15, 0.1, 0.05])
@@ -115,3 +115,101 @@ def test_a_trace_with_requests_is_refused_by_a_placement_that_cannot_read_them(t
     jobs = {"submit_time": [0], "gpu_num": [8], "duration": [100], "topology_required": ["rack"]}
     with pytest.raises(ConfigError, match="the trace's topology requests: placement consolidate does not read"):
         on_racks(tmp_path, jobs)
+
+
+def random_pool(seed: int):
+    """A VC of 24 nodes of 8 GPUs under a random 3-level topology, some GPUs taken and a node down."""
+    from simcluster.cluster import Cluster
+    from simcluster.job import Job
+    from simcluster.topology.request import pool_tree
+
+    rng = np.random.default_rng(seed)
+    vc = Cluster({"a": 24}, 8).vcs["a"]
+    domains = [(int(rng.integers(2)), int(rng.integers(3)), int(rng.integers(3))) for _ in vc.nodes]
+    for i, node in enumerate(vc.nodes):
+        taken = int(rng.integers(0, 9))
+        if taken:
+            node.allocate(Job(index=i, job_id=str(i), vc="a", gpu_num=taken, submit_time=0, duration=1), taken)
+    return vc, pool_tree(domains, ("zone", "block", "rack"))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_one_pod_path_puts_a_pod_where_kueues_assignment_does(seed):
+    from simcluster.placement.domain_free import DomainFree
+    from simcluster.placement.topology_aware import free_counts
+    from simcluster.topology.kueue import assign
+
+    vc, tree = random_pool(seed)
+    state = DomainFree(vc, tree)
+    for step in range(3):  # the tallies follow GPUs taken and freed after they were made
+        if step:
+            node = vc.nodes[(seed + step) % len(vc.nodes)]
+            for job in list(node.jobs):
+                node.release(job)
+            if step == 2:
+                node.set_up(False)
+        assert state.node_pods(1).tolist() == free_counts(vc).tolist()
+        for pod in range(1, 9):
+            free = free_counts(vc) // pod
+            for level in (None, "zone", "block", "rack", "node"):
+                for algorithm in ("best-fit", "least-free"):
+                    given = {"required": level} if level else {}
+                    expected = assign(tree, free, 1, algorithm=algorithm, **given)
+                    got = state.one_pod(pod, tree.level(level) if level else state.leaf)
+                    assert (None if got is None else {got: 1}) == expected, (pod, level, algorithm)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_pods_that_may_go_anywhere_go_where_kueues_assignment_puts_them(seed):
+    from simcluster.placement.domain_free import DomainFree
+    from simcluster.placement.topology_aware import free_counts
+    from simcluster.topology.kueue import assign
+
+    vc, tree = random_pool(seed)
+    state = DomainFree(vc, tree)
+    for pod in (1, 2, 4, 8):
+        free = free_counts(vc) // pod
+        sums = state.level_pods(pod)
+        assert [s.tolist() for s in sums] == [s.tolist() for s in tree.totals(free)]
+        for pods in range(2, int(free.sum()) + 2):
+            for algorithm in ("best-fit", "least-free"):
+                assert state.spread(pod, pods, algorithm == "least-free") == assign(
+                    tree, free, pods, algorithm=algorithm), (pod, pods, algorithm)
+                for level in ("block", "rack"):
+                    for mode in ("required", "preferred"):
+                        assert assign(tree, free, pods, algorithm=algorithm, level_pods=sums, **{mode: level}) == \
+                            assign(tree, free, pods, algorithm=algorithm, **{mode: level})
+
+
+SLICED = "node,block,rack\na/n0,b0,r0\na/n1,b0,r0\na/n2,b0,r0\na/n3,b0,r1\na/n4,b1,r2\na/n5,b1,r2\n"
+
+
+@pytest.mark.parametrize("placement", ("tas-best-fit", "kueue-tas"))
+def test_slices_keep_each_group_of_pods_in_one_rack_even_where_that_spans_blocks(tmp_path, placement):
+    # block b0 has four free nodes, but only one pair of them in one rack; b1 has the other pair
+    (tmp_path / "topo.csv").write_text(SLICED)
+    jobs = {"submit_time": [0], "gpu_num": [32], "duration": [100], "topology_preferred": ["block"]}
+    where = Placements()
+    sliced = dict(jobs, slice_topology=["rack"], slice_size=[2])
+    simulate(load_trace(pd.DataFrame(sliced).assign(vc="a"), {"a": 6}),
+             SimConfig(topology=str(tmp_path / "topo.csv"), placement=placement), observers=[where])
+    assert sorted(where.frame()["node"]) == ["a/n0", "a/n1", "a/n4", "a/n5"]
+    whole = simulate(load_trace(pd.DataFrame(jobs).assign(vc="a"), {"a": 6}),
+                     SimConfig(topology=str(tmp_path / "topo.csv"), placement=placement))
+    assert whole.jobs["spanned_level"].tolist() == ["rack"]  # without slices: the four nodes of b0
+
+
+def test_a_slice_needs_its_level_and_size_and_must_split_the_pods(tmp_path):
+    (tmp_path / "topo.csv").write_text(SLICED)
+    csv = tmp_path / "jobs.csv"
+    config = SimConfig(topology=str(tmp_path / "topo.csv"), placement="kueue-tas")
+    pd.DataFrame({"submit_time": [0], "gpu_num": [32], "duration": [100], "slice_size": [2]}).to_csv(csv, index=False)
+    with pytest.raises(TraceError, match="slice_topology.*a slice needs both"):
+        load_trace(csv, nodes=6)
+    frame = pd.DataFrame({"submit_time": [0], "gpu_num": [24], "duration": [100], "slice_topology": ["rack"],
+                          "slice_size": [2]})
+    with pytest.raises(ConfigError, match="slices of 2 pods cannot split its 3 pods of 8 GPUs"):
+        simulate(load_trace(frame, nodes=6), config)
+    frame = frame.assign(gpu_num=32, topology_required="rack", slice_topology="block")
+    with pytest.raises(TraceError, match="slices of level 'block' cannot lie inside one rack"):
+        simulate(load_trace(frame, nodes=6), config)

@@ -26,6 +26,7 @@ from simcluster.cli import (  # noqa: F401  (register the commands)
     info,
     reliability,
     run,
+    topology,
     trace,
     validate,
 )

@@ -67,6 +67,8 @@ def print_summary(summary: dict[str, Any], target: Path, shown: Collection[str] 
     if "cluster_efficiency" in summary:
         out.print(f"elastic jobs: cluster efficiency {summary['cluster_efficiency']:.1%} (speedup delivered per GPU "
                   "of the cluster)", highlight=False)
+    if "stranded_gpus" in (summary.get("topology") or {}):
+        out.print(topology_line(summary["topology"]), highlight=False)
     out.print(f"makespan {summary['makespan']:,.0f} s · preemptions {summary['preemptions']:,} · "
               f"restarts {summary['restarts']:,} · simulation {summary['sim_cpu_seconds']:.2f} CPU-s · "
               f"loading {summary['load_cpu_seconds']:.2f} CPU-s\nresults in [bold]{target}[/]", highlight=False)
@@ -93,6 +95,24 @@ def size_table(per_size: dict[str, dict[str, Any]], overs: Sequence[str]) -> Tab
                       _number(f.get("max_queue"), ",.0f"),
                       *(_number(f.get(k), ".1%") for k in overs), _number(f.get("avg_bounded_slowdown"), ",.2f"))
     return table
+
+
+def topology_line(topology: dict[str, Any]) -> str:
+    """What the topology cost in queueing: the GPUs stranded per level (mean, share of the free GPU-time) and the
+    jobs that fit the free GPUs but waited.
+
+    >>> print(topology_line({"stranded_gpus": {"rack": 13.09, "node": 2.0}, "stranded_share": {"rack": 0.9,
+    ...                      "node": 0.14}, "fit_but_waited": {"job_seconds": 900.0, "share_of_queueing": 0.9,
+    ...                      "jobs": 1}}))
+    topology: GPUs stranded (mean, share of free GPU-time) rack 13.1 (90.0%), node 2.0 (14.0%); 1 job fit the free
+    GPUs but waited, 900 job-s (90.0% of the queueing)
+    """
+    stranded = ", ".join(f"{level} {gpus:,.1f} ({topology['stranded_share'][level]:.1%})"
+                         for level, gpus in topology["stranded_gpus"].items())
+    fit = topology["fit_but_waited"]
+    return (f"topology: GPUs stranded (mean, share of free GPU-time) {stranded}; {fit['jobs']:,} job"
+            f"{'s' * (fit['jobs'] != 1)} fit the free GPUs but waited, {fit['job_seconds']:,.0f} job-s "
+            f"({fit['share_of_queueing']:.1%} of the queueing)")
 
 
 def _number(value: Any, spec: str) -> str:

@@ -57,6 +57,17 @@ class Swapped:
 
 
 @dataclass(frozen=True, slots=True)
+class Replaced:
+    """A node the job runs on failed and free nodes took its place at once (Kueue's failed-node replacement, in
+    the job's domain at its required level: :class:`~simcluster.engine.failures.DomainReplacement`): its GPUs on
+    ``node`` move to ``plan``'s nodes, ``(node, GPUs)``, the rest stay; it loses what it did since its last
+    checkpoint and makes no progress for its restart."""
+
+    node: str
+    plan: Any = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Resized:
     """The policy changed an elastic job's allocation (``plan``, ``from_gpus`` → ``to_gpus`` GPUs) or its batch
     while it runs: it goes on from the progress it made, after ``delay`` seconds without progress (None: the
@@ -92,4 +103,4 @@ class Stalled:
     seconds: float
 
 
-Cause = Preempted | RateChanged | Moved | NodeFailed | Swapped | Resized | Declined | Abandoned | Stalled
+Cause = Preempted | RateChanged | Moved | NodeFailed | Swapped | Replaced | Resized | Declined | Abandoned | Stalled

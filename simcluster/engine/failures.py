@@ -1,8 +1,11 @@
-"""Node failures: each node's life (up, down, repaired), and the guard against runs that would never end.
+"""Node failures: each node's life (up, down, repaired), a failed node's replacement from its job's domain, and
+the guard against runs that would never end.
 
 A node fails after an exponential time with mean ``node_mtbf`` and comes back ``node_repair`` seconds later;
 the jobs on it are evicted (:class:`~simcluster.engine.causes.NodeFailed`) and lose what they did since
-their last checkpoint.  Under some settings a job can then never finish; :class:`NoProgressGuard` notices.
+their last checkpoint.  On a cluster with a topology a running job may instead go on at once on free nodes of its
+domain (:class:`DomainReplacement`, Kueue's failed-node replacement).  Under some settings a job can then never
+finish; :class:`NoProgressGuard` notices.
 """
 
 from __future__ import annotations
@@ -12,11 +15,15 @@ import random
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import simpy
 
-from simcluster.cluster import Node
+from simcluster.cluster import Node, Pool
 from simcluster.config import SimConfig
 from simcluster.job import Job
+from simcluster.placement.topology_aware import free_counts
+from simcluster.topology.kueue import Tree, assign, kueue_tas
+from simcluster.topology.request import pod_gpus, pool_tree
 
 if TYPE_CHECKING:  # pragma: no cover
     from simcluster.engine.reliability import Reliability
@@ -38,6 +45,90 @@ def node_life(env: simpy.Environment, node: Node, config: SimConfig, down: Calla
         down(node)
         yield env.timeout(config.node_repair)
         up(node)
+
+
+class DomainReplacement:
+    """Kueue's replacement of a failed node (TASFailedNodeReplacement, KEP-2724 "Node failures"): the pods a
+    running job had on a failed node go at once to free nodes, the job's other pods stay where they are.
+
+    Kueue places the lost pods as it places a PodSet (``findReplacementAssignment`` in
+    ``pkg/cache/scheduler/tas_flavor_snapshot.go``): by the run's topology-aware algorithm, with the job's
+    request, within the domain its other pods hold at its required level (``requiredReplacementDomain``; none
+    where the failed node held them all), on free GPUs only (no preemption), never on a node the job holds.
+    Where none is free it gives up at once and the job is requeued, as Kueue's TASFailedNodeReplacementFailFast
+    evicts it (both gates on by default since Kueue v0.14).  ``replaced`` and ``not_found`` count the jobs each
+    way; a job Kueue would not replace (elastic, on shared GPUs or fractions of them) is neither.
+
+    >>> from simcluster.cluster import Cluster
+    >>> from simcluster.topology.request import TopologyRequest
+    >>> vc = Cluster({"a": 4}, 8).vcs["a"]
+    >>> for node, rack in zip(vc.nodes, (0, 0, 0, 1)):
+    ...     node.domains = (rack,)
+    >>> vc.topology_levels = ("rack",)
+    >>> job = Job(index=0, job_id="j", vc="a", gpu_num=16, submit_time=0, duration=100)
+    >>> job.topology = TopologyRequest("required", "rack")
+    >>> job.allocation = tuple((node, node.allocate(job, 8)) for node in vc.nodes[:2])
+    >>> replacement = DomainReplacement()
+    >>> [(node.name, gpus) for node, gpus in replacement.replace(job, vc.nodes[0])]  # n2: the free node of rack 0
+    [('a/n2', 8)]
+    >>> other = Job(index=1, job_id="k", vc="a", gpu_num=8, submit_time=0, duration=100)
+    >>> _ = vc.nodes[2].allocate(other, 8)
+    >>> replacement.replace(job, vc.nodes[0]), replacement.replaced, replacement.not_found  # n3 is in rack 1
+    (None, 1, 1)
+    """
+
+    def __init__(self, algorithm: str = "best-fit") -> None:
+        self.algorithm = algorithm  # the placement's: best-fit, least-free, balanced, or kueue (Kueue's profile)
+        self.replaced = self.not_found = 0
+        self._trees: dict[int, tuple[Tree, np.ndarray] | None] = {}  # a pool's tree and its nodes' domains
+
+    def replace(self, job: Job, failed: Node) -> list[tuple[Node, int]] | None:
+        """Where ``job``'s GPUs on ``failed`` go now, ``[(node, GPUs)]``; None where Kueue would not replace them
+        or finds no room (counted in ``not_found``)."""
+        pool, lost = failed.pool, failed.jobs.get(job)
+        if pool is None or not lost or job.elastic is not None or job.gpu_milli < 1000 or job.sharing:
+            return None
+        known = self._tree_of(pool)
+        if known is None:  # (nodes outside the topology: a policy's own partition)
+            return None
+        tree, domains = known
+        request = job.topology
+        per_node = pool.gpus_per_node
+        pod = request.pod_size(job.gpu_num, per_node) if request is not None else pod_gpus(job.gpu_num, per_node)
+        if len(lost) % pod:
+            return None
+        free = free_counts(pool) // pod
+        free[[node.slot for node, _ in job.allocation if node.pool is pool]] = 0  # (a node holds a job once)
+        if request is not None and request.mode == "required" and request.level in pool.topology_levels:
+            kept = next((node for node, _ in job.allocation if node is not failed), None)
+            if kept is not None and kept.domains is not None:  # its domain, where its other pods are
+                k = pool.topology_levels.index(request.level)
+                free[domains[:, k] != kept.domains[k]] = 0
+        level: dict[str, Any] = request.assignment if request is not None else {}
+        pods = len(lost) // pod
+        if request is not None and request.slice_size and pods % request.slice_size:
+            chosen = None  # (lost pods that are not whole slices cannot be placed as slices)
+        elif self.algorithm == "kueue":
+            chosen = kueue_tas(tree, free, pods, **level)
+        else:
+            chosen = assign(tree, free, pods, algorithm=self.algorithm, **level)
+        if chosen is None:
+            self.not_found += 1
+            return None
+        self.replaced += 1
+        return [(pool.nodes[leaf], count * pod) for leaf, count in sorted(chosen.items()) if count]
+
+    def _tree_of(self, pool: Pool) -> tuple[Tree, np.ndarray] | None:
+        if id(pool) not in self._trees:
+            domains = [node.domains for node in pool.nodes]
+            self._trees[id(pool)] = None if any(d is None for d in domains) or not pool.topology_levels else (
+                pool_tree(domains, pool.topology_levels),  # type: ignore[arg-type]
+                np.asarray(domains, dtype=np.int64).reshape(len(domains), len(pool.topology_levels)))
+        return self._trees[id(pool)]
+
+    def report(self) -> dict[str, int]:
+        """The counts, for summary.json's ``failures``."""
+        return {"node_replacements": self.replaced, "node_replacements_not_found": self.not_found}
 
 
 class NoProgressGuard:

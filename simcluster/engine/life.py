@@ -43,6 +43,7 @@ from simcluster.engine.causes import (
     NodeFailed,
     Preempted,
     RateChanged,
+    Replaced,
     Resized,
     Stalled,
     Swapped,
@@ -53,11 +54,12 @@ from simcluster.placement import Plan
 from simcluster.placement.base import holds_exactly
 
 if TYPE_CHECKING:  # pragma: no cover
-    from simcluster.cluster import Cluster
+    from simcluster.cluster import Cluster, Node
     from simcluster.config import SimConfig
     from simcluster.engine.failures import NoProgressGuard
     from simcluster.engine.reliability import Reliability
     from simcluster.engine.speed import SpeedModel
+    from simcluster.engine.terms import SpeedTerm
     from simcluster.policies import Policy
 
 _BY_INDEX = attrgetter("index")  # trace order
@@ -73,6 +75,7 @@ class JobLife:
     cluster: Cluster
     policy: Policy
     speed: SpeedModel
+    _speed_terms: tuple[SpeedTerm, ...]  # what slows jobs through other running jobs (jobs sharing an uplink)
     guard: NoProgressGuard
     reliability: Reliability | None  # failures by model, checkpoint and restart costs, spares (else None)
     running: int
@@ -112,7 +115,10 @@ class JobLife:
         vc.running[job] = None
         job.start(now)
         if job.elastic is None:
-            job.speed = self._solo_speed(job) if job.speeds is not None or self.speed.spread_penalty else 1.0
+            if self._speed_terms:
+                self._terms_start(job, now)
+            else:
+                job.speed = self._solo_speed(job) if job.speeds is not None or self.speed.spread_penalty else 1.0
         else:
             self._begin_elastic(job, now, batch, self.config.restart_delay if delay is None else delay)
         self.running += 1
@@ -235,6 +241,8 @@ class JobLife:
                 self.abandoned[job] = now
                 self.guard.forget(job)
                 self._one_less()
+            case Replaced(node=failed, plan=plan):  # (last: the rarest, so the others never test for it)
+                self._replaced(job, vc, now, failed, plan)
 
     def _swapped(self, job: Job, vc: VirtualCluster, now: float, pause: float) -> None:
         """:class:`Swapped`: back to its last checkpoint where it runs, owing ``pause`` and its restart."""
@@ -257,6 +265,47 @@ class JobLife:
             self.interrupt(job, Abandoned(), vc)
             self._request_pass(vc)
         for hook in self._on_restart:
+            hook(job, now)
+
+    def _replaced(self, job: Job, vc: VirtualCluster, now: float, failed: str, plan: list[tuple[Node, int]]) -> None:
+        """:class:`Replaced`: back to its last checkpoint, its GPUs on node ``failed`` moved to ``plan``'s, owing its
+        restart; observers hear a restart (the failure), then a resize (its GPUs changed while it runs)."""
+        reliability = self.reliability
+        assert reliability is not None
+        nodes = len(job.allocation)
+        if self._policy_on_run_stop:
+            self.policy.on_run_stop(job, vc)
+        job.change_speed(now, job.speed, job.sharing)
+        reliability.lose_in_place(job, now)
+        reliability.after_failure(job)
+        job.restarts += 1
+        if self._speed_terms:  # (its old nodes' links are free of it; its new ones count it below)
+            self._terms_stop(job)
+        kept = []
+        for node, ids in job.allocation:
+            if node.name == failed:
+                node.release(job)
+            else:
+                kept.append((node, ids))
+        job.allocation = (*kept, *((node, node.allocate(job, count)) for node, count in plan))
+        if self._speed_terms:
+            self._terms_start(job, now)
+        else:
+            job.speed, job.sharing = self.speed.of(job)  # (its span, and so its speed, may have changed)
+        if self._policy_on_run_start:
+            self.policy.on_run_start(job, vc)
+        self._time_run(job)
+        if self.guard.gives_up_on(job, nodes, now):
+            _disarm(job)
+            self._stop(job, vc, lose_since_checkpoint=0.0)
+            self.interrupt(job, Abandoned(), vc)
+            self._request_pass(vc)
+            for hook in self._on_restart:
+                hook(job, now)
+            return
+        for hook in self._on_restart:
+            hook(job, now)
+        for hook in self._on_resize:
             hook(job, now)
 
     def _checkpoint_due(self, job: Job, _run_end: simpy.Event | None = None) -> None:
@@ -355,6 +404,24 @@ class JobLife:
             self.policy.on_run_stop(job, vc)
         if partners:
             self._retime(partners)
+        if self._speed_terms:
+            self._terms_stop(job)
+
+    def _terms_start(self, job: Job, now: float) -> None:
+        """Started ``job`` counted by the speed terms, timed at its speed under them, and the running jobs it
+        slows re-timed."""
+        for term in self._speed_terms:
+            term.on_start(job, now)
+        job.speed = self._solo_speed(job)
+        self._retime({other for term in self._speed_terms for other in term.affected(job)})
+
+    def _terms_stop(self, job: Job) -> None:
+        """Stopped ``job`` forgotten by the speed terms, and the running jobs it slowed re-timed."""
+        now = self.clock()
+        affected = {other for term in self._speed_terms for other in term.affected(job)}
+        for term in self._speed_terms:
+            term.on_stop(job, now)
+        self._retime(affected)
 
     def _retime(self, jobs: Iterable[Job]) -> None:
         """Give running ``jobs`` their current speed; a job whose speed changed is interrupted (RateChanged)."""

@@ -1,7 +1,7 @@
 """Failures from a fault model, what they cost a job, hot spares and excluded servers: the engine's side.
 
 On when a run is given any of ``--faults``, ``--checkpoint-cost``, ``--restart-cost``, ``--checkpoint-interval
-young-daly``, ``--spare-nodes`` or ``--exclude-after``
+young-daly``, ``--spare-nodes`` or ``--exclude-after``, or ``--node-mtbf`` on a cluster with a topology
 (:func:`~simcluster.settings.reliability.reliability_mode`); a run without them takes none of these paths, and
 its results are those of before.
 
@@ -17,6 +17,14 @@ without progress (:class:`~simcluster.engine.causes.Swapped`); an idle slot is d
 seconds.  The failed server, once repaired, is a spare (a spare fails too, and is out while repaired).  With
 no spare ready (or an elastic job on the slot) the slot goes down, its jobs are requeued (``NodeFailed``) and
 owe the restart cost when they start again, and the slot comes back with its server.
+
+**Replacement from the domain.** On a cluster with a topology under a topology-aware placement
+(``--replace-failed-nodes``, on by default), a running job whose node failed with no spare ready goes on at once on
+free nodes of its domain at its required level, as Kueue replaces a failed node
+(:class:`~simcluster.engine.failures.DomainReplacement`, :class:`~simcluster.engine.causes.Replaced`): it keeps
+its other GPUs, loses what it did since its last checkpoint and owes the restart cost; where none is free it is
+requeued.  A ready spare comes first: it takes the failed server's slot, the node's place in the topology, so the
+job stays where it was.
 
 **Exclusion.** ``--exclude-after N/DAYS``: a server's N-th fault within DAYS days takes it out for good; its
 slot takes a spare when one is ready (after the swap time), else stays down.
@@ -50,6 +58,7 @@ from simcluster.settings.reliability import exclusion_rule
 
 if TYPE_CHECKING:  # pragma: no cover
     from simcluster.cluster import Node
+    from simcluster.engine.failures import DomainReplacement
     from simcluster.engine.simulation import Simulation
 
 CHECKPOINT, RESTART, OTHER = 0, 1, 2  # kinds of seconds without progress
@@ -187,6 +196,7 @@ class Reliability:
         self.excluded: dict[int, tuple[float, str]] = {}  # server → when, and where it was
         self.faults = self.swaps = self.spare_faults = 0
         self.down_slots = 0
+        self.replacement = _replacement_of(sim, config)
 
     # --- checkpoints ---------------------------------------------------------------------------------
     def costs_of(self, job: Job) -> Costs:
@@ -417,9 +427,23 @@ class Reliability:
         found: dict[str, Any] = {"faults": self.faults, "node_rate_per_day": self.node_rate * 86_400.0}
         if self.spares:
             found |= {"spare_nodes": self.spares, "spare_swaps": self.swaps, "spare_faults": self.spare_faults}
+        if self.replacement is not None:
+            found |= self.replacement.report()
         if self.rule is not None:
             found["excluded_servers"] = [{"server": server, "node": where, "at": at}
                                          for server, (at, where) in self.excluded.items()]
             found["excluded"] = len(self.excluded)
         return found
 
+
+def _replacement_of(sim: Simulation, config: SimConfig) -> DomainReplacement | None:
+    """The run's replacement of failed nodes from their jobs' domains: where ``--replace-failed-nodes`` is on, the
+    cluster has a topology and Kueue's placements place the jobs (its TAS workloads; Slurm has no such
+    replacement); else None."""
+    placement, resolved = sim.resolved.placement.cls, sim.resolved
+    if not (config.replace_failed_nodes and resolved.cluster.topology is not None
+            and getattr(placement, "replaces_failed_nodes", False) and sim.policy.own_placement is None):
+        return None
+    from simcluster.engine.failures import DomainReplacement
+
+    return DomainReplacement(getattr(placement, "algorithm", "best-fit"))

@@ -25,11 +25,11 @@ from typing import TYPE_CHECKING, Any
 
 import simpy
 
-from simcluster.cluster import Cluster, Node, Pool, VirtualCluster
+from simcluster.cluster import NO_LIMIT, Cluster, Node, Pool, VirtualCluster
 from simcluster.cluster_spec import ClusterSpec, NodeGroup
 from simcluster.colocation.loader import answer_shares
 from simcluster.elastic.threads import one_blas_thread
-from simcluster.engine.causes import NodeFailed, Swapped
+from simcluster.engine.causes import NodeFailed, Replaced, Swapped
 from simcluster.engine.context import VcContext
 from simcluster.engine.events import HORIZON, LATE, URGENT, NoEventsLeft, succeed_at
 from simcluster.engine.failures import NoProgressGuard, node_life
@@ -57,6 +57,7 @@ from simcluster.queue import JobQueue
 from simcluster.registry import implements
 
 if TYPE_CHECKING:  # pragma: no cover
+    from simcluster.engine.terms import SpeedTerm
     from simcluster.run.resolved import ResolvedRun
     from simcluster.throughputs import ThroughputTable
 
@@ -126,12 +127,14 @@ class Simulation(JobLife):
         placement: Placement | None = None,
         wrap_context: Callable[[SchedulingContext, VirtualCluster], SchedulingContext] | None = None,
         kernel: str | None = None,
+        speed_terms: Iterable[SpeedTerm] = (),
     ) -> None:
         """``resolved``: the run (its cluster's nodes per VC, its colocation model for sharing policies, its
         throughput table whose pairs time jobs sharing GPUs, its failure model).  ``policy`` and ``placement``:
         instances to use instead of the run's classes, and ``wrap_context`` what wraps each VC's context (the
         conformance kit's checks, :mod:`simcluster.testing`).  ``kernel``: "fast", "reference" or None (the fast
-        one where this SimPy allows, :mod:`~.kernel`)."""
+        one where this SimPy allows, :mod:`~.kernel`).  ``speed_terms``: what slows jobs through the other jobs
+        running (the features' :class:`~simcluster.engine.terms.SpeedTerm`: jobs sharing an uplink)."""
         self.resolved = resolved
         self.config = config = resolved.config
         colocation, throughputs = resolved.tables.colocation, resolved.tables.throughputs
@@ -162,6 +165,8 @@ class Simulation(JobLife):
         placement_class = resolved.placement.cls
         self.placement = placement if placement is not None else placement_class(random.Random(config.seed))
         self._monotone_placement = self.placement.monotone
+        builtin = resolved.placement.builtin and placement is None
+        self._room_class = self.placement.room_class if builtin and not self.placement.monotone else None
         if not resolved.placement.builtin and placement is None:
             placement_label = resolved.placement.label
             placement_source = source_of(placement_class)
@@ -187,8 +192,9 @@ class Simulation(JobLife):
         with watching(self.plugin_guard):
             self.policy.attach(self.cluster)
         self._pools: dict[tuple[int, str], list[Pool]] = {}  # (id of a job's speeds, VC) → the pools it may use
+        self._speed_terms = tuple(speed_terms)
         self.speed = SpeedModel(config.spread_penalty, throughputs, colocation if self.policy.shares_gpus else None,
-                                resolved.cluster.level_costs)
+                                resolved.cluster.level_costs, self._speed_terms)
         self._solo_speed = self.speed.solo
         if self.speed.colocation is not None:
             for job in jobs:
@@ -223,6 +229,8 @@ class Simulation(JobLife):
             if config.checkpoint_cost:
                 self._time_run = self._time_run_checkpointed  # type: ignore[method-assign]
         self.guard = NoProgressGuard(config, self.reliability)
+        # a failed node's replacement from its jobs' domains (a topology-aware placement on a topology), else None
+        self._replacement = self.reliability.replacement if self.reliability is not None else None
         self.abandoned: dict[Job, float] = {}
         self.declined: dict[Job, float] = {}
         self._arrivals: list[Job] = []
@@ -424,8 +432,12 @@ class Simulation(JobLife):
             self._call_at(0.0, self._scheduler_pass, LATE)
 
     def _node_down(self, node: Node) -> None:
+        """``node`` failed: each of its jobs goes on at once on free nodes of its domain where the run replaces failed
+        nodes and finds some (:class:`~simcluster.engine.failures.DomainReplacement`), else back to its queue."""
+        replacement = self._replacement
         for job in list(node.jobs):
-            self.interrupt(job, NodeFailed(node.name))
+            plan = replacement.replace(job, node) if replacement is not None else None
+            self.interrupt(job, NodeFailed(node.name) if plan is None else Replaced(node.name, plan))
         node.set_up(False)
         for hook in self._on_node_down:
             hook(node.name, self.clock())
@@ -469,9 +481,15 @@ class Simulation(JobLife):
         elif job.speeds is None:  # any GPU will do
             if job.gpu_num >= vc.unplaceable:
                 return False  # the placement found no room for as many GPUs since GPUs were last freed
+            if self._room_class is not None:  # the same, within the job's class only
+                room = self._room_class(job, vc)
+                if job.gpu_num >= vc.unplaceable_by.get(room, NO_LIMIT):
+                    return False
             plan = self.placement.place(job, vc)
             if plan is None and self._monotone_placement:
                 vc.unplaceable = job.gpu_num
+            elif plan is None and self._room_class is not None:
+                vc.unplaceable_by[room] = job.gpu_num
         elif self.placement.chooses_types:
             plan = self.placement.place(job, vc)
         else:

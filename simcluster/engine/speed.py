@@ -5,8 +5,9 @@ A job runs at the pace of its slowest GPU: its speed on that GPU's type (:meth:`
 throughput table's pair speed for jobs that have one, else the colocation model's; a fraction of a GPU
 runs at full speed), times its spread speed: a job whose GPUs span k > 1 nodes runs at 1/(1 + penalty)
 (one slower interconnect hop, whatever k); on a cluster with a topology, 1/(1 + X) with X the largest cost of
-the levels it spans (:mod:`simcluster.topology.costs`).  The engine re-times a job whenever this changes
-(:class:`~simcluster.engine.causes.RateChanged`).
+the levels it spans (:mod:`simcluster.topology.costs`); times every speed term's factor, where a feature gives
+the run terms (jobs crossing the same uplink: :mod:`simcluster.engine.terms`).  The engine re-times a job
+whenever this changes (:class:`~simcluster.engine.causes.RateChanged`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ from simcluster.job import UNKNOWN_WORKLOAD as UNKNOWN
 from simcluster.job import Job, table_keys
 
 if TYPE_CHECKING:  # pragma: no cover
+    from collections.abc import Sequence
+
+    from simcluster.engine.terms import SpeedTerm
     from simcluster.throughputs import ThroughputTable
 
 
@@ -35,15 +39,18 @@ class SpeedModel:
     """
 
     def __init__(self, spread_penalty: float = 0.0, throughputs: ThroughputTable | None = None,
-                 colocation: ColocationModel | None = None, level_costs: tuple[float, ...] = ()) -> None:
+                 colocation: ColocationModel | None = None, level_costs: tuple[float, ...] = (),
+                 terms: Sequence[SpeedTerm] = ()) -> None:
         """``level_costs``: on a cluster with a topology, the cost of spanning each of its levels, top-down, then
         the node level's (:class:`~simcluster.topology.costs.ClusterTopology`); without one, spanning nodes costs
-        ``spread_penalty``."""
+        ``spread_penalty``.  ``terms``: the run's speed terms (:mod:`~simcluster.engine.terms`), whose factors
+        multiply every speed."""
         self.level_costs = level_costs or (spread_penalty,)
         self.spread_penalty = max(self.level_costs)  # (non-zero: where a job's GPUs are changes its speed)
         self.throughputs = throughputs
         self.colocation = colocation
         self._per_type = hasattr(colocation, "on")  # a model per GPU type (PerGpuType): asked for the GPU's type
+        self.terms = tuple(terms)
 
     @staticmethod
     def partners(job: Job) -> set[Job]:
@@ -61,14 +68,22 @@ class SpeedModel:
         return 1.0 / (1.0 + max(costs[spanned_level(job):]))
 
     def solo(self, job: Job) -> float:
-        """The job's speed were none of its GPUs shared: its slowest GPU type's, times its spread speed."""
+        """The job's speed were none of its GPUs shared: its slowest GPU type's, times its spread speed (and the
+        speed terms' factors)."""
         if job.speeds is None:
-            return self.spread(job)
+            return self.spread(job) * self.terms_factor(job) if self.terms else self.spread(job)
         speed = min(job.speeds.on(node.gpu_type) for node, _ in job.allocation) * self.spread(job)
         if speed <= 0:
             raise RuntimeError(f"job {job.job_id} was started on a GPU type it cannot run on "
                                f"({', '.join(sorted({n.gpu_type for n, _ in job.allocation}))})")
-        return speed
+        return speed * self.terms_factor(job) if self.terms else speed
+
+    def terms_factor(self, job: Job) -> float:
+        """The product of the speed terms' factors for running ``job`` (1 without terms)."""
+        factor = 1.0
+        for term in self.terms:
+            factor *= term.factor(job)
+        return factor
 
     def of(self, job: Job) -> tuple[float, bool]:
         """The job's speed now, and whether it shares a GPU: on each GPU it shares with whole-GPU jobs, its speed
@@ -96,7 +111,8 @@ class SpeedModel:
                                 factor = factors[other] = self.pair(job, other, node.gpu_type)
                             speed *= factor
                     slowest = min(slowest, speed)
-        return (slowest * self.spread(job) if self.spread_penalty else slowest), sharing
+        speed = slowest * self.spread(job) if self.spread_penalty else slowest
+        return (speed * self.terms_factor(job) if self.terms else speed), sharing
 
     def pair(self, job: Job, other: Job, gpu_type: str) -> float:
         """``job``'s speed beside ``other`` on a GPU of ``gpu_type`` ÷ its speed alone there."""

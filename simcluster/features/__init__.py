@@ -11,6 +11,7 @@ from simcluster.features.elastic import ElasticJobs
 from simcluster.features.fairness import Fairness
 from simcluster.features.fragmentation import Fragmentation
 from simcluster.features.gpu_types import GpuTypes
+from simcluster.features.links import LinkContentionFeature
 from simcluster.features.reliability import Reliability
 from simcluster.features.topology import ClusterTopologyFeature
 
@@ -23,6 +24,7 @@ FEATURES: tuple[Feature, ...] = (
     Fragmentation(),
     GpuTypes(),
     ClusterTopologyFeature(),
+    LinkContentionFeature(),
 )
 
 __all__ = ["FEATURES", "Contribution", "Ended", "Feature"]

@@ -4,13 +4,14 @@ Deadlines, elastic jobs, fragmentation, GPU types, colocation, reliability and f
 module of :mod:`simcluster.features`: a :class:`Feature` says whether it is in play for a run and what it makes
 of the run's inputs (resolved once, :func:`simcluster.run.resolve_run`); each time the run is simulated it gives
 a :class:`Contribution`, which prepares the jobs, adds its observers to the engine's and, once the run is over,
-its columns to ``jobs.csv`` and ``timeline.csv``, its figures and warnings to ``summary.json`` and its own tables.
+its columns to ``jobs.csv`` and ``timeline.csv``, its figures and warnings to ``summary.json`` and its own tables
+(and, where its jobs slow each other without sharing GPUs, speed terms to the engine: :mod:`simcluster.engine.terms`).
 The hub (:func:`simcluster.api.simulate`) loops over the features in play and never names one (pytest's own
 features are plugins on the hook specifications outside plugins use: the model here).
 
 >>> from simcluster.features import FEATURES
 >>> [feature.name for feature in FEATURES]
-['deadlines', 'elastic', 'fairness', 'reliability', 'colocation', 'fragmentation', 'gpu_types', 'topology']
+['deadlines', 'elastic', 'fairness', 'reliability', 'colocation', 'fragmentation', 'gpu_types', 'topology', 'links']
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from simcluster.cluster_spec import ClusterSpec
     from simcluster.config import SimConfig
     from simcluster.engine.simulation import RunOutcome
+    from simcluster.engine.terms import SpeedTerm
     from simcluster.job import Job
     from simcluster.metrics.observer import Observer
     from simcluster.run.resolved import ResolvedRun
@@ -71,6 +73,7 @@ class Contribution:
     """
 
     observers: Sequence[Observer] = ()
+    speed_terms: Sequence[SpeedTerm] = ()  # what slows running jobs through the other jobs running (the engine's)
 
     def columns(self, ended: Ended, jobs: pd.DataFrame) -> pd.DataFrame:
         """``jobs.csv`` with this feature's columns added (one row per job, in trace order)."""

@@ -1,7 +1,8 @@
 """Reliability: failures by model, what they cost jobs (checkpoints, restarts, lost work), hot spares and excluded
 servers (docs/failures.md); in play where a reliability option is given (``--faults``, ``--checkpoint-cost``,
-``--restart-cost``, ``--spare-nodes``, ``--exclude-after``, ``--checkpoint-interval young-daly``) or a failure model
-comes with the run.
+``--restart-cost``, ``--spare-nodes``, ``--exclude-after``, ``--checkpoint-interval young-daly``), a failure model
+comes with the run, or ``--node-mtbf`` is given on a cluster with a topology (whose failed nodes may be replaced from
+their jobs' domains: ``failures`` counts them).
 
 The engine replays the run's failure model (:mod:`simcluster.engine.reliability`); this feature records where
 the GPU time went (:class:`~simcluster.metrics.reliability.CauseTimeline`), adds each job's ETTR and costs to

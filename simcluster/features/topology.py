@@ -6,8 +6,9 @@ order) and ``--topology-slowdown`` turned into each level's cost: the cluster ca
 (:class:`~simcluster.topology.costs.ClusterTopology`), so that the engine knows each node's domains and slows a
 job by the levels it spans.  While the run goes, each job's highest spanned level is recorded at each start
 with the GPU-time it held there; ``jobs.csv`` gets ``spanned_level``, ``summary.json`` a ``topology`` record: the
-file, its levels and costs, how its rows matched, and the share of started jobs and of GPU-time that spanned
-each level.
+file, its levels and costs, how its rows matched, the share of started jobs and of GPU-time that spanned
+each level, the GPUs stranded per level and the jobs that fit the free GPUs but waited
+(:mod:`simcluster.topology.occupancy`).
 """
 
 from __future__ import annotations
@@ -24,10 +25,12 @@ from simcluster.engine.speed import spanned_level
 from simcluster.errors import TraceError
 from simcluster.features.base import Contribution, Ended, Feature
 from simcluster.metrics.observer import Observer
+from simcluster.placement import PLACEMENTS
 from simcluster.settings.fields import ConfigError
 from simcluster.settings.topology import TopologyOptions
 from simcluster.topology import NODE, kueue_topology_levels, read_topology
 from simcluster.topology.costs import ClusterTopology, slowdown_costs
+from simcluster.topology.occupancy import TopologyOccupancy
 from simcluster.topology.request import TopologyRequest
 from simcluster.traces.requests import REQUEST_COLUMNS
 
@@ -71,8 +74,10 @@ class ClusterTopologyFeature(Feature):
         if requests.any() and (not getattr(run.placement.cls, "topology_aware", False)
                                or run.policy.cls.own_placement):
             given = f"--topology-request {text}" if text else "the trace's topology requests"
+            aware = ", ".join(name for name in PLACEMENTS.names()
+                              if getattr(PLACEMENTS.get(name), "topology_aware", False))
             raise ConfigError(f"{given}: placement {run.placement_name} does not read topology requests; choose a "
-                              "topology-aware one (tas-best-fit, tas-least-free, tas-balanced, kueue-tas)")
+                              f"topology-aware one ({aware})")
         return requests
 
     def start(self, plan: Requests, jobs: list[Job], run: ResolvedRun) -> Contribution:
@@ -81,7 +86,8 @@ class ClusterTopologyFeature(Feature):
             job.topology = plan.of(job)
         check_required_fits([job for job in jobs if job.topology is not None and job.topology.mode == "required"],
                             run.cluster)
-        return TopologyResults(run.cluster.topology)
+        check_slices([job for job in jobs if job.topology is not None and job.topology.slice_size], run.cluster)
+        return TopologyResults(run.cluster.topology, TopologyOccupancy.of(run.cluster))
 
 
 @dataclass(frozen=True, eq=False)
@@ -94,7 +100,9 @@ class Requests:
 
     def of(self, job: Job) -> TopologyRequest | None:
         own = self.by_row[job.index] if self.by_row is not None else None
-        return own if own is not None else self.default
+        if own is None or self.default is None or own.mode:
+            return own if own is not None else self.default
+        return replace(own, mode=self.default.mode, level=self.default.level)  # (its pods or slices, the level)
 
     def any(self) -> bool:
         return self.default is not None or (self.by_row is not None and any(r is not None for r in self.by_row))
@@ -102,26 +110,36 @@ class Requests:
 
 def trace_requests(trace: Trace, levels: Sequence[str]) -> tuple[TopologyRequest | None, ...] | None:
     """The requests of a trace's rows (None where a row gives none), or None for a trace without the columns; a
-    level the topology lacks is an error naming the job and its line."""
+    level the topology lacks, or a slice level above the requested one, is an error naming the job and its line."""
     frame = trace.frame
     if not any(c in frame for c in REQUEST_COLUMNS):
         return None
     n = len(frame)
     pods = frame["pod_gpus"].to_numpy() if "pod_gpus" in frame else np.zeros(n, dtype=np.int64)
-    required = frame["topology_required"].tolist() if "topology_required" in frame else [""] * n
-    preferred = frame["topology_preferred"].tolist() if "topology_preferred" in frame else [""] * n
-    known: dict[tuple[str, str, int], TopologyRequest | None] = {}
+    sizes = frame["slice_size"].to_numpy() if "slice_size" in frame else np.zeros(n, dtype=np.int64)
+    blank = [""] * n
+    required, preferred, sliced = (frame[c].tolist() if c in frame else blank
+                                   for c in ("topology_required", "topology_preferred", "slice_topology"))
+    known: dict[tuple[str, str, int, str, int], TopologyRequest | None] = {}
     out: list[TopologyRequest | None] = []
-    for row, (must, may, pod) in enumerate(zip(required, preferred, pods.tolist(), strict=True)):
-        key = (must, may, int(pod))
+    order = (*levels, NODE)
+    for row, key in enumerate(zip(required, preferred, pods.tolist(), sliced, sizes.tolist(), strict=True)):
         if key not in known:
+            must, may, pod, slice_level, slice_size = key
             mode, level = ("required", must) if must else ("preferred", may) if may else ("", "")
-            if level and level not in (*levels, NODE):
+
+            def refuse(field: str, why: str, row: int = row) -> TraceError:
                 line = int(frame["line"].iloc[row]) if "line" in frame else None
-                raise TraceError(trace.source, f"job {frame['job_id'].iloc[row]}: no level {level!r} in the "
-                                 f"topology (its levels: {', '.join((*levels, NODE))})", line=line,
-                                 field=f"topology_{mode}")
-            known[key] = TopologyRequest(mode, level, int(pod)) if (mode or pod) else None
+                return TraceError(trace.source, f"job {frame['job_id'].iloc[row]}: {why}", line=line, field=field)
+
+            for field, name in ((f"topology_{mode}", level), ("slice_topology", slice_level)):
+                if name and name not in order:
+                    raise refuse(field, f"no level {name!r} in the topology (its levels: {', '.join(order)})")
+            if slice_level and level and order.index(slice_level) < order.index(level):
+                raise refuse("slice_topology", f"slices of level {slice_level!r} cannot lie inside one {level}: "
+                             "a slice's level is the requested level or one below it")
+            known[key] = (TopologyRequest(mode, level, int(pod), slice_level, int(slice_size))
+                          if (mode or pod or slice_size) else None)
         out.append(known[key])
     return tuple(out)
 
@@ -146,6 +164,19 @@ def check_required_fits(jobs: list[Job], spec: ClusterSpec) -> None:
             name = topology.domains(request.level)[domain]
             raise ConfigError(f"job {job.job_id} ({job.gpu_num} GPUs, pods of {pod}) can never lie within one "
                               f"{request.level} (required): the largest, {name}, holds {room} GPUs in such pods")
+
+
+def check_slices(jobs: list[Job], spec: ClusterSpec) -> None:
+    """A job's slices must split its pods evenly (Kueue refuses such a PodSet): an error before the run, naming
+    the job."""
+    per_node = max(spec.node_gpus.values(), default=1)
+    for job in jobs:
+        request = job.topology
+        assert request is not None
+        pod = request.pod_size(job.gpu_num, per_node)
+        if (job.gpu_num // pod) % request.slice_size:
+            raise ConfigError(f"job {job.job_id}: slices of {request.slice_size} pods cannot split its "
+                              f"{job.gpu_num // pod} pods of {pod} GPUs; give a slice_size that divides them")
 
 
 def label_keys(levels: str | None) -> list[str] | None:
@@ -191,10 +222,11 @@ class Spans(Observer):
 
 
 class TopologyResults(Contribution):
-    def __init__(self, topology: ClusterTopology) -> None:
+    def __init__(self, topology: ClusterTopology, occupancy: TopologyOccupancy) -> None:
         self.topology = topology
         self.spans = Spans(len(topology.topology.levels))
-        self.observers = [self.spans]
+        self.occupancy = occupancy  # GPUs stranded per level, jobs that fit the free GPUs but waited
+        self.observers = [self.spans, occupancy]
 
     def columns(self, ended: Ended, jobs: pd.DataFrame) -> pd.DataFrame:
         names, spans = self.topology.topology.all_levels, self.spans
@@ -216,6 +248,7 @@ class TopologyResults(Contribution):
                               for i, level in enumerate(levels)},
             "gpu_time_spanning": {level: (sum(spans.gpu_seconds[: i + 1]) / held if held else 0.0)
                                   for i, level in enumerate(levels)},
+            **self.occupancy.figures(ended.end),
         }}
 
 

@@ -6,6 +6,7 @@ from simcluster.placement import (  # noqa: F401
     fastest_free,
     random_nodes,
     share_rules,
+    slurm_topology,
     tiresias_relaxed,
     topology_aware,
 )

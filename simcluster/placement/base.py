@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Callable, Hashable
 
 from simcluster.cluster import Node, Pool
 from simcluster.job import Job
@@ -26,6 +27,10 @@ class Placement:
     job of g or more until GPUs are freed, whatever else starts meanwhile, and a search that finds none changes
     nothing (draws no random number): the engine then skips the searches it knows would fail, which on a large
     congested cluster are most of them.  Built-in placements only: a plug-in's claim is not taken on trust.
+
+    ``room_class(job, vc)``: a placement monotone only among jobs of one class (a topology-aware one: jobs that
+    require one rack are placed by other rules than those that may spread) says each job's class, and the engine
+    skips, class by class, what ``monotone`` skips for all; None (the default) for a placement that is neither.
     """
 
     name: str = "?"
@@ -35,6 +40,9 @@ class Placement:
 
     def __init__(self, rng: random.Random | None = None) -> None:
         self.rng = rng if rng is not None else random.Random(0)
+
+    # or a method: (job, its VC) → its class (see above); built-in placements only, as ``monotone``
+    room_class: Callable[[Job, Pool], Hashable] | None = None
 
     def place(self, job: Job, vc: Pool) -> Plan | None:
         """GPUs for ``job`` on ``vc`` now, or None if it cannot be placed now.

@@ -13,57 +13,89 @@ the nodes side by side, one domain.
 from __future__ import annotations
 
 import random
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
 from simcluster.cluster import Node, Pool
 from simcluster.job import Job
 from simcluster.placement.base import PLACEMENTS, Placement, Plan
+from simcluster.placement.domain_free import DomainFree
 from simcluster.topology.kueue import Tree, assign, kueue_tas
 from simcluster.topology.request import pod_gpus, pool_tree
 
 
 class TopologyAware(Placement):
-    """A placement that reads the cluster's topology and each job's topology request (``topology_aware``)."""
+    """A placement that reads the cluster's topology and each job's topology request (``topology_aware``).
+
+    Each pool's free GPUs per domain are kept up to date as they change (:class:`DomainFree`), so a decision
+    costs the domains it looks at: a job of one pod walks one level's domains and one domain's children per
+    level below; a larger one is Kueue's assignment over the nodes' free pods.
+    """
 
     topology_aware: ClassVar[bool] = True
+    replaces_failed_nodes: ClassVar[bool] = True  # Kueue's failed-node replacement (engine.failures)
     algorithm: ClassVar[str] = "best-fit"  # or least-free, balanced; kueue: Kueue's default profile
 
     def __init__(self, rng: random.Random | None = None) -> None:
         super().__init__(rng)
-        self._trees: dict[int, tuple[Tree, list[Node]]] = {}  # a pool's tree, by the pool (its nodes never change)
+        self._states: dict[int, DomainFree] = {}  # a pool's tallies, by the pool (its nodes never change)
 
     def place(self, job: Job, vc: Pool) -> Plan | None:
         if job.gpu_num > vc.free_gpus:
             return None
-        tree, nodes = self._tree_of(vc)
+        state = self._state_of(vc)
         request = job.topology
         pod = request.pod_size(job.gpu_num, vc.gpus_per_node) if request else pod_gpus(job.gpu_num, vc.gpus_per_node)
         pods = job.gpu_num // pod
-        free = free_counts(vc) // pod
-        level = request.level_given if request else {}
-        if self.algorithm == "kueue":
-            chosen = kueue_tas(tree, free, pods, **level)
+        level: dict[str, Any] = request.assignment if request else {}
+        if pods == 1 and not (self.algorithm == "balanced" and "preferred" in level):
+            # one pod: every algorithm takes the domain with the fewest such pods free, level by level
+            named = request.level if request and request.mode else None
+            position = state.one_pod(pod, state.tree.level(named) if named else state.leaf)
+            return None if position is None else [(vc.nodes[position], job.gpu_num)]
+        if not level:  # anywhere (Kueue's default profile: LeastFreeCapacity), node by node off the buckets
+            chosen = state.spread(pod, pods, self.algorithm in ("least-free", "kueue"))
         else:
-            chosen = assign(tree, free, pods, algorithm=self.algorithm, **level)
+            sums = state.level_pods(pod)
+            if self.algorithm == "kueue":
+                chosen = kueue_tas(state.tree, sums[-1], pods, level_pods=sums, **level)
+            else:
+                chosen = assign(state.tree, sums[-1], pods, algorithm=self.algorithm, level_pods=sums, **level)
         if chosen is None:
             return None
-        return [(nodes[leaf], count * pod) for leaf, count in sorted(chosen.items()) if count]
+        return [(vc.nodes[leaf], count * pod) for leaf, count in sorted(chosen.items()) if count]
+
+    def room_class(self, job: Job, vc: Pool) -> tuple:
+        """Jobs among which finding no room is monotone in their GPUs (:class:`Placement`): those of one pod
+        (room iff a node has their GPUs free), those that require one level in pods of one size (iff a domain
+        there holds their pods), and those that may spread, in pods of one size (iff the pool holds them)."""
+        request = job.topology
+        pod = request.pod_size(job.gpu_num, vc.gpus_per_node) if request else pod_gpus(job.gpu_num, vc.gpus_per_node)
+        if job.gpu_num <= pod:
+            return ("one pod",)
+        slices = (request.slice_level, request.slice_size) if request is not None else ("", 0)
+        if request is not None and request.mode == "required":
+            return ("required", request.level, pod, *slices)
+        return ("anywhere", pod, *slices)
 
     def _tree_of(self, vc: Pool) -> tuple[Tree, list[Node]]:
-        known = self._trees.get(id(vc))
+        """The pool's topology tree and its nodes (the tree's leaves, in order)."""
+        return self._state_of(vc).tree, vc.nodes
+
+    def _state_of(self, vc: Pool) -> DomainFree:
+        known = self._states.get(id(vc))
         if known is None:
             nodes = list(vc.nodes)
             outside = sum(node.domains is None for node in nodes)
             if 0 < outside < len(nodes):
-                raise ValueError(f"placement {self.name}: {outside} of the {len(nodes)} nodes of {vc.name or 'a pool'} "
+                raise ValueError(f"placement {self.name}: {outside} of the {len(nodes)} nodes of {getattr(vc, 'name', '') or 'a pool'} "
                                  "are not in the cluster's topology")
             if outside:  # a cluster without a topology: its nodes, side by side, as Kueue sees a flat one
-                known = self._trees[id(vc)] = (pool_tree([()] * len(nodes), ()), nodes)
+                tree = pool_tree([()] * len(nodes), ())
             else:
-                domains = [node.domains for node in nodes]
-                known = self._trees[id(vc)] = (pool_tree(domains, vc.topology_levels), nodes)  # type: ignore
+                tree = pool_tree([node.domains for node in nodes], vc.topology_levels)  # type: ignore[misc]
+            known = self._states[id(vc)] = DomainFree(vc, tree)
         return known
 
 

@@ -89,6 +89,14 @@ class ReliabilityOptions:
         None, "N/DAYS: take a server out for good at its N-th fault within DAYS days (reported in summary.json).",
         reads=WITH_FAILURES, parse=exclusion_rule,
     )
+    replace_failed_nodes: bool = setting(
+        True, "On a cluster with a topology, under a topology-aware placement: the pods a running job had on a "
+        "failed node move at once to free nodes of its domain at its required level (any free nodes for a job "
+        "without one) and it restarts there, as Kueue's TASFailedNodeReplacement (on by default since Kueue "
+        "v0.14); where none is free it is requeued. A ready spare (--spare-nodes) comes first.",
+        reads=Reader(lambda run: bool(run.config.topology) and failing(run),
+                     who="runs with a topology (--topology) and node failures (--node-mtbf > 0 or --faults)"),
+    )
     restart_limit: int = setting(
         50, "No-progress guard: a job evicted by node failures this many times in a row without its checkpointed "
         "progress advancing triggers --on-no-progress (0 = no guard).", min=0,
@@ -102,9 +110,12 @@ class ReliabilityOptions:
 
 
 def reliability_mode(config: Any) -> bool:
-    """Whether any option of failures by model, checkpoint and restart costs, spares or exclusion is given."""
+    """Whether any option of failures by model, checkpoint and restart costs, spares or exclusion is given, or
+    failed nodes may be replaced from their domain (a topology and ``--node-mtbf``: the reliability figures count
+    the replacements)."""
     return bool(config.faults or config.checkpoint_cost or config.restart_cost or config.spare_nodes
-                or config.exclude_after or config.checkpoint_interval == "young-daly")
+                or config.exclude_after or config.checkpoint_interval == "young-daly"
+                or (config.topology and config.node_mtbf > 0 and config.replace_failed_nodes))
 
 
 def check_reliability(config: Any, where: str = "settings", model_given: bool = False) -> None:

@@ -35,6 +35,12 @@ class TopologyOptions:
     topology_request: str | None = setting(
         None, "Where every job's pods must or should lie, for jobs whose trace gives no request: required:LEVEL (in "
         "one domain of LEVEL, or the job waits) or preferred:LEVEL (there where one has room, else as close as "
-        "the levels above allow); read by the topology-aware placements (tas-best-fit, tas-least-free, "
-        "tas-balanced, kueue-tas).", reads=WITH_TOPOLOGY,
+        "the levels above allow); read by the topology-aware placements (Kueue's tas-best-fit, tas-least-free, "
+        "tas-balanced, kueue-tas; Slurm's slurm-tree, slurm-block).", reads=WITH_TOPOLOGY,
+    )
+    link_contention: float = setting(
+        0.0, "Jobs crossing the same uplink share its bandwidth: C, the share of every job's time alone spent in "
+        "communication across uplinks (0: off). A job whose most crowded uplink n jobs cross runs at "
+        "1/((1 - C) + C*n). Uplinks: those of the domains it occupies at the highest level it spans and below.",
+        min=0, max=1, reads=WITH_TOPOLOGY,
     )

@@ -421,7 +421,7 @@ def _balanced(tree: Tree, caps: tuple[list[np.ndarray], list[np.ndarray]],
 def assign(tree: Tree, free: np.ndarray, pods: int, *, required: str | None = None,
            preferred: str | None = None, slice_level: str | None = None, slice_size: int | None = None,
            inner_slices: Sequence[tuple[str, int]] = (),
-           algorithm: str = "best-fit") -> dict[int, int] | None:
+           algorithm: str = "best-fit", level_pods: Sequence[np.ndarray] | None = None) -> dict[int, int] | None:
     """Where Kueue puts ``pods`` pods: host index → pods, or None when the PodSet cannot be placed now.
 
     ``free[h]`` is how many pods of this PodSet fit on host ``h`` now.  ``required`` keeps every pod in one
@@ -448,7 +448,10 @@ def assign(tree: Tree, free: np.ndarray, pods: int, *, required: str | None = No
     request = _resolve(tree, pods, required, preferred, slice_level, slice_size, inner_slices)
     if pods == 0:
         return {}
-    caps = _capacities(tree, free, request)
+    if level_pods is not None and request.slice_size == 1 and not request.inner:
+        caps = (list(level_pods), list(level_pods))  # (one pod a slice: the slices are the pods)
+    else:
+        caps = _capacities(tree, free, request)
     least_free = algorithm == "least-free"
     if algorithm == "balanced" and request.mode == "preferred":
         balanced = _balanced(tree, caps, request)
@@ -460,7 +463,8 @@ def assign(tree: Tree, free: np.ndarray, pods: int, *, required: str | None = No
 
 def kueue_tas(tree: Tree, free: np.ndarray, pods: int, *, required: str | None = None,
               preferred: str | None = None, slice_level: str | None = None, slice_size: int | None = None,
-              inner_slices: Sequence[tuple[str, int]] = (), balanced: bool = False) -> dict[int, int] | None:
+              inner_slices: Sequence[tuple[str, int]] = (), balanced: bool = False,
+              level_pods: Sequence[np.ndarray] | None = None) -> dict[int, int] | None:
     """Kueue's default profile (since v0.15): BestFit when a level is required or preferred,
     LeastFreeCapacity when none is (a slice-only request counts as unconstrained, as in Kueue).
 
@@ -475,4 +479,4 @@ def kueue_tas(tree: Tree, free: np.ndarray, pods: int, *, required: str | None =
     else:
         algorithm = "balanced" if balanced and preferred is not None else "best-fit"
     return assign(tree, free, pods, required=required, preferred=preferred, slice_level=slice_level,
-                  slice_size=slice_size, inner_slices=inner_slices, algorithm=algorithm)
+                  slice_size=slice_size, inner_slices=inner_slices, algorithm=algorithm, level_pods=level_pods)

@@ -25,24 +25,33 @@ MODES = ("required", "preferred")
 @dataclass(frozen=True, slots=True)
 class TopologyRequest:
     """``mode`` (required, preferred; "" for none), the level it names (a level of the cluster's topology, or
-    ``node``) and the job's GPUs per pod (0: :func:`pod_gpus`'s default).
+    ``node``), the job's GPUs per pod (0: :func:`pod_gpus`'s default), and its slices: ``slice_size`` pods in one
+    domain of ``slice_level`` each ("" and 0: none).
 
     >>> TopologyRequest.parse("preferred:rack", ("block", "rack"))
-    TopologyRequest(mode='preferred', level='rack', pod_gpus=0)
+    TopologyRequest(mode='preferred', level='rack', pod_gpus=0, slice_level='', slice_size=0)
+    >>> TopologyRequest("required", "block", 8, "rack", 2).assignment
+    {'required': 'block', 'slice_level': 'rack', 'slice_size': 2}
     """
 
     mode: str
     level: str
     pod_gpus: int = 0
+    slice_level: str = ""
+    slice_size: int = 0
 
     def pod_size(self, gpus: int, gpus_per_node: int) -> int:
         """The GPUs of each of a job's pods: its own where the trace gives them, else :func:`pod_gpus`."""
         return self.pod_gpus or pod_gpus(gpus, gpus_per_node)
 
     @property
-    def level_given(self) -> dict[str, str]:
-        """``{mode: level}`` where a level is requested, else ``{}`` (the keyword arguments of an assignment)."""
-        return {self.mode: self.level} if self.mode else {}
+    def assignment(self) -> dict[str, str | int]:
+        """The keyword arguments of Kueue's assignment (:func:`~simcluster.topology.kueue.assign`): ``{mode:
+        level}`` where a level is requested, and the slices where there are some."""
+        given: dict[str, str | int] = {self.mode: self.level} if self.mode else {}
+        if self.slice_size:
+            given.update(slice_level=self.slice_level, slice_size=self.slice_size)
+        return given
 
     @classmethod
     def parse(cls, text: str, levels: Sequence[str], where: str = "--topology-request") -> TopologyRequest:

@@ -1,5 +1,6 @@
-"""A job log's topology requests (Kueue's model, docs/topology.md): ``pod_gpus`` (GPUs per pod), and the level
-its pods must (``topology_required``) or should (``topology_preferred``) share.
+"""A job log's topology requests (Kueue's model, docs/topology.md): ``pod_gpus`` (GPUs per pod), the level its
+pods must (``topology_required``) or should (``topology_preferred``) share, and its slices: groups of
+``slice_size`` pods, each inside one domain of the level ``slice_topology`` (Kueue's podset slices).
 
 Read by :mod:`~simcluster.traces.joblog` where a log has any of these columns; the level names are checked
 against the run's topology when the run is resolved (the log does not know it).
@@ -15,7 +16,7 @@ import pandas as pd
 
 from simcluster.traces.csvfile import numbers
 
-REQUEST_COLUMNS = ("pod_gpus", "topology_required", "topology_preferred")
+REQUEST_COLUMNS = ("pod_gpus", "topology_required", "topology_preferred", "slice_topology", "slice_size")
 MAX_LEVEL_NAME = 200  # characters: a level name longer than this is a misread column, not a level
 
 Flag = Callable[[Any, str, str, Callable[[int], str]], None]  # RowProblems.flag(mask, field, reason, describe)
@@ -48,7 +49,15 @@ def request_columns(raw: pd.DataFrame, gpus: pd.Series, flag: Flag) -> dict[str,
         flag(bad, "pod_gpus", "does not divide the job's GPUs",
              lambda r: f"must divide the job's {job[r]} GPUs, got {text.iloc[r]}")
         out["pod_gpus"] = pd.Series(np.where(blank | bad, 0, size), index=raw.index)
-    for column in ("topology_required", "topology_preferred"):
+    if "slice_size" in raw:
+        text = raw["slice_size"].astype(str).str.strip()
+        blank = (text == "") | text.str.lower().isin(("nan", "none"))
+        value = numbers(text.where(~blank, "0"), exact_ints=True).to_numpy(dtype=float, na_value=np.nan)
+        whole = np.isfinite(value) & (value == np.floor(value)) & (value >= 1) & (value <= 1 << 20)
+        flag(~blank & ~whole, "slice_size", "not a whole number of pods",
+             lambda r: f"must be a whole number of pods from 1 to 1,048,576, got {text.iloc[r]!r}")
+        out["slice_size"] = pd.Series(np.where(~blank & whole, value, 0).astype(np.int64), index=raw.index)
+    for column in ("topology_required", "topology_preferred", "slice_topology"):
         if column in raw:
             levels = raw[column].astype(str).str.strip().replace({"nan": "", "None": ""})
             flag(levels.str.len() > MAX_LEVEL_NAME, column, "too long",
@@ -58,4 +67,9 @@ def request_columns(raw: pd.DataFrame, gpus: pd.Series, flag: Flag) -> dict[str,
         both = (out["topology_required"] != "") & (out["topology_preferred"] != "")
         flag(both, "topology_preferred", "required and preferred",
              lambda r: "a job requires or prefers a level, not both")
+    if "slice_size" in out or "slice_topology" in out:  # a slice is both: its level and its size
+        sized = out["slice_size"] > 0 if "slice_size" in out else pd.Series(False, index=raw.index)
+        placed = out["slice_topology"] != "" if "slice_topology" in out else pd.Series(False, index=raw.index)
+        flag((sized != placed).to_numpy(), "slice_size" if placed.any() else "slice_topology", "half a slice",
+             lambda r: "a slice needs both slice_topology (its level) and slice_size (its pods)")
     return out
