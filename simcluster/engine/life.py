@@ -256,16 +256,23 @@ class JobLife:
         reliability.after_failure(job, pause)
         reliability.costs_of(job).swaps += 1
         job.restarts += 1
+        self._go_on_after_failure(job, vc, now, nodes)
+
+    def _go_on_after_failure(self, job: Job, vc: VirtualCluster, now: float, nodes: int) -> bool:
+        """A job that keeps its GPUs through a failure (a spare swapped in, a node replaced) timed again, unless
+        the guard gives up on it; observers hear a restart.  Whether it goes on."""
         if self._policy_on_run_start:
             self.policy.on_run_start(job, vc)
         self._time_run(job)
-        if self.guard.gives_up_on(job, nodes, now):
+        given_up = self.guard.gives_up_on(job, nodes, now)
+        if given_up:
             _disarm(job)
             self._stop(job, vc, lose_since_checkpoint=0.0)
             self.interrupt(job, Abandoned(), vc)
             self._request_pass(vc)
         for hook in self._on_restart:
             hook(job, now)
+        return not given_up
 
     def _replaced(self, job: Job, vc: VirtualCluster, now: float, failed: str, plan: list[tuple[Node, int]]) -> None:
         """:class:`Replaced`: back to its last checkpoint, its GPUs on node ``failed`` moved to ``plan``'s, owing its
@@ -292,21 +299,9 @@ class JobLife:
             self._terms_start(job, now)
         else:
             job.speed, job.sharing = self.speed.of(job)  # (its span, and so its speed, may have changed)
-        if self._policy_on_run_start:
-            self.policy.on_run_start(job, vc)
-        self._time_run(job)
-        if self.guard.gives_up_on(job, nodes, now):
-            _disarm(job)
-            self._stop(job, vc, lose_since_checkpoint=0.0)
-            self.interrupt(job, Abandoned(), vc)
-            self._request_pass(vc)
-            for hook in self._on_restart:
+        if self._go_on_after_failure(job, vc, now, nodes):
+            for hook in self._on_resize:
                 hook(job, now)
-            return
-        for hook in self._on_restart:
-            hook(job, now)
-        for hook in self._on_resize:
-            hook(job, now)
 
     def _checkpoint_due(self, job: Job, _run_end: simpy.Event | None = None) -> None:
         """Running ``job`` reached a checkpoint boundary: it writes a checkpoint (no progress) and goes on."""

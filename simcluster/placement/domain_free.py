@@ -34,9 +34,27 @@ from simcluster.cluster import Pool
 from simcluster.topology.kueue import Tree
 from simcluster.topology.request import pool_tree
 
-__all__ = ["DomainFree", "pool_tree"]
+__all__ = ["DomainFree", "pool_tree", "tree_of_pool"]
 
 _NONE = np.iinfo(np.int64).max  # (masks domains without a pod out of an argmin)
+
+
+def tree_of_pool(pool: Pool, who: str) -> Tree:
+    """The topology tree over ``pool``'s nodes (its leaves, in the pool's order); on a cluster without a topology,
+    its nodes side by side under one domain.  A pool only partly in the topology is an error naming ``who``.
+
+    >>> from simcluster.cluster import Cluster
+    >>> tree_of_pool(Cluster({"a": 3}, 8).vcs["a"], "placement x").sizes
+    (1, 3)
+    """
+    nodes = pool.nodes
+    outside = sum(node.domains is None for node in nodes)
+    if 0 < outside < len(nodes):
+        raise ValueError(f"{who}: {outside} of the {len(nodes)} nodes of {getattr(pool, 'name', '') or 'a pool'} "
+                         "are not in the cluster's topology")
+    if outside:
+        return pool_tree([()] * len(nodes), ())
+    return pool_tree([node.domains for node in nodes], pool.topology_levels)  # type: ignore[misc]
 
 
 class DomainFree:

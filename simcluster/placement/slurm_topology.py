@@ -49,10 +49,10 @@ import numpy as np
 from simcluster.cluster import Node, Pool
 from simcluster.job import Job
 from simcluster.placement.base import PLACEMENTS, Placement, Plan
+from simcluster.placement.domain_free import tree_of_pool
 from simcluster.placement.topology_aware import free_counts
 from simcluster.topology.arrays import NODE
 from simcluster.topology.kueue import Tree
-from simcluster.topology.request import pool_tree
 from simcluster.topology.slurm_select import DEFAULT_BLOCK_LEVELS, block_select, tree_select
 
 FABRIC = "(fabric)"  # the level slurm-tree puts above a topology's top domains where one network joins them
@@ -156,13 +156,7 @@ class SlurmTopology(Placement):
         known = self._views.get(id(vc))
         if known is None:
             nodes = list(vc.nodes)
-            outside = sum(node.domains is None for node in nodes)
-            if 0 < outside < len(nodes):
-                pool = getattr(vc, "name", "") or "a pool"
-                raise ValueError(f"placement {self.name}: {outside} of the {len(nodes)} nodes of {pool} are not in "
-                                 "the cluster's topology")
-            # (a cluster without a topology: its nodes side by side under one switch)
-            tree = pool_tree([node.domains or () for node in nodes], () if outside else vc.topology_levels)
+            tree = tree_of_pool(vc, f"placement {self.name}")  # (no topology: one switch above every node)
             gpus = np.array([node.gpu_count for node in nodes], dtype=np.int64)
             walked = self._walked(tree)
             base = int(np.bincount(walked.parents[-1]).min())

@@ -17,12 +17,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from simcluster.cluster import Node, Pool
+from simcluster.cluster import Pool
 from simcluster.job import Job
 from simcluster.placement.base import PLACEMENTS, Placement, Plan
-from simcluster.placement.domain_free import DomainFree
-from simcluster.topology.kueue import Tree, assign, kueue_tas
-from simcluster.topology.request import pod_gpus, pool_tree
+from simcluster.placement.domain_free import DomainFree, tree_of_pool
+from simcluster.topology.kueue import assign, kueue_tas
+from simcluster.topology.request import pod_gpus
 
 
 class TopologyAware(Placement):
@@ -79,23 +79,10 @@ class TopologyAware(Placement):
             return ("required", request.level, pod, *slices)
         return ("anywhere", pod, *slices)
 
-    def _tree_of(self, vc: Pool) -> tuple[Tree, list[Node]]:
-        """The pool's topology tree and its nodes (the tree's leaves, in order)."""
-        return self._state_of(vc).tree, vc.nodes
-
     def _state_of(self, vc: Pool) -> DomainFree:
         known = self._states.get(id(vc))
         if known is None:
-            nodes = list(vc.nodes)
-            outside = sum(node.domains is None for node in nodes)
-            if 0 < outside < len(nodes):
-                raise ValueError(f"placement {self.name}: {outside} of the {len(nodes)} nodes of {getattr(vc, 'name', '') or 'a pool'} "
-                                 "are not in the cluster's topology")
-            if outside:  # a cluster without a topology: its nodes, side by side, as Kueue sees a flat one
-                tree = pool_tree([()] * len(nodes), ())
-            else:
-                tree = pool_tree([node.domains for node in nodes], vc.topology_levels)  # type: ignore[misc]
-            known = self._states[id(vc)] = DomainFree(vc, tree)
+            known = self._states[id(vc)] = DomainFree(vc, tree_of_pool(vc, f"placement {self.name}"))
         return known
 
 
