@@ -246,17 +246,22 @@ class JobLife:
 
     def _swapped(self, job: Job, vc: VirtualCluster, now: float, pause: float) -> None:
         """:class:`Swapped`: back to its last checkpoint where it runs, owing ``pause`` and its restart."""
+        nodes = len(job.allocation)
+        self._back_to_checkpoint(job, vc, now, pause)
+        self.reliability.costs_of(job).swaps += 1  # type: ignore[union-attr]
+        self._go_on_after_failure(job, vc, now, nodes)
+
+    def _back_to_checkpoint(self, job: Job, vc: VirtualCluster, now: float, pause: float = 0.0) -> None:
+        """A job that keeps running through a failure loses what it did since its last checkpoint and owes
+        ``pause`` and its restart (a spare's swap, a node's replacement)."""
         reliability = self.reliability
         assert reliability is not None
-        nodes = len(job.allocation)
         if self._policy_on_run_stop:
             self.policy.on_run_stop(job, vc)
         job.change_speed(now, job.speed, job.sharing)
         reliability.lose_in_place(job, now)
         reliability.after_failure(job, pause)
-        reliability.costs_of(job).swaps += 1
         job.restarts += 1
-        self._go_on_after_failure(job, vc, now, nodes)
 
     def _go_on_after_failure(self, job: Job, vc: VirtualCluster, now: float, nodes: int) -> bool:
         """A job that keeps its GPUs through a failure (a spare swapped in, a node replaced) timed again, unless
@@ -277,15 +282,8 @@ class JobLife:
     def _replaced(self, job: Job, vc: VirtualCluster, now: float, failed: str, plan: list[tuple[Node, int]]) -> None:
         """:class:`Replaced`: back to its last checkpoint, its GPUs on node ``failed`` moved to ``plan``'s, owing its
         restart; observers hear a restart (the failure), then a resize (its GPUs changed while it runs)."""
-        reliability = self.reliability
-        assert reliability is not None
         nodes = len(job.allocation)
-        if self._policy_on_run_stop:
-            self.policy.on_run_stop(job, vc)
-        job.change_speed(now, job.speed, job.sharing)
-        reliability.lose_in_place(job, now)
-        reliability.after_failure(job)
-        job.restarts += 1
+        self._back_to_checkpoint(job, vc, now)
         if self._speed_terms:  # (its old nodes' links are free of it; its new ones count it below)
             self._terms_stop(job)
         kept = []
