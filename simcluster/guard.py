@@ -343,6 +343,7 @@ class CheckedPlacement(Placement):
 # --- one guarded run: hooks, writes to views, progress ---------------------------------------------
 
 SAME_INSTANT_LIMIT = 10_000  # passes on one VC at one simulated instant, with nothing started or finished
+IDLE_PASS_LIMIT = 10_000  # passes in a row on one VC where nothing ran, nothing changed and a waiting job fitted
 SUSPECT_HOOKS = frozenset(POLICY_HOOKS) | {"__init__", "place", "allocate", "partitions", "borrowed_nodes"}
 
 
@@ -395,7 +396,8 @@ class RunGuard:
     """One run of a plug-in policy behind the guard: its hooks wrapped (an exception, a None or NaN queue key, a
     report JSON cannot hold: :class:`PluginFailed`), writes to views refused (:mod:`simcluster.views`), and the
     no-progress limits of ``check-policy`` applied (endless passes at one instant, nothing started for long
-    while jobs that fit wait); GPUs left idle with no timer set are remembered for a warning at the end."""
+    while jobs that fit wait, in simulated time or in passes); GPUs left idle with no timer set are remembered
+    for a warning at the end."""
 
     def __init__(self, label: str, source: str | None, clock: Callable[[], float], jobs: Collection[Any]) -> None:
         self.label, self.source, self.clock = label, source, clock
@@ -403,6 +405,8 @@ class RunGuard:
         self.instant = -math.inf  # the instant passes without progress are counted at
         self.passes = 0  # passes at that instant since something last started, stopped or finished
         self.quiet: dict[str, float] = {}  # VC → since when jobs waited there and none ran
+        self.idle_passes: dict[str, tuple[int, float]] = {}  # VC → (passes in a row, since when) that changed
+        # nothing while no job ran there and a waiting job fitted its idle GPUs
         self.patience = max(86_400.0, 10 * max((j.duration for j in jobs), default=0.0))
         self.idle: dict[str, tuple[float, str, int, int]] = {}  # VC → (since, job that fitted, GPUs free, jobs
         # unfinished then) while GPUs stay idle with no timer set
@@ -552,12 +556,13 @@ class RunGuard:
                 raise (self.explain(exc) or self.raised(exc, hook, (vc, ctx))) from exc
             if idle and vc.name in idle:
                 self._closed(vc.name, sim.pending < pending)
-            if sim.running != running or sim.pending != pending:  # something started, stopped or was turned away
+            changed = sim.running != running or sim.pending != pending  # started, stopped or turned away
+            if changed:
                 self.passes = 0
             else:
                 self._unchanged(vc)
             if vc.pending._entry_of:
-                self._waiting(vc)
+                self._waiting(vc, changed)
             elif self.quiet:
                 self.quiet.pop(vc.name, None)
 
@@ -574,7 +579,7 @@ class RunGuard:
                                            "same instant again and again (ctx.wake_at(ctx.now)) without deciding "
                                            "anything; the run would never end", "schedule", self._wake_line())
 
-    def _waiting(self, vc: Any) -> None:
+    def _waiting(self, vc: Any, changed: bool) -> None:
         """After a pass that left jobs waiting in ``vc``: nothing ran there for too long (an error), or GPUs were
         left idle for a job that fits with no timer set (remembered for the warning)."""
         now, name, quiet = self.clock(), vc.name, self.quiet
@@ -583,6 +588,11 @@ class RunGuard:
                 quiet.pop(name, None)
         elif now - quiet.setdefault(name, now) > self.patience:
             self._stuck(vc, now, quiet[name])
+        if vc.running or changed or vc.pending.none_fits(vc.free_gpus):
+            if self.idle_passes:
+                self.idle_passes.pop(name, None)
+        else:
+            self._idle_pass(vc, now)
         again = False
         if self.again:
             again = name in self.again
@@ -590,6 +600,32 @@ class RunGuard:
         head = vc.pending.first()
         if head.gpu_num <= vc.free_gpus and not again and self.woken.get(name, -math.inf) <= now:
             self.idle[name] = (now, head.job_id, vc.free_gpus, self.sim._unfinished)
+
+    def _idle_pass(self, vc: Any, now: float) -> None:
+        """One more pass in a row on ``vc`` that left a job that fits waiting, with nothing running there.
+
+        The patience in simulated time (10 × the longest job) bounds such a policy's run in days, not in passes:
+        one that sets a one-minute timer for ever made 3 million passes on venus_sept before it (over 20 minutes).
+        Nothing but the policy can start work on a VC where nothing runs, so :data:`IDLE_PASS_LIMIT` passes that
+        decide nothing there end the run (a few seconds).  The test is O(1) per pass: the queue's smallest size
+        against the idle GPUs.
+
+        >>> from types import SimpleNamespace
+        >>> guard = RunGuard("policy P", None, lambda: 60.0, [])
+        >>> guard._idle_pass(SimpleNamespace(name="a"), 60.0); guard.idle_passes
+        {'a': (1, 60.0)}
+        """
+        count, since = self.idle_passes.get(vc.name, (0, now))
+        count += 1
+        self.idle_passes[vc.name] = (count, since)
+        if count < IDLE_PASS_LIMIT or since == now:  # (all at one instant: the same-instant limit says it)
+            return
+        fits = next(j for j in vc.pending if j.gpu_num <= vc.free_gpus)
+        raise self.fail("no-progress", f"started nothing in {count:,} passes in a row on VC {vc.name} from {at(since)} "
+                                       f"to {at(now)} although job {fits.job_id} ({fits.gpu_num} GPUs) fitted its "
+                                       f"{vc.free_gpus} idle GPUs and no job ran there; it keeps setting timers "
+                                       "(wake_at) without deciding anything, so the run would never end", "schedule",
+                        self._wake_line())
 
     def _closed(self, vc: str, started: bool) -> None:
         """The next pass on ``vc`` after GPUs were left idle: a stretch to warn of when no job had finished

@@ -92,6 +92,9 @@ class Job:
     total_steps: float = 0.0  # iterations, for traces that count them (Gavel)
     priority_weight: float = 1.0  # Gavel's priority weight
     deadline: float | None = None  # when it should be done (same clock as submit_time); None: best-effort
+    priority: int = 0  # its tier: higher first (a trace's priority, or its priority class's value)
+    preemptible: bool = False  # it may be evicted for work of its tier or above (spot)
+    cluster_queue: str = ""  # the Kueue ClusterQueue its LocalQueue sends it to (--kueue); "" without
 
     # its life in the simulation (not arguments of Job(...): __init__ starts each at its default)
     state: JobState = field(default=JobState.PENDING, init=False)
@@ -123,14 +126,15 @@ class Job:
     def __init__(self, index: int, job_id: str, vc: str, gpu_num: int, submit_time: float, duration: float,
                  user: str = "", workload: Workload | None = None, memory: float = 0.0, queue_vc: str = "",
                  speeds: TypeSpeeds | None = None, gpu_milli: int = 1000, job_type: str = "", total_steps: float = 0.0,
-                 priority_weight: float = 1.0, deadline: float | None = None) -> None:
+                 priority_weight: float = 1.0, deadline: float | None = None, priority: int = 0,
+                 preemptible: bool = False, cluster_queue: str = "") -> None:
         # (written out rather than generated: the generated one takes every field as an argument and calls
         # __post_init__, ~15 % more per job on a million; test_job checks the life fields' defaults here)
         self.index, self.job_id, self.vc, self.gpu_num = index, job_id, vc, gpu_num
         self.submit_time, self.duration, self.user, self.workload = submit_time, duration, user, workload
         self.memory, self.queue_vc, self.speeds, self.gpu_milli = memory, queue_vc or vc, speeds, gpu_milli
         self.job_type, self.total_steps, self.priority_weight = job_type, total_steps, priority_weight
-        self.deadline = deadline
+        self.deadline, self.priority, self.preemptible, self.cluster_queue = deadline, priority, preemptible, cluster_queue
         self.state = JobState.PENDING
         self.work_left = float(duration)
         self.overhead_left = 0.0

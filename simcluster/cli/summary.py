@@ -69,6 +69,9 @@ def print_summary(summary: dict[str, Any], target: Path, shown: Collection[str] 
                   "of the cluster)", highlight=False)
     if "stranded_gpus" in (summary.get("topology") or {}):
         out.print(topology_line(summary["topology"]), highlight=False)
+    for by, title in (("by_cluster_queue", "by ClusterQueue"), ("by_priority", "by priority")):
+        if len((summary.get("tiers") or {}).get(by) or {}) > 1:
+            out.print(tier_table(summary["tiers"][by], title, (summary.get("kueue") or {}).get("cluster_queues")))
     out.print(f"makespan {summary['makespan']:,.0f} s · preemptions {summary['preemptions']:,} · "
               f"restarts {summary['restarts']:,} · simulation {summary['sim_cpu_seconds']:.2f} CPU-s · "
               f"loading {summary['load_cpu_seconds']:.2f} CPU-s\nresults in [bold]{target}[/]", highlight=False)
@@ -77,6 +80,24 @@ def print_summary(summary: dict[str, Any], target: Path, shown: Collection[str] 
 
         out.print(rounds_line(summary), highlight=False)
     print_warnings([w for w in summary.get("warnings", []) if w not in shown], out)
+
+
+def tier_table(groups: dict[str, dict[str, Any]], title: str, queues: dict[str, Any] | None = None) -> Table:
+    """The run's figures per tier (a ClusterQueue, a priority): JCT and queueing in hours, preemptions, and, for a
+    ClusterQueue, the GPU-hours it borrowed and the preemptions it caused."""
+    table = Table(title=title, title_justify="left")
+    kueue = queues is not None and title == "by ClusterQueue"
+    for col in ("tier", "jobs", "finished", "avg JCT (h)", "p95 JCT (h)", "avg queue (h)", "p95 queue (h)",
+                "preempted", *(("borrowed GPU-h", "preemptions caused") if kueue else ())):
+        table.add_column(col, justify="left" if col == "tier" else "right")
+    for name, f in groups.items():
+        own = (queues or {}).get(name, {}) if kueue else {}
+        table.add_row(name, f"{f['jobs']:,}", f"{f['finished']:,}", _number(f.get("jct_mean_h"), ",.2f"),
+                      _number(f.get("jct_p95_h"), ",.2f"), _number(f.get("queue_mean_h"), ",.2f"),
+                      _number(f.get("queue_p95_h"), ",.2f"), f"{f['preemptions']:,}",
+                      *((_number(own.get("borrowed_gpu_hours"), ",.1f"), _number(own.get("preemptions_caused"), ","))
+                        if kueue else ()))
+    return table
 
 
 def over_keys(figures: dict[str, Any]) -> list[str]:

@@ -15,8 +15,12 @@ the slot that holds the server; a job on several nodes stops whole.
 what they did since their last checkpoint and resume after ``--spare-swap`` plus ``--restart-cost`` seconds
 without progress (:class:`~simcluster.engine.causes.Swapped`); an idle slot is down for ``--spare-swap``
 seconds.  The failed server, once repaired, is a spare (a spare fails too, and is out while repaired).  With
-no spare ready (or an elastic job on the slot) the slot goes down, its jobs are requeued (``NodeFailed``) and
-owe the restart cost when they start again, and the slot comes back with its server.
+no spare ready (or an elastic job on the slot) the slot goes down and its jobs are requeued (``NodeFailed``)
+and owe the restart cost when they start again; the slot comes back with its own server's repair or with the
+first spare that becomes ready (a repaired server), whichever is first, slots down longest first.  A spare
+that fails while swapped in leaves its slot down, and the next spare ready takes it.  So with the swap free, one
+job on N slots and K spares sees what it would see on N + K nodes: it stops at a fault of a server it is on and
+waits only while fewer than N servers are up.
 
 **Replacement from the domain.** On a cluster with a topology under a topology-aware placement
 (``--replace-failed-nodes``, on by default), a running job whose node failed with no spare ready goes on at once on
@@ -188,9 +192,10 @@ class Reliability:
         self.spares = k
         self.slot_of: list[int] = list(range(n)) + [-1] * k  # server → slot holding it (-1: spare, or out)
         self.holds: list[int] = list(range(n))  # slot → server
-        self.pool: dict[int, None] = dict.fromkeys(range(n, n + k))  # spares ready, in order
-        self.broken: set[int] = set()
-        self.vacant: deque[int] = deque()  # slots whose server was excluded, waiting for a spare
+        self.pool: dict[int, None] = dict.fromkeys(range(n, n + k))  # spares ready, longest ready first
+        self.broken: set[int] = set()  # servers under repair (a server's outages never overlap)
+        self.waiting: dict[int, None] = {}  # slots down, first down first: each takes the first spare ready
+        self.seating: dict[int, int] = {}  # slot → the spare being swapped into it (the slot is down meanwhile)
         self.rule = exclusion_rule(config.exclude_after) if config.exclude_after else None
         self.fault_times: dict[int, deque[float]] = {}
         self.excluded: dict[int, tuple[float, str]] = {}  # server → when, and where it was
@@ -337,6 +342,8 @@ class Reliability:
             f"smaller jobs, or --until SECONDS.")
 
     def down(self, server: int) -> None:
+        """``server`` failed: a spare ready takes its slot at once; else the slot is down until its server is
+        repaired or a spare becomes ready, whichever comes first (:meth:`up`)."""
         if server in self.excluded:
             return
         now = self.sim.clock()
@@ -345,44 +352,39 @@ class Reliability:
         out = self._counts_out(server, now)
         slot = self.slot_of[server]
         if out:
-            where = self.slots[slot].name if slot >= 0 else f"spare server {server}"
-            self.excluded[server] = (now, where)
-        if slot < 0:  # a spare (ready, or already swapped out)
+            self.excluded[server] = (now, self.slots[slot].name if slot >= 0 else f"spare server {server}")
+        if slot < 0:  # a spare (ready, or swapped out and under repair)
             self.spare_faults += 1
             self.pool.pop(server, None)
+            return
+        node = self.slots[slot]
+        jobs = list(node.jobs)
+        if node.up and jobs and self.pool and all(job.elastic is None for job in jobs):
+            self._fill(slot)  # the spare takes the slot at once: its jobs keep their GPUs and wait for the swap
+            self.sim.swap_out(node, jobs, self.swap_s)
+            return
+        if node.up:
+            self.sim._node_down(node)
+        self.seating.pop(slot, None)  # (a spare that failed while swapped in: the swap is void)
+        if self.pool:
+            self._fill(slot)
         else:
-            node = self.slots[slot]
-            jobs = list(node.jobs)
-            if self.pool and all(job.elastic is None for job in jobs):
-                self.slot_of[server] = -1
-                if jobs:  # the spare takes the slot at once, its jobs keep their GPUs and wait for the swap
-                    spare = next(iter(self.pool))
-                    del self.pool[spare]
-                    self._seat(spare, slot)
-                    self.swaps += 1
-                    self.sim.swap_out(node, jobs, self.swap_s)
-                else:  # an idle node: down until the spare is in
-                    self.sim._node_down(node)
-                    self._fill(slot)
-            else:
-                self.sim._node_down(node)
-                if out:
-                    self.slot_of[server] = -1
-                    self._vacate(slot)
+            self.waiting[slot] = None
 
     def up(self, server: int) -> None:
+        """``server`` is repaired: its slot comes back if it still holds it, else it is a spare, and the slot
+        down longest takes it."""
         self.broken.discard(server)
         if server in self.excluded:
             return
         slot = self.slot_of[server]
         if slot >= 0:
-            node = self.slots[slot]
-            if not node.up and self.holds[slot] == server:
-                self.sim._node_up(node)
+            if slot not in self.seating:  # (a spare swapped in comes up when its swap is done)
+                self._slot_up(slot)
         elif self.spares:
             self.pool[server] = None
-            if self.vacant:
-                self._fill(self.vacant.popleft())
+            if self.waiting:
+                self._fill(next(iter(self.waiting)))
 
     def _counts_out(self, server: int, now: float) -> bool:
         """Whether this fault is ``server``'s N-th within the window (it is then taken out for good)."""
@@ -395,28 +397,35 @@ class Reliability:
             times.popleft()
         return len(times) >= count
 
-    def _seat(self, server: int, slot: int) -> None:
-        self.slot_of[server] = slot
-        self.holds[slot] = server
-
-    def _vacate(self, slot: int) -> None:
-        if self.pool:
-            self._fill(slot)
-        else:
-            self.vacant.append(slot)
-
     def _fill(self, slot: int) -> None:
-        """A spare takes vacant ``slot``; the slot is up after the swap time (if the spare is still sound)."""
+        """The spare ready longest takes ``slot``; the server it held, once repaired, is a spare.  A slot that is
+        down comes up when the swap is done, if the spare is still sound (a running job's slot stays up: its jobs
+        wait for the swap on their GPUs)."""
         spare = next(iter(self.pool))
         del self.pool[spare]
-        self._seat(spare, slot)
+        self.waiting.pop(slot, None)
+        held = self.holds[slot]
+        if self.slot_of[held] == slot:
+            self.slot_of[held] = -1
+        self.slot_of[spare] = slot
+        self.holds[slot] = spare
         self.swaps += 1
+        if self.slots[slot].up:
+            return
+        self.seating[slot] = spare
 
         def seated() -> None:
-            if self.holds[slot] == spare and spare not in self.broken and not self.slots[slot].up:
-                self.sim._node_up(self.slots[slot])
+            if self.seating.get(slot) == spare:
+                del self.seating[slot]
+                if spare not in self.broken:
+                    self._slot_up(slot)
 
         self.sim.call_after(self.swap_s, seated)
+
+    def _slot_up(self, slot: int) -> None:
+        self.waiting.pop(slot, None)
+        if not self.slots[slot].up:
+            self.sim._node_up(self.slots[slot])
 
     def record(self) -> ReliabilityRecord:
         """What the run's metrics read once it ended."""

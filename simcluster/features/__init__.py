@@ -13,6 +13,7 @@ from simcluster.features.fragmentation import Fragmentation
 from simcluster.features.gpu_types import GpuTypes
 from simcluster.features.links import LinkContentionFeature
 from simcluster.features.reliability import Reliability
+from simcluster.features.tiers import Tiers
 from simcluster.features.topology import ClusterTopologyFeature
 
 FEATURES: tuple[Feature, ...] = (
@@ -23,6 +24,7 @@ FEATURES: tuple[Feature, ...] = (
     Colocation(),
     Fragmentation(),
     GpuTypes(),
+    Tiers(),  # (before the topology: it pools the VCs' nodes, which the topology then matches)
     ClusterTopologyFeature(),
     LinkContentionFeature(),
 )

@@ -11,7 +11,8 @@ features are plugins on the hook specifications outside plugins use: the model h
 
 >>> from simcluster.features import FEATURES
 >>> [feature.name for feature in FEATURES]
-['deadlines', 'elastic', 'fairness', 'reliability', 'colocation', 'fragmentation', 'gpu_types', 'topology', 'links']
+['deadlines', 'elastic', 'fairness', 'reliability', 'colocation', 'fragmentation', 'gpu_types', 'tiers', 'topology',
+ 'links']
 """
 
 from __future__ import annotations

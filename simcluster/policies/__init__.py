@@ -22,6 +22,7 @@ BUILT_IN = (  # module → the names it registers
     ("fifo_backfill", ("fifo-backfill",)),
     ("easy_backfill", ("easy-backfill",)),
     ("slurm", ("slurm",)),
+    ("kueue", ("kueue",)),
     ("pollux", ("pollux",)),
     ("optimus", ("optimus",)),
     ("tiresias_pollux", ("tiresias-pollux",)),

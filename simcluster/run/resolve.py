@@ -64,8 +64,12 @@ def resolve_run(trace: Trace | None = None, config: SimConfig | ResolvedSettings
         spec, merged = cluster_of(trace, config)
     else:
         spec, merged = as_spec(cluster, config.gpus_per_node), ""
-    for feature in features.FEATURES:  # (a topology above the nodes)
+    vcs = spec.vcs
+    for feature in features.FEATURES:  # (a topology above the nodes; Kueue's pool of the VCs' nodes)
         spec = feature.cluster(spec, config, trace)
+    if not merged and spec.vcs == (ONE_VC,) != vcs:
+        merged = (f"the cluster's {len(vcs)} VC(s) ({', '.join(vcs[:5])}{', …' if len(vcs) > 5 else ''}) are one "
+                  f"pool, VC '{ONE_VC}' (--kueue: the ClusterQueues share its nodes by quota)")
     reliability = reliability_mode(config) or faults is not None
     if reliability:
         check_reliability(config, model_given=faults is not None)

@@ -60,6 +60,7 @@ from simcluster.traces.sizing import (
     read_vc_config,
 )
 from simcluster.traces.stats import load_doubts, vc_gpus_of
+from simcluster.traces.tiers import tier_columns
 from simcluster.traces.times import MAX_SECONDS, TimeRule, submit_seconds
 from simcluster.traces.units import parse_time_format, seconds_per
 from simcluster.traces.venus import WORKLOAD, throughput_log_beside, workload_columns
@@ -384,6 +385,8 @@ def _validate(raw: pd.DataFrame, mapping: dict[str, str | None], fmt: JobLogForm
     for name, column in workload_columns(raw, problems.flag).items():
         out[name] = column
     for name, column in request_columns(raw, out["gpu_num"], problems.flag).items():  # (a topology's requests)
+        out[name] = column
+    for name, column in tier_columns(raw, problems.flag).items():  # (priorities and Kueue's queues)
         out[name] = column
     return out, rule
 

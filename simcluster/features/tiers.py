@@ -1,0 +1,208 @@
+"""Tiers of work (docs/tiers.md): each job's priority, whether it is preemptible, and, with ``--kueue``, the Kueue
+ClusterQueue its LocalQueue sends it to; per-queue and per-priority figures.
+
+With ``--kueue`` the cluster's VCs are one pool (Kueue's ClusterQueues share nodes by quota, not by owning them:
+:meth:`Tiers.cluster`); a job reaches a LocalQueue by its trace's ``local_queue`` column, else by its VC's name,
+and its priority is its ``priority`` column, else its ``priority_class``'s value (a WorkloadPriorityClass of the
+Kueue files).  What the files say that the simulator does not model is one warning per kind of thing.
+
+>>> from simcluster.tiers.model import ClusterQueueSpec, KueueConfig, LocalQueueSpec
+>>> kueue = KueueConfig({"a": ClusterQueueSpec("a")}, local_queues={"ml/team-a": LocalQueueSpec("team-a", "ml", "a")})
+>>> queue_of(kueue, "team-a"), queue_of(kueue, "ml/team-a"), queue_of(kueue, "other")
+('a', 'a', None)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from simcluster.cluster_spec import ONE_VC, ClusterSpec
+from simcluster.errors import TraceError
+from simcluster.features.base import Contribution, Ended, Feature
+from simcluster.settings.fields import ConfigError
+from simcluster.settings.tiers import TierOptions
+from simcluster.tiers.loaded import kueue_of
+from simcluster.tiers.model import KueueConfig
+from simcluster.traces.tiers import TIER_COLUMNS
+
+if TYPE_CHECKING:
+    from simcluster.config import SimConfig
+    from simcluster.job import Job
+    from simcluster.run.resolved import ResolvedRun
+    from simcluster.traces.base import Trace
+
+HOUR = 3600.0
+
+
+class Tiers(Feature):
+    name = "tiers"
+    settings = TierOptions
+
+    def cluster(self, spec: ClusterSpec, config: SimConfig, trace: Trace | None) -> ClusterSpec:
+        """With ``--kueue``, the VCs' nodes as one pool that the ClusterQueues' quotas share."""
+        if not config.kueue or spec.vcs == (ONE_VC,):
+            return spec
+        return replace(spec, groups=tuple(replace(g, vc=ONE_VC) for g in spec.groups))
+
+    def in_play(self, run: ResolvedRun) -> bool:
+        return bool(run.config.kueue) or (run.trace is not None and any(c in run.trace.frame for c in TIER_COLUMNS))
+
+    def plan(self, run: ResolvedRun) -> TierPlan:
+        """Each trace row's ClusterQueue, priority and preemptibility, checked against the Kueue files."""
+        kueue = kueue_of(run.config.kueue) if run.config.kueue else None
+        if kueue is not None and run.cluster.typed:
+            raise ConfigError(f"--kueue on a cluster of several GPU types ({', '.join(run.cluster.gpu_types)}): "
+                              "flavors mapped to GPU types are not modelled yet; give an untyped cluster")
+        if kueue is not None and "kueue" not in run.policy.cls.reads:
+            raise ConfigError(f"--kueue: policy {run.policy.label.removeprefix('policy ')} does not read Kueue's "
+                              "objects; run it with --policy kueue")
+        trace = run.trace
+        if trace is None:
+            return TierPlan(kueue, None, None, None)
+        frame = trace.frame
+        priorities = _priorities(trace, kueue)
+        preemptible = frame["preemptible"].to_numpy(bool) if "preemptible" in frame else None
+        queues = _cluster_queues(trace, kueue) if kueue is not None else None
+        return TierPlan(kueue, priorities, preemptible, queues)
+
+    def start(self, plan: TierPlan, jobs: list[Job], run: ResolvedRun) -> Contribution:
+        for values, attribute in ((plan.priorities, "priority"), (plan.preemptible, "preemptible"),
+                                  (plan.cluster_queues, "cluster_queue")):
+            if values is not None:
+                for job in jobs:
+                    setattr(job, attribute, values[job.index])
+        return TierResults(plan, "kueue" in run.policy.cls.reads)
+
+
+@dataclass(frozen=True, eq=False)
+class TierPlan:
+    """What the trace's rows and the Kueue files say of each job (by trace row), None where nothing does."""
+
+    kueue: KueueConfig | None
+    priorities: tuple[int, ...] | None
+    preemptible: tuple[bool, ...] | Any
+    cluster_queues: tuple[str, ...] | None
+
+
+def queue_of(kueue: KueueConfig, local_queue: str) -> str | None:
+    """The ClusterQueue that ``local_queue`` (``namespace/name``, or a name one namespace holds) sends jobs to."""
+    return kueue.cluster_queue_of(local_queue)
+
+
+def _refuse(trace: Trace, row: int, field: str, why: str) -> TraceError:
+    frame = trace.frame
+    line = int(frame["line"].iloc[row]) if "line" in frame else None
+    return TraceError(trace.source, f"job {frame['job_id'].iloc[row]}: {why}", line=line, field=field)
+
+
+def _priorities(trace: Trace, kueue: KueueConfig | None) -> tuple[int, ...] | None:
+    frame = trace.frame
+    if "priority_class" in frame:
+        classes = frame["priority_class"].tolist()
+        known = dict(kueue.priority_classes) if kueue is not None else {}
+        given = frame["priority"].tolist() if "priority" in frame else [0] * len(classes)
+        out = []
+        for row, (name, value) in enumerate(zip(classes, given, strict=True)):
+            if name and name not in known:
+                listed = ", ".join(sorted(known)) or "none: give the WorkloadPriorityClasses in --kueue's files"
+                raise _refuse(trace, row, "priority_class", f"priority class {name!r} is not defined (defined: "
+                              f"{listed})")
+            out.append(known[name] if name else int(value))
+        return tuple(out)
+    if "priority" in frame:
+        return tuple(frame["priority"].astype(np.int64).tolist())
+    return None
+
+
+def _cluster_queues(trace: Trace, kueue: KueueConfig) -> tuple[str, ...]:
+    """Each row's ClusterQueue: by its ``local_queue`` column, else by its VC's name as a LocalQueue's (or, with no
+    LocalQueue of that name, a ClusterQueue's)."""
+    frame = trace.frame
+    column = "local_queue" if "local_queue" in frame else "vc"
+    names = frame[column].tolist()
+    known: dict[str, str | None] = {}
+    out = []
+    for row, name in enumerate(names):
+        if name not in known:
+            found = queue_of(kueue, name)
+            if found is None and column == "vc" and name in kueue.cluster_queues:
+                found = name
+            known[name] = found
+        found = known[name]
+        if found is None:
+            listed = ", ".join(sorted(kueue.local_queues)[:8]) or "none"
+            how = "local queue" if column == "local_queue" else "VC (no local_queue column: its VC names its queue)"
+            raise _refuse(trace, row, column, f"{how} {name!r} is no LocalQueue of --kueue's files (LocalQueues: "
+                          f"{listed})")
+        out.append(found)
+    return tuple(out)
+
+
+class TierResults(Contribution):
+    """Columns ``priority``, ``preemptible``, ``cluster_queue`` where the run has them; JCT, wait and preemption
+    figures per ClusterQueue and per priority (``tiers``); the Kueue files' notes as warnings."""
+
+    def __init__(self, plan: TierPlan, kueue_policy: bool) -> None:
+        self.plan = plan
+        self.kueue_policy = kueue_policy
+
+    def columns(self, ended: Ended, jobs: pd.DataFrame) -> pd.DataFrame:
+        reported = ended.reported
+        if self.plan.priorities is not None:
+            jobs["priority"] = [job.priority for job in reported]
+        if self.plan.preemptible is not None:
+            jobs["preemptible"] = [job.preemptible for job in reported]
+        if self.plan.cluster_queues is not None:
+            jobs["cluster_queue"] = [job.cluster_queue for job in reported]
+        return jobs
+
+    def figures(self, ended: Ended, jobs: pd.DataFrame) -> dict[str, Any]:
+        groups = {}
+        if "cluster_queue" in jobs:
+            groups["by_cluster_queue"] = tier_figures(jobs, "cluster_queue")
+        if "priority" in jobs:
+            groups["by_priority"] = tier_figures(jobs, "priority")
+        if "preemptible" in jobs:
+            groups["by_preemptible"] = tier_figures(jobs, "preemptible")
+        return {"tiers": groups} if groups else {}
+
+    def warnings(self, ended: Ended) -> list[str]:
+        kueue = self.plan.kueue
+        out = [f"--kueue: not modelled: {note}" for note in kueue.not_modeled] if kueue is not None else []
+        if not self.kueue_policy and self.plan.priorities is not None:
+            out.append(f"the trace's priorities are read by the kueue policy only; policy "
+                       f"{ended.run.policy.label.removeprefix('policy ')} orders jobs without them")
+        return out
+
+
+def tier_figures(jobs: pd.DataFrame, by: str) -> dict[str, dict[str, Any]]:
+    """Per value of column ``by``: jobs, finished, mean and 95th-percentile JCT and queueing delay (hours), and
+    preemptions.
+
+    >>> jobs = pd.DataFrame({"q": ["a", "a", "b"], "jct": [3600.0, 7200.0, 1800.0], "queue": [0.0, 3600.0, 0.0],
+    ...                      "preemptions": [0, 2, 0], "end_time": [3600.0, 9000.0, 1800.0]})
+    >>> tier_figures(jobs, "q")["a"]
+    {'jobs': 2, 'finished': 2, 'jct_mean_h': 1.5, 'jct_p95_h': 1.95, 'queue_mean_h': 0.5, 'queue_p95_h': 0.95, 'preemptions': 2}
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for value, group in jobs.groupby(by, sort=True):
+        finished = group["end_time"].notna()
+        jct = group.loc[finished, "jct"].to_numpy(float) if "jct" in group else np.array([])
+        queue = group["queue"].to_numpy(float) if "queue" in group else np.array([])
+        out[str(value)] = {
+            "jobs": len(group), "finished": int(finished.sum()),
+            "jct_mean_h": _hours(np.mean(jct)) if len(jct) else None,
+            "jct_p95_h": _hours(np.percentile(jct, 95)) if len(jct) else None,
+            "queue_mean_h": _hours(np.nanmean(queue)) if len(queue) else None,
+            "queue_p95_h": _hours(np.nanpercentile(queue, 95)) if len(queue) else None,
+            "preemptions": int(group["preemptions"].sum()),
+        }
+    return out
+
+
+def _hours(seconds: float) -> float:
+    return round(float(seconds) / HOUR, 4)

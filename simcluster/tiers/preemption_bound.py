@@ -1,0 +1,94 @@
+"""A cheap test of whether preemption could make a workload fit at all, before Kueue's search for targets.
+
+Kueue's preemption search (:meth:`~simcluster.tiers.quota_tree.QuotaTree.preemption_targets`) lists and orders every
+candidate of the cohort tree: on a busy cluster a head that cannot fit costs a walk over thousands of admitted
+workloads at every pass, and most heads cannot (their queue borrows already and has nothing of lower priority to
+evict).  Evicting workloads of F GPUs raises what a queue may take by at most F, so a workload that needs more than
+its queue's available GPUs plus every GPU its queue's rules could ever evict has no targets; the search is skipped.
+The GPUs that could be evicted are kept per queue, flavor and priority as workloads are admitted and released, so
+the test costs the queues of the tree and their priority levels, not their workloads.
+
+>>> from simcluster.tiers.model import ClusterQueueSpec, FlavorQuota, KueueConfig, Preemption
+>>> from simcluster.tiers.quota_tree import QuotaTree, Workload
+>>> rules = Preemption(within_cluster_queue="LowerPriority")
+>>> config = KueueConfig({"a": ClusterQueueSpec("a", quotas=(FlavorQuota("f", 8),), preemption=rules)})
+>>> tree, bound = QuotaTree(config), PreemptionBound(config)
+>>> low = Workload("low", "a", "f", 8, priority=0); tree.admit(low); bound.admit(low)
+>>> bound.could_fit(tree, Workload("high", "a", "f", 8, priority=5)), bound.could_fit(tree, Workload("same", "a", "f", 8))
+(True, False)
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from simcluster.tiers.model import KueueConfig
+from simcluster.tiers.quota_tree import QuotaTree, Workload
+
+
+class PreemptionBound:
+    """GPUs admitted per (ClusterQueue, flavor) and priority, and the test they give."""
+
+    def __init__(self, kueue: KueueConfig) -> None:
+        self.kueue = kueue
+        self.gpus: dict[tuple[str, str], dict[int, float]] = defaultdict(lambda: defaultdict(float))
+        self.tree_mates = _tree_mates(kueue)
+
+    def admit(self, w: Workload) -> None:
+        self.gpus[w.cluster_queue, w.flavor][w.priority] += w.gpus
+
+    def release(self, w: Workload) -> None:
+        by_priority = self.gpus[w.cluster_queue, w.flavor]
+        by_priority[w.priority] -= w.gpus
+        if by_priority[w.priority] <= 1e-9:
+            del by_priority[w.priority]
+
+    def _evictable(self, queue: str, flavor: str, policy: str, priority: int) -> float:
+        """The GPUs of ``queue``'s workloads on ``flavor`` that ``policy`` lets a workload of ``priority`` evict."""
+        by_priority = self.gpus.get((queue, flavor))
+        if not by_priority or policy == "Never":
+            return 0.0
+        if policy == "Any":
+            return sum(by_priority.values())
+        if policy == "LowerOrNewerEqualPriority":
+            return sum(g for p, g in by_priority.items() if p <= priority)
+        return sum(g for p, g in by_priority.items() if p < priority)  # LowerPriority
+
+    def could_fit(self, tree: QuotaTree, incoming: Workload, fair_sharing: bool = False) -> bool:
+        """Whether evicting everything ``incoming``'s queue may evict could make room for it (False: it cannot
+        fit by preemption; True: the search may find targets).  Under fair sharing a queue that borrows may
+        reclaim too (by the shares), so the nominal-quota rule of classical preemption is not applied."""
+        queue, flavor, gpus = incoming.cluster_queue, incoming.flavor, incoming.gpus
+        spec = self.kueue.cluster_queues[queue]
+        rules = spec.preemption
+        room = tree.available(queue, flavor)
+        own = self._evictable(queue, flavor, rules.within_cluster_queue, incoming.priority)
+        if room + own >= gpus:
+            return True
+        if spec.cohort is None or rules.reclaim_within_cohort == "Never":
+            return False
+        # another queue's workloads are evicted only for a queue that stays within its nominal quota, unless
+        # borrowWithinCohort allows it (Kueue's getTargets), where the tree is one cohort and its queues
+        nested = tree.parent(spec.cohort) is not None
+        within_nominal = tree.usage(queue, flavor) - own + gpus <= tree.nominal(queue, flavor)
+        if not fair_sharing and not nested and not within_nominal and rules.borrow_within_cohort == "Never":
+            return False
+        others = sum(self._evictable(mate, flavor, rules.reclaim_within_cohort, incoming.priority)
+                     for mate in self.tree_mates[queue] if mate != queue
+                     and tree.usage(mate, flavor) > tree.nominal(mate, flavor))  # (only borrowers are reclaimed)
+        return room + own + others >= gpus
+
+
+def _tree_mates(kueue: KueueConfig) -> dict[str, list[str]]:
+    """Each ClusterQueue's queues of its cohort tree (itself included; alone without a cohort)."""
+    def root(queue: str) -> str:
+        name, seen = kueue.cluster_queues[queue].cohort, set()
+        if name is None:
+            return f"queue {queue}"
+        while name in kueue.cohorts and kueue.cohorts[name].parent is not None and name not in seen:
+            seen.add(name)
+            name = kueue.cohorts[name].parent  # type: ignore[assignment]
+        return name
+
+    roots = {queue: root(queue) for queue in kueue.cluster_queues}
+    return {queue: [mate for mate in roots if roots[mate] == top] for queue, top in roots.items()}
