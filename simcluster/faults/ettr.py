@@ -25,14 +25,23 @@ first order and Daly's √(2δM)·[1 + ⅓√(δ/2M) + ⅑(δ/2M)] − δ (M = 1
 from __future__ import annotations
 
 import math
+import sys
 
 from simcluster.limits import number
+
+_EXP_LIMIT = math.log(sys.float_info.max)  # e^x overflows a float beyond this x
+
+
+def _grows(x: float) -> float:
+    """e^x − 1, or infinity where it overflows a float: a stretch so long against the rate of faults that
+    it is never expected to finish (an ETTR of 0), never an OverflowError."""
+    return math.expm1(x) if x < _EXP_LIMIT else math.inf
 
 
 def _per_fault(rate: float, downtime: float, exposed: bool) -> float:
     """What each fault costs beyond the work it loses, per unit of e^{ΛT} − 1: 1/Λ + D, or with the downtime
     itself exposed to faults (a restart that a fault starts over: simcluster's engine, Daly's model) e^{ΛD}/Λ."""
-    return math.exp(rate * downtime) / rate if exposed else 1.0 / rate + downtime
+    return (_grows(rate * downtime) + 1.0) / rate if exposed else 1.0 / rate + downtime
 
 
 def _check(rate: float, interval: float | None = None, checkpoint_cost: float = 0.0, downtime: float = 0.0) -> None:
@@ -47,7 +56,7 @@ def segment_time(length: float, rate: float, downtime: float = 0.0, exposed: boo
     """Expected wall time to get ``length`` seconds done without a fault, each fault costing what was done
     plus ``downtime``: (1/Λ + D)(e^{ΛT} − 1); ``exposed``: faults strike during D too, (e^{ΛD}/Λ)(e^{ΛT} − 1)."""
     _check(rate, downtime=downtime)
-    return _per_fault(rate, downtime, exposed) * math.expm1(rate * length)
+    return _per_fault(rate, downtime, exposed) * _grows(rate * length)
 
 
 def expected_wall_time(work: float, interval: float, checkpoint_cost: float, rate: float,
@@ -60,8 +69,8 @@ def expected_wall_time(work: float, interval: float, checkpoint_cost: float, rat
         return 0.0
     segments = math.ceil(work / interval) - 1  # checkpointed; the last stretch, in (0, τ], ends the job
     rest = work - segments * interval
-    return _per_fault(rate, downtime, exposed) * (segments * math.expm1(rate * (interval + checkpoint_cost))
-                                                  + math.expm1(rate * rest))
+    checkpointed = segments * _grows(rate * (interval + checkpoint_cost)) if segments else 0.0
+    return _per_fault(rate, downtime, exposed) * (checkpointed + _grows(rate * rest))
 
 
 def ettr(interval: float, checkpoint_cost: float, rate: float, downtime: float = 0.0,
@@ -71,12 +80,14 @@ def ettr(interval: float, checkpoint_cost: float, rate: float, downtime: float =
 
     >>> round(ettr(interval=1800, checkpoint_cost=60, rate=1 / 86_400, downtime=300), 4)
     0.954
+    >>> ettr(interval=1e300, checkpoint_cost=60, rate=1 / 86_400, work=2e300)  # never expected to finish
+    0.0
     """
     if work is not None:
         return (work / expected_wall_time(work, interval, checkpoint_cost, rate, downtime, exposed)
                 if work > 0 else 1.0)
     _check(rate, interval, checkpoint_cost, downtime)
-    return interval / (_per_fault(rate, downtime, exposed) * math.expm1(rate * (interval + checkpoint_cost)))
+    return interval / (_per_fault(rate, downtime, exposed) * _grows(rate * (interval + checkpoint_cost)))
 
 
 def young_interval(checkpoint_cost: float, rate: float) -> float:
@@ -105,7 +116,8 @@ def optimal_interval(checkpoint_cost: float, rate: float) -> float:
     low, high = a, 1.0 + a
     for _ in range(200):
         middle = (low + high) / 2
-        if (1.0 + a - middle) * math.exp(middle) > 1.0:
+        gap = 1.0 + a - middle  # (1 + Λδ − x)e^x > 1 in logarithms, which never overflow for a long δ
+        if gap > 0 and math.log(gap) + middle > 0:
             low = middle
         else:
             high = middle

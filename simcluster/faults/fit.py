@@ -24,14 +24,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 from simcluster.errors import TraceError
-from simcluster.faults.log import DAY, MAX_FAULTS, FaultLog, read_fault_log
-from simcluster.faults.models import FaultClass, RateModel, Repair
+from simcluster.faults.log import DAY, MAX_FAULTS, MAX_SERVERS, MAX_SPAN_S, FaultLog, read_fault_log
+from simcluster.faults.models import MAX_SIGMA, FaultClass, RateModel, Repair
 from simcluster.limits import shown
 
 SCHEMA = "simcluster-fault-fit"
 VERSION = 1
 MAX_FIT_BYTES = 1 << 28
 CONFIDENCE = 0.95
+_LOG_SPAN = math.log(MAX_SPAN_S)  # a log-normal repair's μ: its median e^μ from 3e-10 s to a century
 
 
 @dataclass(frozen=True)
@@ -268,6 +269,8 @@ def _count(data: dict[str, Any], name: str, where: str, low: int, high: int = 10
 
 def _real(data: dict[str, Any], name: str, where: str, prefix: str = "", optional: bool = False,
           signed: bool = False) -> Any:
+    """Field ``name`` of ``data``: a finite number within its :func:`_bounds`, or a :class:`TraceError` naming
+    the file ``where`` and the field's path (``classes[0].repairs_s[3]``)."""
     value = data.get(name)
     field = f"{prefix}.{name}" if prefix and name != "t" else (prefix or name)
     if value is None and optional:
@@ -276,4 +279,32 @@ def _real(data: dict[str, Any], name: str, where: str, prefix: str = "", optiona
         raise TraceError(where, f"must be a finite number, got {shown(value)}", field=field)
     if value < 0 and not signed:
         raise TraceError(where, f"must be non-negative, got {shown(value)}", field=field)
+    low, high, meaning = _bounds(field)
+    if not low <= value <= high:
+        shown_low, shown_high = (f"{b:,.0f}" if float(b).is_integer() else f"{b:.4g}" for b in (low, high))
+        raise TraceError(where, f"must be from {shown_low} to {shown_high} ({meaning}), got {shown(value)}", field=field)
     return float(value)
+
+
+def _bounds(field: str) -> tuple[float, float, str]:
+    """What a field of ``fitted.json`` may hold and why: the bounds a run's fault model checks (a rate of at most
+    one fault a second per server, times within a century), so that a value a model would refuse is refused
+    here, where the file and field can be named.
+
+    >>> _bounds("classes[2].repairs_s[7]")
+    (0.0, 3153600000.0, 'seconds, at most a century')
+    """
+    name = field.rpartition(".")[2].partition("[")[0] or field
+    if name.startswith("rate"):
+        return 0.0, DAY, "faults per server-day, at most one a second"
+    if name.startswith("share"):
+        return 0.0, 1.0, "a fraction of the faults"
+    if name == "lognormal_mu":
+        return -_LOG_SPAN, _LOG_SPAN, "the logarithm of seconds, within a century"
+    if name == "lognormal_sigma":
+        return 0.0, MAX_SIGMA, "of the logarithm of seconds"
+    if name == "span_days":
+        return 0.0, MAX_SPAN_S / DAY, "days, at most a century"
+    if name == "exposure_server_days":
+        return 0.0, MAX_SERVERS * MAX_SPAN_S / DAY, "server-days, at most a century of the most servers"
+    return 0.0, MAX_SPAN_S, "seconds, at most a century"

@@ -120,17 +120,17 @@ class FaultLog:
 
 def read_fault_log(path: str | os.PathLike[str], *, servers: int | None = None, span_s: float | None = None,
                    open_faults: OpenFaults = "error", format: str | None = None) -> FaultLog:
-    """Read a fault log: InfiniteHBD JSON (``.json``) or CSV (anything else), or as ``format`` says
+    """Read a fault log: InfiniteHBD JSON (a JSON list, or ``.json``) or CSV (anything else), or as ``format`` says
     (``infinitehbd`` or ``csv``).  ``servers``: servers observed, those that never failed included (default:
     400 for the InfiniteHBD JSON, the distinct servers seen for a CSV).  ``span_s``: seconds observed
     (default: from 0 to the last event).  Raises :class:`~simcluster.errors.TraceError`."""
     path = Path(path)
-    kind = format or ("infinitehbd" if path.suffix.lower() == ".json" else "csv")
-    if kind not in ("infinitehbd", "csv"):
-        raise TraceError(path, f"unknown fault-log format {shown(kind)}: infinitehbd or csv")
+    if format not in (None, "infinitehbd", "csv"):
+        raise TraceError(path, f"unknown fault-log format {shown(format)}: infinitehbd or csv")
     if open_faults not in ("error", "span-end"):
         raise TraceError(path, f"open_faults must be 'error' or 'span-end', got {shown(open_faults)}")
     text = _read_text(path)
+    kind = format or _format_of(path, text)
     if kind == "infinitehbd":
         raw, names, notes = _parse_infinitehbd(path, text)
         default_servers, servers_note = INFINITEHBD_SERVERS, "the InfiniteHBD dataset's stated 400"
@@ -138,6 +138,22 @@ def read_fault_log(path: str | os.PathLike[str], *, servers: int | None = None, 
         raw, names, notes = _parse_csv(path, text)
         default_servers, servers_note = len(names), "the distinct servers seen"
     return _settle(path, kind, raw, names, notes, servers, span_s, open_faults, default_servers, servers_note)
+
+
+def _format_of(path: Path, text: str) -> str:
+    """A log's format by its content, whatever its name: a JSON list is the InfiniteHBD log, anything else not
+    JSON a CSV; a JSON object is refused (a ``fitted.json`` is a model, not a log), so that a file saved without
+    its ``.json`` is never read as a CSV whose header is ``{``.
+
+    >>> _format_of(Path("trace"), '  [{"node_id": "n1"}]'), _format_of(Path("log.txt"), "node,start,end")
+    ('infinitehbd', 'csv')
+    """
+    first = text[:4096].lstrip()[:1]
+    if first == "{":
+        raise TraceError(path, "holds one JSON object, not a fault log: a fitted model (`lucid-sim faults fit "
+                         "--out`) is given to --faults as it is; a log is a JSON list of fault_start/fault_end "
+                         "events or a CSV node,start,end")
+    return "infinitehbd" if first == "[" or path.suffix.lower() == ".json" else "csv"
 
 
 def _read_text(path: Path) -> str:

@@ -28,6 +28,10 @@ from simcluster.limits import LimitError, number
 MAX_NODES = 10_000_000
 MAX_HORIZON_S = 100 * 365 * 86_400.0
 MAX_OUTAGES = 50_000_000  # outages materialised at once (by_node); a stream is lazy and has no bound
+# below shape 0.1 the gaps' coefficient of variation passes 400, so a fleet's faults over any horizon swing from
+# none to several times their mean (Γ(1 + 1/k) overflows below 1/171); LANL's fit 0.7-0.8 (Schroeder & Gibson 2006)
+MIN_SHAPE, MAX_SHAPE = 0.1, 100.0
+MAX_SIGMA = 20.0  # σ of a log-normal repair's logarithm: its mean, e^(σ²/2) × the median, stays finite
 _BATCH = 1024
 
 
@@ -49,7 +53,7 @@ class Repair:
             seconds = number(seconds, "repair time (s)", low=0, high=MAX_HORIZON_S)
         elif kind == "lognormal":
             seconds = number(seconds, "log-normal repair median (s)", above=0, high=MAX_HORIZON_S)
-            sigma = number(sigma, "log-normal repair sigma", low=0, high=20)
+            sigma = number(sigma, "log-normal repair sigma", low=0, high=MAX_SIGMA)
         elif kind == "empirical":
             samples = tuple(number(s, "empirical repair time (s)", low=0, high=MAX_HORIZON_S) for s in samples)
             if not samples:
@@ -163,7 +167,7 @@ class RateModel:
             number(c.rate, f"the failure rate of class {c.name!r} (per second)", low=0, high=1.0)
         if self.per not in ("node", "gpu"):
             raise LimitError(f"per must be node or gpu, got {self.per!r}")
-        number(self.shape, "the Weibull shape", above=0, high=100)
+        number(self.shape, "the Weibull shape", low=MIN_SHAPE, high=MAX_SHAPE)
         if self.start not in ("stationary", "new"):
             raise LimitError(f"start must be stationary or new, got {self.start!r}")
 

@@ -17,6 +17,7 @@ the no-progress guard read).
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -24,20 +25,41 @@ from typing import Any
 from simcluster.errors import TraceError
 from simcluster.faults.fit import load_fit
 from simcluster.faults.log import read_fault_log
-from simcluster.faults.models import FailureModel, RateModel, Repair
+from simcluster.faults.models import (
+    MAX_HORIZON_S,
+    MAX_SHAPE,
+    MAX_SIGMA,
+    MIN_SHAPE,
+    FailureModel,
+    RateModel,
+    Repair,
+)
 from simcluster.faults.replay import LogReplay
 from simcluster.limits import LimitError, number, shown
+from simcluster.settings.reliability import MAX_MTBF_S, MIN_MTBF_S
 
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86_400.0}
 RATE_KEYS = ("mtbf", "repair", "shape", "per")
 
 
-def seconds(text: str, what: str) -> float:
-    """``3600``, ``90m``, ``4h``, ``30d`` as seconds; :class:`LimitError` naming ``what`` otherwise."""
+def seconds(text: str, what: str, high: float | None = None) -> float:
+    """``3600``, ``90m``, ``4h``, ``30d`` as seconds, at most ``high``; :class:`LimitError` naming ``what`` and the
+    text as given otherwise (a number that overflows with its unit, ``1e308d``, too).
+
+    >>> seconds("90m", "--work")
+    5400.0
+    >>> seconds("1e308d", "--faults repair")
+    Traceback (most recent call last):
+    ...
+    simcluster.limits.LimitError: --faults repair must be a finite time, got '1e308d'
+    """
     text = text.strip()
     scale = _UNITS.get(text[-1:].lower(), None) if text else None
-    value = text[:-1] if scale is not None else text
-    return number(value, what, low=0) * (scale or 1.0)
+    value = number(text[:-1] if scale is not None else text, what, low=0) * (scale or 1.0)
+    if math.isfinite(value) and (high is None or value <= high):
+        return value
+    bound = "a finite time" if high is None else f"at most {high:,.0f} s"
+    raise LimitError(f"{what} must be {bound}, got {shown(text)}")
 
 
 def is_rate_spec(spec: str) -> bool:
@@ -58,22 +80,40 @@ def rate_model(spec: str) -> RateModel:
         given[key] = value.strip()
     if "mtbf" not in given:
         raise LimitError(f"--faults {shown(spec)}: a rate model needs mtbf= (mean time between failures of a node)")
-    mtbf = seconds(given["mtbf"], "--faults mtbf")
-    if mtbf <= 0:
-        raise LimitError(f"--faults mtbf must be greater than 0, got {shown(given['mtbf'])}")
-    repair_text = given.get("repair", "1h")
-    if repair_text.lower().startswith("lognormal:"):
-        parts = repair_text.split(":")
-        if len(parts) != 3:
-            raise LimitError(f"--faults repair={shown(repair_text)}: write lognormal:MEDIAN:SIGMA, e.g. lognormal:16h:1.2")
-        repair = Repair.lognormal(seconds(parts[1], "--faults repair median"), number(parts[2], "--faults repair sigma"))
-    else:
-        repair = Repair.fixed(seconds(repair_text, "--faults repair"))
+    mtbf = _mtbf(given["mtbf"])
+    repair = _repair(given.get("repair", "1h"))
     per = given.get("per", "node")
     if per not in ("node", "gpu"):
         raise LimitError(f"--faults per= must be node or gpu, got {shown(per)}")
-    shape = number(given.get("shape", "1"), "--faults shape", above=0, high=100)
+    shape = number(given.get("shape", "1"), "--faults shape")
+    if not MIN_SHAPE <= shape <= MAX_SHAPE:
+        raise LimitError(f"--faults shape must be from {MIN_SHAPE:g} to {MAX_SHAPE:g} (the Weibull shape of the times "
+                         f"between failures: 1 exponential, below 1 clustered; below {MIN_SHAPE:g} a run's faults "
+                         f"swing from none to several times their mean), got {shown(given['shape'])}")
     return RateModel.from_mtbf(mtbf, repair, per=per, shape=shape)  # type: ignore[arg-type]
+
+
+def _mtbf(text: str) -> float:
+    """``mtbf=``: from :data:`MIN_MTBF_S` (a failure a second, the models' highest rate) to :data:`MAX_MTBF_S`
+    (a million years: beyond it a unit mistake)."""
+    mtbf = seconds(text, "--faults mtbf", high=MAX_MTBF_S)
+    if mtbf < MIN_MTBF_S:
+        raise LimitError(f"--faults mtbf must be at least {MIN_MTBF_S:g} s (a failure a second, the highest rate a "
+                         f"model draws), e.g. 30d, got {shown(text)}")
+    return mtbf
+
+
+def _repair(text: str) -> Repair:
+    """``repair=``: a fixed time or ``lognormal:MEDIAN:SIGMA``, each time at most the models' horizon."""
+    if not text.lower().startswith("lognormal:"):
+        return Repair.fixed(seconds(text, "--faults repair", high=MAX_HORIZON_S))
+    parts = text.split(":")
+    if len(parts) != 3:
+        raise LimitError(f"--faults repair={shown(text)}: write lognormal:MEDIAN:SIGMA, e.g. lognormal:16h:1.2")
+    median = seconds(parts[1], "--faults repair median", high=MAX_HORIZON_S)
+    if median <= 0:
+        raise LimitError(f"--faults repair median must be greater than 0, got {shown(parts[1])}")
+    return Repair.lognormal(median, number(parts[2], "--faults repair sigma", low=0, high=MAX_SIGMA))
 
 
 def failure_model(spec: str | os.PathLike[str], offset_s: float = 0.0) -> FailureModel:
@@ -100,14 +140,16 @@ def failure_model(spec: str | os.PathLike[str], offset_s: float = 0.0) -> Failur
 
 
 def _is_fit(path: Path) -> bool:
-    """Whether ``path`` holds a JSON object (a ``fitted.json``; the InfiniteHBD log is a list of events)."""
-    if path.suffix.lower() != ".json" or not path.is_file():
+    """Whether ``path`` holds a JSON object, read by its content whatever its name (a ``fitted.json`` saved as
+    ``fitted``; the InfiniteHBD log is a list of events, a CSV log starts with its header)."""
+    if not path.is_file():
         return False
     try:
         with open(path, "rb") as handle:
-            return handle.read(4096).lstrip().startswith(b"{")
+            head = handle.read(4096)
     except OSError as exc:
         raise TraceError(path, f"cannot be read: {exc.strerror or exc}") from None
+    return head.removeprefix(b"\xef\xbb\xbf").lstrip().startswith(b"{")
 
 
 def node_rate(model: FailureModel, gpus_per_node: int) -> float:

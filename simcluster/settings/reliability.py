@@ -10,6 +10,9 @@ from simcluster.settings.fields import ConfigError, Reader, RunView, always, set
 
 RELIABILITY = "Failures and checkpoints"  # its panel in `lucid-sim run --help`
 MAX_COST_S = 30 * 86_400.0  # a checkpoint, a restart, a swap or a checkpoint interval: at most 30 days
+# a node's (or GPU's) mean time between failures: a failure rate of at most one a second (what the fault models
+# draw), and at most a million years (beyond it a rate is a unit mistake; --node-mtbf 0 is "never fails")
+MIN_MTBF_S, MAX_MTBF_S = 1.0, 1e6 * 365 * 86_400.0
 
 
 def failing(run: RunView) -> bool:
@@ -39,9 +42,27 @@ def exclusion_rule(text: Any, where: str = "settings") -> tuple[int, float]:
     return count, days * 86_400.0
 
 
+def mtbf_rule(value: Any, where: str = "settings") -> None:
+    """``--node-mtbf``: 0 (nodes never fail) or from :data:`MIN_MTBF_S` to :data:`MAX_MTBF_S` seconds; a
+    :class:`ConfigError` naming the option and the value as given otherwise.
+
+    >>> mtbf_rule(0), mtbf_rule(86_400)
+    (None, None)
+    >>> mtbf_rule(0.001, "command line")
+    Traceback (most recent call last):
+    ...
+    simcluster.settings.fields.ConfigError: command line: --node-mtbf must be 0 (nodes never fail) or from 1 to 31,536,000,000,000 seconds (a million years), got 0.001
+    """
+    if value == 0 or MIN_MTBF_S <= value <= MAX_MTBF_S:
+        return
+    raise ConfigError(f"{where}: --node-mtbf must be 0 (nodes never fail) or from {MIN_MTBF_S:g} to {MAX_MTBF_S:,.0f} "
+                      f"seconds (a million years), got {value!r}")
+
+
 @settings_group(RELIABILITY, reads=Reader(always))
 class ReliabilityOptions:
-    node_mtbf: float = setting(0.0, "Mean seconds between failures of a node; 0 = nodes never fail.", min=0)
+    node_mtbf: float = setting(0.0, "Mean seconds between failures of a node; 0 = nodes never fail.", min=0,
+                               parse=mtbf_rule)
     node_repair: float = setting(3600.0, "Seconds a failed node is down before it is repaired.", min=0,
                                  reads=Reader(lambda run: run.config.node_mtbf > 0,
                                               who="runs with node failures (--node-mtbf > 0)"))

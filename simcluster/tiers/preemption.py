@@ -182,10 +182,16 @@ def _classical_preemptions(tree: QuotaTree, incoming: Workload) -> list[Workload
         for w in tree._by_queue.get((cq.name, flavor), {}).values():
             if _classify(tree, incoming, w, False) is not None:
                 same.append((w, WITHIN_CQ, None))
-    hierarchy, priority = _cohort_candidates(tree, incoming)
-    candidates = InOrder([(order(c[0]), i, c) for i, c in enumerate(group)] for group in (hierarchy, priority, same))
     forbidden = rules.borrow_within_cohort == "Never"
     under_nominal = cq.usage.get(flavor, 0.0) < cq.subtree_quota[flavor]
+    flat = cq.parent is not None and cq.parent.parent is None
+    if flat and forbidden and not under_nominal and cq.subtree_quota[flavor] < cq.usage.get(flavor, 0.0) + incoming.gpus:
+        # (every other queue's candidate would be a reclaim without borrowing, which the one attempt, with
+        # borrowing, never takes: listing thousands of them to skip each is the cost of a busy cohort)
+        hierarchy, priority = [], []
+    else:
+        hierarchy, priority = _cohort_candidates(tree, incoming)
+    candidates = InOrder([(order(c[0]), i, c) for i, c in enumerate(group)] for group in (hierarchy, priority, same))
     if (not hierarchy and not priority) or (forbidden and not under_nominal):
         attempts = (True,)
     elif forbidden and not hierarchy:
