@@ -8,7 +8,7 @@ Kueue files).  What the files say that the simulator does not model is one warni
 
 >>> from simcluster.tiers.model import ClusterQueueSpec, KueueConfig, LocalQueueSpec
 >>> kueue = KueueConfig({"a": ClusterQueueSpec("a")}, local_queues={"ml/team-a": LocalQueueSpec("team-a", "ml", "a")})
->>> queue_of(kueue, "team-a"), queue_of(kueue, "ml/team-a"), queue_of(kueue, "other")
+>>> kueue.cluster_queue_of("team-a"), kueue.cluster_queue_of("ml/team-a"), kueue.cluster_queue_of("other")
 ('a', 'a', None)
 """
 
@@ -21,12 +21,12 @@ import numpy as np
 import pandas as pd
 
 from simcluster.cluster_spec import ONE_VC, ClusterSpec
-from simcluster.errors import TraceError
 from simcluster.features.base import Contribution, Ended, Feature
 from simcluster.settings.fields import ConfigError
 from simcluster.settings.tiers import TierOptions
 from simcluster.tiers.loaded import kueue_of
 from simcluster.tiers.model import KueueConfig
+from simcluster.traces.base import row_error
 from simcluster.traces.tiers import TIER_COLUMNS
 
 if TYPE_CHECKING:
@@ -88,17 +88,6 @@ class TierPlan:
     cluster_queues: tuple[str, ...] | None
 
 
-def queue_of(kueue: KueueConfig, local_queue: str) -> str | None:
-    """The ClusterQueue that ``local_queue`` (``namespace/name``, or a name one namespace holds) sends jobs to."""
-    return kueue.cluster_queue_of(local_queue)
-
-
-def _refuse(trace: Trace, row: int, field: str, why: str) -> TraceError:
-    frame = trace.frame
-    line = int(frame["line"].iloc[row]) if "line" in frame else None
-    return TraceError(trace.source, f"job {frame['job_id'].iloc[row]}: {why}", line=line, field=field)
-
-
 def _priorities(trace: Trace, kueue: KueueConfig | None) -> tuple[int, ...] | None:
     frame = trace.frame
     if "priority_class" in frame:
@@ -109,7 +98,7 @@ def _priorities(trace: Trace, kueue: KueueConfig | None) -> tuple[int, ...] | No
         for row, (name, value) in enumerate(zip(classes, given, strict=True)):
             if name and name not in known:
                 listed = ", ".join(sorted(known)) or "none: give the WorkloadPriorityClasses in --kueue's files"
-                raise _refuse(trace, row, "priority_class", f"priority class {name!r} is not defined (defined: "
+                raise row_error(trace, row, "priority_class", f"priority class {name!r} is not defined (defined: "
                               f"{listed})")
             out.append(known[name] if name else int(value))
         return tuple(out)
@@ -128,7 +117,7 @@ def _cluster_queues(trace: Trace, kueue: KueueConfig) -> tuple[str, ...]:
     out = []
     for row, name in enumerate(names):
         if name not in known:
-            found = queue_of(kueue, name)
+            found = kueue.cluster_queue_of(name)
             if found is None and column == "vc" and name in kueue.cluster_queues:
                 found = name
             known[name] = found
@@ -136,7 +125,7 @@ def _cluster_queues(trace: Trace, kueue: KueueConfig) -> tuple[str, ...]:
         if found is None:
             listed = ", ".join(sorted(kueue.local_queues)[:8]) or "none"
             how = "local queue" if column == "local_queue" else "VC (no local_queue column: its VC names its queue)"
-            raise _refuse(trace, row, column, f"{how} {name!r} is no LocalQueue of --kueue's files (LocalQueues: "
+            raise row_error(trace, row, column, f"{how} {name!r} is no LocalQueue of --kueue's files (LocalQueues: "
                           f"{listed})")
         out.append(found)
     return tuple(out)

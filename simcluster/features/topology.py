@@ -22,7 +22,6 @@ import numpy as np
 import pandas as pd
 
 from simcluster.engine.speed import spanned_level
-from simcluster.errors import TraceError
 from simcluster.features.base import Contribution, Ended, Feature
 from simcluster.metrics.observer import Observer
 from simcluster.placement import PLACEMENTS
@@ -32,6 +31,7 @@ from simcluster.topology import NODE, kueue_topology_levels, read_topology
 from simcluster.topology.costs import ClusterTopology, slowdown_costs
 from simcluster.topology.occupancy import TopologyOccupancy
 from simcluster.topology.request import TopologyRequest
+from simcluster.traces.base import row_error
 from simcluster.traces.requests import REQUEST_COLUMNS
 
 if TYPE_CHECKING:
@@ -128,16 +128,13 @@ def trace_requests(trace: Trace, levels: Sequence[str]) -> tuple[TopologyRequest
             must, may, pod, slice_level, slice_size = key
             mode, level = ("required", must) if must else ("preferred", may) if may else ("", "")
 
-            def refuse(field: str, why: str, row: int = row) -> TraceError:
-                line = int(frame["line"].iloc[row]) if "line" in frame else None
-                return TraceError(trace.source, f"job {frame['job_id'].iloc[row]}: {why}", line=line, field=field)
-
             for field, name in ((f"topology_{mode}", level), ("slice_topology", slice_level)):
                 if name and name not in order:
-                    raise refuse(field, f"no level {name!r} in the topology (its levels: {', '.join(order)})")
+                    raise row_error(trace, row, field,
+                                    f"no level {name!r} in the topology (its levels: {', '.join(order)})")
             if slice_level and level and order.index(slice_level) < order.index(level):
-                raise refuse("slice_topology", f"slices of level {slice_level!r} cannot lie inside one {level}: "
-                             "a slice's level is the requested level or one below it")
+                raise row_error(trace, row, "slice_topology", f"slices of level {slice_level!r} cannot lie inside one "
+                                f"{level}: a slice's level is the requested level or one below it")
             known[key] = (TopologyRequest(mode, level, int(pod), slice_level, int(slice_size))
                           if (mode or pod or slice_size) else None)
         out.append(known[key])

@@ -86,7 +86,7 @@ class Kueue(Policy):
              for name, vc in cluster.vcs.items()})
         self.fair = fair_sharing_of(self.config.fair_sharing, self.kueue)
         self.tree = QuotaTree(self.kueue)
-        self._bound = PreemptionBound(self.kueue)
+        self._bound = PreemptionBound(self.tree)
         self._stats = QueueStats(self.kueue)
         self._flavors = self._stats.flavors  # (each queue's flavors, in its order)
         self._strict_queues = {name for name, spec in self.kueue.cluster_queues.items()
@@ -158,7 +158,7 @@ class Kueue(Policy):
 
     def _may_fit(self, queue: str, line: WaitingLine) -> bool:
         """Whether the smallest job ``line`` set aside could be admitted on one of its queue's flavors."""
-        return any(self._bound.could_fit(self.tree, Workload(None, queue, flavor, line.too_big, line.aside_priority),
+        return any(self._bound.could_fit(Workload(None, queue, flavor, line.too_big, line.aside_priority),
                                          self.fair.enabled) for flavor in self._flavors[queue])
 
     # --- a pass -------------------------------------------------------------------------------------------------
@@ -244,7 +244,7 @@ class Kueue(Policy):
         if chosen is None:
             for flavor in flavors:
                 incoming = self._workload(job, flavor, job.pending_since)
-                if not self._bound.could_fit(tree, incoming, self.fair.enabled):
+                if not self._bound.could_fit(incoming, self.fair.enabled):
                     continue
                 targets = tree.preemption_targets(incoming, self.fair)
                 if targets:

@@ -12,9 +12,9 @@ the test costs the queues of the tree and their priority levels, not their workl
 >>> from simcluster.tiers.quota_tree import QuotaTree, Workload
 >>> rules = Preemption(within_cluster_queue="LowerPriority")
 >>> config = KueueConfig({"a": ClusterQueueSpec("a", quotas=(FlavorQuota("f", 8),), preemption=rules)})
->>> tree, bound = QuotaTree(config), PreemptionBound(config)
+>>> tree = QuotaTree(config); bound = PreemptionBound(tree)
 >>> low = Workload("low", "a", "f", 8, priority=0); tree.admit(low); bound.admit(low)
->>> bound.could_fit(tree, Workload("high", "a", "f", 8, priority=5)), bound.could_fit(tree, Workload("same", "a", "f", 8))
+>>> bound.could_fit(Workload("high", "a", "f", 8, priority=5)), bound.could_fit(Workload("same", "a", "f", 8))
 (True, False)
 """
 
@@ -22,17 +22,16 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from simcluster.tiers.model import KueueConfig
 from simcluster.tiers.quota_tree import QuotaTree, Workload
 
 
 class PreemptionBound:
-    """GPUs admitted per (ClusterQueue, flavor) and priority, and the test they give."""
+    """GPUs admitted per (ClusterQueue, flavor) and priority in ``tree``, and the test they give."""
 
-    def __init__(self, kueue: KueueConfig) -> None:
-        self.kueue = kueue
+    def __init__(self, tree: QuotaTree) -> None:
+        self.tree, self.kueue = tree, tree.config
         self.gpus: dict[tuple[str, str], dict[int, float]] = defaultdict(lambda: defaultdict(float))
-        self.tree_mates = _tree_mates(kueue)
+        self.tree_mates = {queue: tree.tree_mates(queue) for queue in self.kueue.cluster_queues}
 
     def admit(self, w: Workload) -> None:
         self.gpus[w.cluster_queue, w.flavor][w.priority] += w.gpus
@@ -54,11 +53,11 @@ class PreemptionBound:
             return sum(g for p, g in by_priority.items() if p <= priority)
         return sum(g for p, g in by_priority.items() if p < priority)  # LowerPriority
 
-    def could_fit(self, tree: QuotaTree, incoming: Workload, fair_sharing: bool = False) -> bool:
+    def could_fit(self, incoming: Workload, fair_sharing: bool = False) -> bool:
         """Whether evicting everything ``incoming``'s queue may evict could make room for it (False: it cannot
         fit by preemption; True: the search may find targets).  Under fair sharing a queue that borrows may
         reclaim too (by the shares), so the nominal-quota rule of classical preemption is not applied."""
-        queue, flavor, gpus = incoming.cluster_queue, incoming.flavor, incoming.gpus
+        tree, queue, flavor, gpus = self.tree, incoming.cluster_queue, incoming.flavor, incoming.gpus
         spec = self.kueue.cluster_queues[queue]
         rules = spec.preemption
         room = tree.available(queue, flavor)
@@ -78,17 +77,3 @@ class PreemptionBound:
                      and tree.usage(mate, flavor) > tree.nominal(mate, flavor))  # (only borrowers are reclaimed)
         return room + own + others >= gpus
 
-
-def _tree_mates(kueue: KueueConfig) -> dict[str, list[str]]:
-    """Each ClusterQueue's queues of its cohort tree (itself included; alone without a cohort)."""
-    def root(queue: str) -> str:
-        name, seen = kueue.cluster_queues[queue].cohort, set()
-        if name is None:
-            return f"queue {queue}"
-        while name in kueue.cohorts and kueue.cohorts[name].parent is not None and name not in seen:
-            seen.add(name)
-            name = kueue.cohorts[name].parent  # type: ignore[assignment]
-        return name
-
-    roots = {queue: root(queue) for queue in kueue.cluster_queues}
-    return {queue: [mate for mate in roots if roots[mate] == top] for queue, top in roots.items()}

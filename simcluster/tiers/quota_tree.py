@@ -162,6 +162,16 @@ class QuotaTree:
         parent = self._node(name).parent
         return parent.name if parent is not None else None
 
+    def tree_mates(self, cluster_queue: str) -> tuple[str, ...]:
+        """The ClusterQueues of ``cluster_queue``'s cohort tree, itself included (alone without a cohort).
+
+        >>> cqs = {n: ClusterQueueSpec(n, c) for n, c in [("a", "org"), ("b", "org"), ("c", None)]}
+        >>> tree = QuotaTree(KueueConfig(cqs)); tree.tree_mates("a"), tree.tree_mates("c")
+        (('a', 'b'), ('c',))
+        """
+        root = self._cqs[cluster_queue].root()
+        return tuple(name for name, node in self._cqs.items() if node.root() is root)
+
     def cohort_members(self, cohort: str) -> tuple[str, ...]:
         """A cohort's children: child cohorts, then ClusterQueues.
 

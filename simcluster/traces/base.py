@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Protocol
 
 import pandas as pd
 
+from simcluster.errors import TraceError
+
 if TYPE_CHECKING:  # pragma: no cover
     from simcluster.cluster_spec import ClusterSpec
     from simcluster.job import Job
@@ -80,3 +82,17 @@ class Trace(Protocol):
 
     def make_jobs(self, throughputs: ThroughputTable | None = None) -> list[Job]:
         """Fresh jobs (a simulation consumes them; a trace can be replayed)."""
+
+
+def row_error(trace: Trace, row: int, field: str, why: str) -> TraceError:
+    """An error about job ``row`` of ``trace`` (0-based, trace order): its file, its line where the trace kept
+    lines, the field, and the job named.
+
+    >>> from simcluster.traces.synth import SynthSpec, synthesize
+    >>> row_error(synthesize(SynthSpec(jobs=2)), 1, "priority", "too high").message
+    'job s0-1: too high'
+    """
+    frame = trace.frame
+    line = int(frame["line"].iloc[row]) if "line" in frame else None
+    return TraceError(trace.source, f"job {frame['job_id'].iloc[row]}: {why}", line=line, field=field)
+

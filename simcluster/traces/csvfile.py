@@ -153,6 +153,24 @@ def _read_plain_csv(path: Path, sep: str) -> pd.DataFrame | None:
                          for name, column in zip(names, columns, strict=True)})
 
 
+def blank_cells(text: pd.Series) -> pd.Series:
+    """Which cells of stripped ``text`` hold nothing: empty, or a missing value as ``str()`` writes it.
+
+    >>> blank_cells(pd.Series(["", "nan", "None", "8"])).tolist()
+    [True, True, True, False]
+    """
+    return (text == "") | text.str.lower().isin(("nan", "none"))
+
+
+def name_cells(column: pd.Series) -> pd.Series:
+    """A column of names as stripped text, "" where a cell is missing (``nan``, ``None``).
+
+    >>> name_cells(pd.Series([" rack ", "None", "nan"])).tolist()
+    ['rack', '', '']
+    """
+    return column.astype(str).str.strip().replace({"nan": "", "None": ""})
+
+
 def numbers(text: pd.Series, exact_ints: bool = False) -> pd.Series:
     """``pd.to_numeric(text, errors="coerce")``, fast for a column of plain numbers.
 

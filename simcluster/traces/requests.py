@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from simcluster.traces.csvfile import numbers
+from simcluster.traces.csvfile import blank_cells, name_cells, numbers
 
 REQUEST_COLUMNS = ("pod_gpus", "topology_required", "topology_preferred", "slice_topology", "slice_size")
 MAX_LEVEL_NAME = 200  # characters: a level name longer than this is a misread column, not a level
@@ -37,7 +37,7 @@ def request_columns(raw: pd.DataFrame, gpus: pd.Series, flag: Flag) -> dict[str,
     out: dict[str, pd.Series] = {}
     if "pod_gpus" in raw:
         text = raw["pod_gpus"].astype(str).str.strip()
-        blank = (text == "") | text.str.lower().isin(("nan", "none"))
+        blank = blank_cells(text)
         pods = numbers(text.where(~blank, "0"), exact_ints=True)
         value = pods.to_numpy(dtype=float, na_value=np.nan)
         whole = np.isfinite(value) & (value == np.floor(value)) & (value >= 0)
@@ -51,7 +51,7 @@ def request_columns(raw: pd.DataFrame, gpus: pd.Series, flag: Flag) -> dict[str,
         out["pod_gpus"] = pd.Series(np.where(blank | bad, 0, size), index=raw.index)
     if "slice_size" in raw:
         text = raw["slice_size"].astype(str).str.strip()
-        blank = (text == "") | text.str.lower().isin(("nan", "none"))
+        blank = blank_cells(text)
         value = numbers(text.where(~blank, "0"), exact_ints=True).to_numpy(dtype=float, na_value=np.nan)
         whole = np.isfinite(value) & (value == np.floor(value)) & (value >= 1) & (value <= 1 << 20)
         flag(~blank & ~whole, "slice_size", "not a whole number of pods",
@@ -59,7 +59,7 @@ def request_columns(raw: pd.DataFrame, gpus: pd.Series, flag: Flag) -> dict[str,
         out["slice_size"] = pd.Series(np.where(~blank & whole, value, 0).astype(np.int64), index=raw.index)
     for column in ("topology_required", "topology_preferred", "slice_topology"):
         if column in raw:
-            levels = raw[column].astype(str).str.strip().replace({"nan": "", "None": ""})
+            levels = name_cells(raw[column])
             flag(levels.str.len() > MAX_LEVEL_NAME, column, "too long",
                  lambda r, levels=levels: f"a level name of {len(levels.iloc[r]):,} characters")
             out[column] = levels

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from simcluster.traces.csvfile import numbers
+from simcluster.traces.csvfile import blank_cells, name_cells, numbers
 
 TIER_COLUMNS = ("priority", "priority_class", "preemptible", "local_queue")
 MAX_PRIORITY = 2**31 - 1  # Kubernetes' priorities are int32
@@ -39,7 +39,7 @@ def tier_columns(raw: pd.DataFrame, flag: Flag) -> dict[str, pd.Series]:
     out: dict[str, pd.Series] = {}
     if "priority" in raw:
         text = raw["priority"].astype(str).str.strip()
-        blank = (text == "") | text.str.lower().isin(("nan", "none"))
+        blank = blank_cells(text)
         value = numbers(text.where(~blank, "0"), exact_ints=True).to_numpy(dtype=float, na_value=np.nan)
         whole = np.isfinite(value) & (value == np.floor(value)) & (np.abs(value) <= MAX_PRIORITY)
         flag(~blank & ~whole, "priority", "not a whole number",
@@ -54,14 +54,13 @@ def tier_columns(raw: pd.DataFrame, flag: Flag) -> dict[str, pd.Series]:
         out["preemptible"] = text.isin(TRUE)
     for column in ("priority_class", "local_queue"):
         if column in raw:
-            names = raw[column].astype(str).str.strip().replace({"nan": "", "None": ""})
+            names = name_cells(raw[column])
             longest = 2 * MAX_NAME + 1 if column == "local_queue" else MAX_NAME
             flag((names.str.len() > longest).to_numpy(), column, "too long",
                  lambda r, names=names: f"a name of {len(names.iloc[r]):,} characters")
             out[column] = names
     if "priority" in out and "priority_class" in out:
-        both = (raw["priority"].astype(str).str.strip().replace({"nan": "", "None": ""}) != "") & \
-            (out["priority_class"] != "")
+        both = (name_cells(raw["priority"]) != "") & (out["priority_class"] != "")
         flag(both.to_numpy(), "priority_class", "priority and its class",
              lambda r: "a job gives a priority or a priority class, not both")
     return out
