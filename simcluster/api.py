@@ -34,6 +34,7 @@ from simcluster.faults import (  # noqa: F401  (the fault-log API, as `lucid-sim
     read_fault_log,
     young_interval,
 )
+from simcluster.features.base import engine_hooks
 from simcluster.metrics import ClusterTimeline, NodeFailures, Observer
 from simcluster.run import ResolvedRun, RunResult, collect, resolve_run
 from simcluster.throughputs import ThroughputTable
@@ -136,8 +137,7 @@ def simulate_resolved(run: ResolvedRun, observers: Iterable[Observer] = (), kern
         quiet.jobs_made()
         parts = [part.feature.start(part.plan, jobs, run) for part in run.features]
         watchers = [failures, timeline, *(o for part in parts for o in part.observers), *observers]
-        terms = [term for part in parts for term in part.speed_terms]
-        outcome = Simulation(jobs, run, watchers, kernel=kernel, speed_terms=terms).run()
+        outcome = Simulation(jobs, run, watchers, kernel=kernel, **engine_hooks(parts)).run()
     return collect(run, jobs, outcome, parts, timeline, failures, time.process_time() - cpu0)
 
 

@@ -113,6 +113,7 @@ class Job:
     overhead_total: float = field(default=0.0, init=False)
     lost_work: float = field(default=0.0, init=False)  # progress thrown away by failures
     migrations: int = field(default=0, init=False)  # moves to other GPUs at one instant (a round policy's new type)
+    evictions: int = field(default=0, init=False)  # stopped for work of a higher tier, its work since a checkpoint lost
     pending_since: float = field(init=False)
     run_started_at: float = field(default=0.0, init=False)
     allocation: tuple[tuple[Node, list[int]], ...] = field(default=(), init=False)  # (node, GPU indices) while running
@@ -151,6 +152,7 @@ class Job:
         self.overhead_total = 0.0
         self.lost_work = 0.0
         self.migrations = 0
+        self.evictions = 0
         self.pending_since = float(submit_time)
         self.run_started_at = 0.0
         self.allocation = ()

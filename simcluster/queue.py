@@ -29,6 +29,19 @@ def submit_order(job: Job) -> tuple[float, int]:
     return (job.submit_time, job.index)
 
 
+def ranked(rank: QueueKey, key: QueueKey) -> QueueKey:
+    """``key`` with ``rank`` before it: waiting jobs in ``rank``'s order first, in ``key``'s among equals.
+
+    >>> from simcluster.job import Job
+    >>> jobs = [Job(index=i, job_id=str(i), vc="v", gpu_num=1, submit_time=i, duration=1, priority=p)
+    ...         for i, p in enumerate([0, 5, 0])]
+    >>> key = ranked(lambda job: -job.priority, submit_order)
+    >>> [job.job_id for job in sorted(jobs, key=key)]
+    ['1', '0', '2']
+    """
+    return lambda job: (rank(job), key(job))
+
+
 class _SortedJobs:
     """Parallel sorted lists of entries and jobs; the head is removed by advancing an offset."""
 

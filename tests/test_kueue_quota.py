@@ -18,7 +18,9 @@ from simcluster.tiers.model import (
     KueueConfig,
     Preemption,
 )
-from simcluster.tiers.quota_tree import QuotaTree, Workload
+from simcluster.tiers.preemption_bound import PreemptionBound
+from simcluster.tiers.quota_node import candidate_rank
+from simcluster.tiers.quota_tree import QuotaTree, Workload, satisfies_policy
 
 
 def tree_of(*cqs: ClusterQueueSpec, cohorts: tuple[CohortSpec, ...] = (), fair: FairSharing | None = None):
@@ -387,3 +389,84 @@ def test_preemption_targets_make_the_incoming_fit_and_are_minimal(scenario, fair
         return
     assert len({w.key for w in targets}) == len(targets)
     assert_minimal_fit(tree, incoming, targets, strict=not fair)
+
+
+# -- the indexed candidates and remembered searches (issue 53: a decision costs what it touches) ------------
+
+POLICIES = ["Never", "LowerPriority", "LowerOrNewerEqualPriority", "Any"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(scenarios())
+def test_the_indexed_candidates_are_the_plain_filter_and_sort_of_a_queues_workloads(scenario):
+    """Preemption page, "Candidates": the workloads a policy lets the incoming preempt, in CandidatesOrdering
+    within one queue (lower priority, then newer first): the tree's index answers what a filter of every admitted
+    workload by satisfies_policy, sorted, answers."""
+    config, tree, incoming = scenario
+    for name, spec in config.cluster_queues.items():
+        for flavor in spec.flavors:
+            for policy in POLICIES:
+                indexed = [entry[2] for entry in tree.in_preemption_order(name, flavor, policy, incoming)]
+                plain = sorted((w for w in tree.admitted(name) if w.flavor == flavor
+                                and satisfies_policy(policy, incoming, w)), key=candidate_rank)
+                assert indexed == plain
+
+
+def rebuilt(config: KueueConfig, tree: QuotaTree) -> QuotaTree:
+    """The same admitted workloads in a tree that has remembered nothing."""
+    fresh = QuotaTree(config)
+    for name in config.cluster_queues:
+        for w in tree.admitted(name):
+            fresh.admit(w)
+    return fresh
+
+
+@settings(max_examples=150, deadline=None)
+@given(scenarios(), st.booleans(), st.integers(0, 3))
+def test_a_remembered_search_answers_as_a_fresh_search_until_the_tree_changes(scenario, fair, priority):
+    """A search that found no targets is remembered until the next admission or release in the cohort tree:
+    asked again it answers as a tree that remembers nothing; after a change the search runs again."""
+    config, tree, incoming = scenario
+    rules = FairSharing(enabled=fair)
+    first = tree.preemption_targets(incoming, rules)
+    assert tree.preemption_targets(incoming, rules) == first
+    assert rebuilt(config, tree).preemption_targets(incoming, rules) == first
+    change = Workload("change", incoming.cluster_queue, incoming.flavor, 1, priority)
+    if tree.fits(change.cluster_queue, change.flavor, 1):
+        tree.admit(change)
+        assert tree.preemption_targets(incoming, rules) == rebuilt(config, tree).preemption_targets(incoming, rules)
+    for w in [w for name in config.cluster_queues for w in tree.admitted(name)][:3]:
+        tree.release(w)
+        assert tree.preemption_targets(incoming, rules) == rebuilt(config, tree).preemption_targets(incoming, rules)
+
+
+@settings(max_examples=100, deadline=None)
+@given(scenarios(), st.booleans())
+def test_the_preemption_bound_remembers_only_while_nothing_changes(scenario, fair):
+    """PreemptionBound.could_fit, remembered among the tree's facts, answers as a bound worked out afresh, after
+    admissions and releases too."""
+    config, tree, incoming = scenario
+    bound = PreemptionBound(tree)
+    for name in config.cluster_queues:
+        for w in tree.admitted(name):
+            bound.admit(w)
+    assert bound.could_fit(incoming, fair) == bound._could_fit(incoming, fair)
+    for w in list(tree.admitted(incoming.cluster_queue))[:2]:
+        tree.release(w)
+        bound.release(w)
+        assert bound.could_fit(incoming, fair) == bound._could_fit(incoming, fair)
+
+
+def test_a_search_that_found_nothing_runs_again_once_the_tree_changes():
+    """Preemption page, withinClusterQueue LowerPriority: with a higher priority workload in the way nothing
+    makes room; once it ends and a lower priority one takes its place, the two lower ones are the targets."""
+    tree = tree_of(cq("a", None, 4, preemption=Preemption(within_cluster_queue="LowerPriority")))
+    high, low = Workload("high", "a", "cpu", 2, priority=5), Workload("low", "a", "cpu", 2, priority=0)
+    tree.admit(high)
+    tree.admit(low)
+    incoming = Workload("incoming", "a", "cpu", 4, priority=3, admitted_at=9)
+    assert tree.preemption_targets(incoming) is None
+    assert tree.preemption_targets(incoming) is None  # (remembered)
+    tree.release(high)
+    tree.admit(Workload("low2", "a", "cpu", 2, priority=0, admitted_at=1))
+    assert sorted(w.key for w in tree.preemption_targets(incoming)) == ["low", "low2"]

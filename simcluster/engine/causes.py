@@ -34,6 +34,14 @@ class RateChanged:
 
 
 @dataclass(frozen=True, slots=True)
+class Evicted:
+    """Work of a higher tier took the preemptible job's GPUs (job ``by``) without a checkpoint: it loses what it did
+    since its last checkpoint, as on a failure, and owes its restart (docs/tiers.md, evictions)."""
+
+    by: str
+
+
+@dataclass(frozen=True, slots=True)
 class Moved:
     """The policy sent the running job to another partition's queue (lucid's profiler → its VC)."""
 
@@ -103,4 +111,5 @@ class Stalled:
     seconds: float
 
 
-Cause = Preempted | RateChanged | Moved | NodeFailed | Swapped | Replaced | Resized | Declined | Abandoned | Stalled
+Cause = (Preempted | RateChanged | Moved | NodeFailed | Evicted | Swapped | Replaced | Resized | Declined | Abandoned
+         | Stalled)

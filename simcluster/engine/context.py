@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from simcluster.cluster import VirtualCluster
 from simcluster.colocation.loader import ColocationModel
@@ -15,6 +15,13 @@ from simcluster.placement import Plan
 if TYPE_CHECKING:  # pragma: no cover
     from simcluster.engine.simulation import Simulation
     from simcluster.throughputs import ThroughputTable
+
+
+class PassStep(Protocol):
+    """What acts on a VC after each of the policy's passes there (a feature's: the tiers' evictions), through the
+    VC's own context (its :meth:`VcContext.evict` included)."""
+
+    def __call__(self, vc: VirtualCluster, ctx: VcContext) -> None: ...
 
 
 class VcContext:
@@ -67,6 +74,11 @@ class VcContext:
 
     def stall(self, job: Job, seconds: float) -> None:
         self.sim.stall(job, self.vc, seconds)
+
+    def evict(self, job: Job, by: Job) -> None:
+        """Take running ``job``'s GPUs for waiting ``by`` without a checkpoint (the tiers' evictions: not a
+        policy's action, so not in :class:`~simcluster.policies.SchedulingContext`)."""
+        self.sim.evict(job, self.vc, by)
 
     def requeue(self, job: Job) -> None:
         queue = self.vc.pending

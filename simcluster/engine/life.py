@@ -4,7 +4,7 @@
 
     submit ─▶ queued ─▶ start ─▶ running ──(its run's end fires)──▶ finish
                 ▲                   │
-                └── interrupt ◀─────┘  Preempted · NodeFailed · Moved   (RateChanged, Stalled: it goes on, re-timed)
+                └── interrupt ◀─────┘  Preempted · NodeFailed · Evicted · Moved   (RateChanged, Stalled: it goes on, re-timed)
                       │
                       └─▶ Abandoned (the no-progress guard gave up on it)
 
@@ -39,6 +39,7 @@ from simcluster.engine.causes import (
     Abandoned,
     Cause,
     Declined,
+    Evicted,
     Moved,
     NodeFailed,
     Preempted,
@@ -203,16 +204,7 @@ class JobLife:
                     hook(job, now)
             case NodeFailed():
                 nodes = len(job.allocation)
-                reliability = self.reliability
-                if reliability is None:
-                    self._stop(job, vc, lose_since_checkpoint=self.config.checkpoint_interval)  # type: ignore[arg-type]
-                else:
-                    reliability.before_failure(job, now)
-                    self._stop(job, vc, lose_since_checkpoint=reliability.grid(job))
-                    if job.elastic is None:
-                        reliability.after_failure(job)
-                    else:
-                        reliability.costs_of(job).interruptions += 1
+                self._stop_at_checkpoint(job, vc, now)
                 job.restarts += 1
                 if self.guard.gives_up_on(job, nodes, now):
                     self.interrupt(job, Abandoned(), vc)
@@ -221,6 +213,12 @@ class JobLife:
                 self._request_pass(vc)
             case Swapped(pause=pause):
                 self._swapped(job, vc, now, pause)
+            case Evicted():  # (to observers, a preemption: it left its GPUs and waits again)
+                self._stop_at_checkpoint(job, vc, now)
+                job.evictions += 1
+                for hook in self._on_preempt:
+                    hook(job, now)
+                self._request_pass(vc)
             case Moved(partition=partition):
                 job.stop(now)
                 self._release(job, vc)
@@ -243,6 +241,24 @@ class JobLife:
                 self._one_less()
             case Replaced(node=failed, plan=plan):  # (last: the rarest, so the others never test for it)
                 self._replaced(job, vc, now, failed, plan)
+
+    def _stop_at_checkpoint(self, job: Job, vc: VirtualCluster, now: float) -> None:
+        """Stop ``job`` without a checkpoint (a failure, an eviction): it loses what it did since its last one, back
+        in its queue, owing its restart where the run models restarts."""
+        reliability = self.reliability
+        if reliability is None:
+            self._stop(job, vc, lose_since_checkpoint=self.config.checkpoint_interval)  # type: ignore[arg-type]
+            return
+        reliability.before_failure(job, now)
+        self._stop(job, vc, lose_since_checkpoint=reliability.grid(job))
+        if job.elastic is None:
+            reliability.after_failure(job)
+        else:
+            reliability.costs_of(job).interruptions += 1
+
+    def evict(self, job: Job, vc: VirtualCluster, by: Job) -> None:
+        """Take running ``job``'s GPUs for ``by``, a job of a higher tier, without a checkpoint."""
+        self.interrupt(job, Evicted(by.job_id), vc)
 
     def _swapped(self, job: Job, vc: VirtualCluster, now: float, pause: float) -> None:
         """:class:`Swapped`: back to its last checkpoint where it runs, owing ``pause`` and its restart."""

@@ -30,7 +30,7 @@ from simcluster.cluster_spec import ClusterSpec, NodeGroup
 from simcluster.colocation.loader import answer_shares
 from simcluster.elastic.threads import one_blas_thread
 from simcluster.engine.causes import NodeFailed, Replaced, Swapped
-from simcluster.engine.context import VcContext
+from simcluster.engine.context import PassStep, VcContext
 from simcluster.engine.events import HORIZON, LATE, URGENT, NoEventsLeft, succeed_at
 from simcluster.engine.failures import NoProgressGuard, node_life
 from simcluster.engine.kernel import make_kernel
@@ -53,7 +53,7 @@ from simcluster.job import Job, JobState
 from simcluster.metrics.observer import Observer, overridden_hooks
 from simcluster.placement import Placement, fraction_plan
 from simcluster.policies import Policy, SchedulingContext
-from simcluster.queue import JobQueue
+from simcluster.queue import JobQueue, ranked
 from simcluster.registry import implements
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -128,13 +128,18 @@ class Simulation(JobLife):
         wrap_context: Callable[[SchedulingContext, VirtualCluster], SchedulingContext] | None = None,
         kernel: str | None = None,
         speed_terms: Iterable[SpeedTerm] = (),
+        queue_rank: Callable[[Job], Any] | None = None,
+        pass_steps: Iterable[PassStep] = (),
     ) -> None:
         """``resolved``: the run (its cluster's nodes per VC, its colocation model for sharing policies, its
         throughput table whose pairs time jobs sharing GPUs, its failure model).  ``policy`` and ``placement``:
         instances to use instead of the run's classes, and ``wrap_context`` what wraps each VC's context (the
         conformance kit's checks, :mod:`simcluster.testing`).  ``kernel``: "fast", "reference" or None (the fast
         one where this SimPy allows, :mod:`~.kernel`).  ``speed_terms``: what slows jobs through the other jobs
-        running (the features' :class:`~simcluster.engine.terms.SpeedTerm`: jobs sharing an uplink)."""
+        running (the features' :class:`~simcluster.engine.terms.SpeedTerm`: jobs sharing an uplink).
+        ``queue_rank``: what orders waiting jobs before the policy's own key where the policy lets it
+        (``Policy.priority_first``: a tier's priority); ``pass_steps``: what acts on a VC after each of the policy's
+        passes there (the tiers' evictions), given the VC and its context."""
         self.resolved = resolved
         self.config = config = resolved.config
         colocation, throughputs = resolved.tables.colocation, resolved.tables.throughputs
@@ -178,10 +183,13 @@ class Simulation(JobLife):
             self.plugin_guard.placement = (placement_label, placement_source)
         fractions = min(map(attrgetter("gpu_milli"), jobs), default=1000) < 1000
         arriving = Counter(map(attrgetter("queue_vc"), jobs))
+        queue_key = self.policy.pending_key
+        if queue_rank is not None and self.policy.priority_first:
+            queue_key = ranked(queue_rank, queue_key)
         for vc in self.cluster.vcs.values():
-            vc.pending = JobQueue(key=self.policy.pending_key)
+            vc.pending = JobQueue(key=queue_key)
             if guarded:  # its keys checked as they are given
-                vc.pending = CheckedQueue(key=self.policy.pending_key)
+                vc.pending = CheckedQueue(key=queue_key)
                 vc.pending.guard = self.plugin_guard  # type: ignore[union-attr]
             vc.clock = self.clock
             vc._since = float(start)
@@ -201,7 +209,9 @@ class Simulation(JobLife):
                 if not job.memory:
                     job.memory = self.speed.colocation.memory_mib(job.workload or UNKNOWN, job.gpu_num)
         self._hook_observers(list(observers))
-        self._contexts: dict[str, SchedulingContext] = {name: VcContext(self, vc) for name, vc in self.cluster.vcs.items()}
+        own_contexts = {name: VcContext(self, vc) for name, vc in self.cluster.vcs.items()}
+        self._contexts: dict[str, SchedulingContext] = dict(own_contexts)
+        self._pass_steps = [(step, own_contexts) for step in pass_steps]
         if guarded:
             wrap_context = partial(CheckedContext, label=label, shares=self.policy.shares_gpus,
                                    guard=self.plugin_guard)
@@ -406,6 +416,8 @@ class Simulation(JobLife):
         vcs, contexts, schedule = self.cluster.vcs, self._contexts, self.policy.schedule
         for name in dirty:
             schedule(vcs[name], contexts[name])
+            for step, own_contexts in self._pass_steps:
+                step(vcs[name], own_contexts[name])
         if self._on_sample:
             counts, now = self.cluster.counts, self.clock()
             for hook in self._on_sample:

@@ -16,6 +16,10 @@ A **GPU-count chart** shows one run of elastic jobs (``allocations.csv``, which 
 writes): a row per job (in submission order, at most :data:`MAX_JOBS` evenly spaced), a bar per stretch of time
 the job held the same number of GPUs, coloured by that number.
 
+A **ClusterQueue chart** shows one run of Kueue's queues (``tiers_timeline.csv``: each queue's mean GPUs in use
+over each interval, :class:`simcluster.metrics.tiers.TierTimeline`): a line per queue, its nominal quota dashed
+(``summary.json``'s ``tiers.timeline.nominal_gpus``), and the share of the cluster's GPUs allocated below it.
+
 >>> parse_window("36h:2d")
 (129600.0, 172800.0)
 """
@@ -38,6 +42,7 @@ MAX_GANTTS = 6  # runs with a Gantt chart (the first ones with placements)
 MAX_NODES = 40
 MAX_BARS = 3000
 MAX_JOBS = 160  # rows of a GPU-count chart
+MAX_QUEUES = 10  # lines of a ClusterQueue chart (the queues that used the most; the others summed as one)
 TIME_BINS = 400
 CDF_POINTS = 400
 _UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -86,6 +91,22 @@ class GpuCounts:
 
 
 @dataclass
+class TierShares:
+    """One run's ClusterQueues' GPUs in use over time: ``hours`` the intervals' edges (hours since the first
+    submission), ``gpus`` each queue's mean GPUs over each interval (the queues that used the most, the others
+    summed as "other"), ``allocation`` the share of the cluster's GPUs allocated over each, ``allocation_mean``
+    its time average; ``fair_share`` the GPUs each queue is due (its nominal quota), where the run said."""
+
+    label: str
+    hours: np.ndarray
+    gpus: dict[str, np.ndarray]
+    allocation: np.ndarray
+    allocation_mean: float
+    fair_share: dict[str, float] = field(default_factory=dict)
+    note: str = ""
+
+
+@dataclass
 class Pictures:
     jct: dict[str, np.ndarray]  # configuration → every finished job's JCT (seeds pooled)
     queue: dict[str, np.ndarray]  # … and queueing delay
@@ -94,6 +115,7 @@ class Pictures:
     busy: dict[str, Band]  # GPUs in use
     gantts: list[Gantt] = field(default_factory=list)
     gpu_counts: list[GpuCounts] = field(default_factory=list)
+    tier_shares: list[TierShares] = field(default_factory=list)
     more: str = ""  # "(first 12 of 30)" when configurations were left out of the line plots
 
 
@@ -131,6 +153,10 @@ def gather(groups: Sequence[Configuration], window: tuple[float, float] | None =
             allocations = r.allocations() if len(pictures.gpu_counts) < MAX_GANTTS else None
             if allocations is not None and len(allocations):
                 pictures.gpu_counts.append(gpu_counts_of(label, allocations, r.all_jobs(), r.summary))
+            shares = r.tiers_timeline() if len(pictures.tier_shares) < MAX_GANTTS else None
+            if shares is not None and len(shares):
+                first = float(r.all_jobs()["submit_time"].min())
+                pictures.tier_shares.append(tier_shares_of(label, shares, first, r.summary))
     return pictures
 
 
@@ -162,6 +188,37 @@ def gpu_counts_of(label: str, allocations: pd.DataFrame, jobs: pd.DataFrame, sum
                          "end": (held["end"].to_numpy(float) - first) / 3600,
                          "gpus": held["gpus"].to_numpy(float), "job_id": held["job_id"].to_numpy()})
     return GpuCounts(label, order, bars.sort_values(["row", "start"]).reset_index(drop=True), note)
+
+
+def tier_shares_of(label: str, table: pd.DataFrame, first_submit: float, summary: dict[str, Any]) -> TierShares:
+    """One run's ClusterQueue chart (see the module's docstring) from ``table`` (``tiers_timeline.csv``: time, end,
+    cluster_queue, gpus), its allocation rate the queues' GPUs over the run's (``summary["gpus"]``).
+
+    >>> table = pd.DataFrame({"time": [0.0, 3600.0] * 2, "end": [3600.0, 7200.0] * 2,
+    ...                       "cluster_queue": ["a", "a", "b", "b"], "gpus": [4.0, 2.0, 0.0, 6.0]})
+    >>> chart = tier_shares_of("x", table, 0.0, {"gpus": 8, "tiers": {"timeline": {"nominal_gpus": {"a": 4}}}})
+    >>> chart.hours.tolist(), chart.gpus["b"].tolist(), chart.allocation.tolist(), chart.allocation_mean
+    ([0.0, 1.0, 2.0], [0.0, 6.0], [0.5, 1.0], 0.75)
+    """
+    wide = table.pivot_table(index=["time", "end"], columns="cluster_queue", values="gpus", aggfunc="sum",
+                             fill_value=0.0).sort_index()
+    starts, ends = wide.index.get_level_values("time"), wide.index.get_level_values("end")
+    hours = (np.append(starts.to_numpy(float), ends.to_numpy(float)[-1:]) - first_submit) / 3600
+    widths = ends.to_numpy(float) - starts.to_numpy(float)
+    used = wide.to_numpy(float)
+    gpus = float(summary.get("gpus") or 0)
+    allocation = used.sum(axis=1) / gpus if gpus else np.zeros(len(wide))
+    mean = float((allocation * widths).sum() / widths.sum()) if widths.sum() > 0 else 0.0
+    by_use = sorted(wide.columns, key=lambda q: (-float((wide[q].to_numpy(float) * widths).sum()), str(q)))
+    lines = {str(q): wide[q].to_numpy(float) for q in sorted(by_use[:MAX_QUEUES], key=str)}
+    note = ""
+    if len(by_use) > MAX_QUEUES:
+        rest = by_use[MAX_QUEUES:]
+        lines[f"other ({len(rest)} queues)"] = wide[rest].to_numpy(float).sum(axis=1)
+        note = f"the {MAX_QUEUES} queues that used the most GPU-time; the other {len(rest)} summed as one line"
+    told = ((summary.get("tiers") or {}).get("timeline") or {}).get("nominal_gpus") or {}
+    fair = {str(q): float(v) for q, v in told.items() if str(q) in lines}
+    return TierShares(label, hours, lines, allocation, mean, fair, note)
 
 
 def _band(days: np.ndarray, values: np.ndarray) -> Band:

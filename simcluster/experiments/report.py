@@ -26,6 +26,9 @@ everything appears together, or nothing does.
   figures also in ``comparison.csv`` and ``runs.csv``), ``gpu_time_by_cause.png`` (GPU-time by cause over time)
   and ``ettr_by_size.png`` (ETTR against job size); a report of runs without them is as before
   (:func:`fill_reliability`).
+- Runs of Kueue's ClusterQueues that wrote ``tiers_timeline.csv`` (:class:`simcluster.metrics.tiers.TierTimeline`):
+  ``tiers_share_over_time.png`` (``tiers_share_over_time-N.png`` for each further run, up to six): each queue's
+  GPUs in use over time with its nominal quota dashed, and the cluster's allocation rate (:func:`tier_share_plots`).
 - ``report.html``: the table, the verdicts, interactive charts (Gantt charts, queue length and GPUs in use
   over time, CDFs of JCT and queueing delay: :mod:`simcluster.experiments.interactive`) and the plots with
   their captions, in one self-contained page that opens offline.
@@ -36,7 +39,7 @@ from __future__ import annotations
 import base64
 import html
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,7 +58,7 @@ from simcluster.experiments.aggregate import (
     size_table,
     trace_of,
 )
-from simcluster.experiments.pictures import Pictures, gather
+from simcluster.experiments.pictures import Pictures, TierShares, gather
 from simcluster.experiments.replicas import FEWEST
 from simcluster.experiments.uncertainty import (
     HEADLINE,
@@ -146,6 +149,12 @@ class RunRecord:
         if not any((self.folder / f"allocations.{suffix}").is_file() for suffix in ("csv", "parquet")):
             return None
         return self._table("allocations", ["time", "job_id", "gpus"])
+
+    def tiers_timeline(self) -> pd.DataFrame | None:
+        """Each ClusterQueue's mean GPUs in use over each interval (runs of Kueue's queues), else None."""
+        if not any((self.folder / f"tiers_timeline.{suffix}").is_file() for suffix in ("csv", "parquet")):
+            return None
+        return self._table("tiers_timeline", ["time", "end", "cluster_queue", "gpus"])
 
     def placements(self) -> pd.DataFrame | None:
         """Where each job ran (``run --placements``), None when the run did not record it."""
@@ -661,6 +670,55 @@ def reliability_plots(groups: Sequence[Configuration], found: Uncertainty | None
             {"gpu_time_by_cause.png": causes_caption, "ettr_by_size.png": ettr_caption})
 
 
+def tier_share_plots(pictures: Pictures) -> tuple[dict[str, bytes], dict[str, str]]:
+    """``tiers_share_over_time.png`` of the first run that wrote ``tiers_timeline.csv`` (``-2``, ``-3``… of the
+    next ones; none: nothing), and their captions."""
+    images, captions = {}, {}
+    for i, shares in enumerate(pictures.tier_shares, start=1):
+        name = "tiers_share_over_time.png" if i == 1 else f"tiers_share_over_time-{i}.png"
+        captions[name] = (f"ClusterQueues' GPUs over time: {shares.label} (hours since its first submission): each "
+                          "queue's mean GPUs in use over each interval (exact averages of the step function), its "
+                          "nominal quota dashed where the run gave it; below, the share of the cluster's GPUs "
+                          "allocated, its time average dotted" + (f"; {shares.note}" if shares.note else ""))
+        images[name] = tier_shares_png(shares, f"ClusterQueues' GPUs over time: {shares.label}")
+    return images, captions
+
+
+def tier_shares_png(shares: TierShares, title: str, fair_share: Mapping[str, float] | None = None) -> bytes:
+    """Each queue's GPUs in use over time (a step per interval), its fair share (``fair_share``, queue → GPUs;
+    by default the run's nominal quotas) as a dashed line of its colour, and the cluster's allocation rate in a
+    second panel."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from simcluster.canvas import DPI, HEIGHT, WIDTH, png_bytes
+
+    fig = Figure(figsize=(WIDTH / DPI, HEIGHT / DPI), dpi=DPI, layout="constrained")
+    FigureCanvasAgg(fig)
+    queues, rate = fig.subplots(2, 1, sharex=True, height_ratios=(2, 1))
+    due = shares.fair_share if fair_share is None else fair_share
+    for name, gpus in shares.gpus.items():
+        drawn = queues.stairs(gpus, shares.hours, label=name, linewidth=1.2, baseline=None)
+        if name in due:
+            queues.axhline(due[name], color=drawn.get_edgecolor(), linestyle="--", linewidth=0.9)
+    queues.set_ylabel("GPUs in use")
+    queues.set_ylim(bottom=0)
+    queues.grid(True, alpha=0.3)
+    if shares.gpus:
+        queues.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
+    queues.set_title(title + ("\n(dashed: nominal quota)" if due else ""), fontsize="medium")
+    rate.stairs(100 * shares.allocation, shares.hours, color="black", linewidth=1.0, label="allocated", baseline=None)
+    rate.axhline(100 * shares.allocation_mean, color="grey", linestyle=":",
+                 label=f"mean {shares.allocation_mean:.1%}")
+    rate.set_ylim(0, max(100.0, 100 * float(shares.allocation.max(initial=0.0))))
+    rate.set_xlim(float(shares.hours[0]), float(shares.hours[-1]))
+    rate.set_ylabel("% of GPUs allocated", fontsize="small")
+    rate.set_xlabel("simulated time (hours since the first submission)")
+    rate.grid(True, alpha=0.3)
+    rate.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
+    return png_bytes(fig)
+
+
 def _wrapped(text: str, width: int = 100) -> str:
     """A long caption as a plot title of lines at most ``width`` characters (at the '; ' between its parts)."""
     lines: list[str] = []
@@ -853,6 +911,9 @@ def write_report(paths: Sequence[Path], out: Path, overwrite: bool = False, base
         more_images, more_captions = reliability_plots(groups, found)
         images |= more_images
         captions |= more_captions
+    tier_images, tier_captions = tier_share_plots(pictures)
+    images |= tier_images
+    captions |= tier_captions
     files: dict[str, bytes] = {
         "comparison.csv": table.to_csv(index=False).encode(),
         "comparison.md": markdown(table, found, sizes, reliability).encode(),

@@ -17,7 +17,7 @@ features are plugins on the hook specifications outside plugins use: the model h
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
     from simcluster.cluster_spec import ClusterSpec
     from simcluster.config import SimConfig
+    from simcluster.engine.context import PassStep
     from simcluster.engine.simulation import RunOutcome
     from simcluster.engine.terms import SpeedTerm
     from simcluster.job import Job
@@ -75,6 +76,9 @@ class Contribution:
 
     observers: Sequence[Observer] = ()
     speed_terms: Sequence[SpeedTerm] = ()  # what slows running jobs through the other jobs running (the engine's)
+    # what orders waiting jobs before the policy's own key, where its class lets it (Policy.priority_first): tiers
+    queue_rank: Callable[[Job], Any] | None = None
+    pass_steps: Sequence[PassStep] = ()  # what acts on a VC after each of the policy's passes there (evictions)
 
     def columns(self, ended: Ended, jobs: pd.DataFrame) -> pd.DataFrame:
         """``jobs.csv`` with this feature's columns added (one row per job, in trace order)."""
@@ -99,6 +103,18 @@ class Contribution:
     def tables(self, ended: Ended) -> dict[str, pd.DataFrame]:
         """Tables of the run folder of this feature's own (``allocations.csv``), by name."""
         return {}
+
+
+def engine_hooks(parts: Sequence[Contribution]) -> dict[str, Any]:
+    """What the contributions give the engine itself, as :class:`~simcluster.engine.Simulation` takes it: their speed
+    terms and pass steps, and the one rank of waiting jobs (two features ranking them would contradict each other).
+    """
+    ranks = [part.queue_rank for part in parts if part.queue_rank is not None]
+    if len(ranks) > 1:
+        raise ValueError(f"{len(ranks)} features rank the waiting jobs: at most one may")
+    return {"speed_terms": [term for part in parts for term in part.speed_terms],
+            "pass_steps": [step for part in parts for step in part.pass_steps],
+            "queue_rank": ranks[0] if ranks else None}
 
 
 @dataclass(frozen=True)

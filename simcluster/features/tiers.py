@@ -22,8 +22,10 @@ import pandas as pd
 
 from simcluster.cluster_spec import ONE_VC, ClusterSpec
 from simcluster.features.base import Contribution, Ended, Feature
+from simcluster.metrics.tiers import TierTimeline, nominal_gpus
 from simcluster.settings.fields import ConfigError
-from simcluster.settings.tiers import TierOptions
+from simcluster.settings.tiers import TierOptions, evicts_for_tiers, ranks_by_priority
+from simcluster.tiers.eviction import Evictions, tier_rank
 from simcluster.tiers.loaded import kueue_of
 from simcluster.tiers.model import KueueConfig
 from simcluster.traces.base import row_error
@@ -75,7 +77,22 @@ class Tiers(Feature):
             if values is not None:
                 for job in jobs:
                     setattr(job, attribute, values[job.index])
-        return TierResults(plan, "kueue" in run.policy.cls.reads)
+        return TierResults(plan, run, _evictions(plan, run))
+
+
+def _evictions(plan: TierPlan, run: ResolvedRun) -> Evictions | None:
+    """The run's evictions where something may be evicted and its policy lets them act; None otherwise."""
+    config = run.config
+    if config.evict == "off" or not evicts_for_tiers(run.policy.cls):
+        return None
+    any_lower = config.evict == "lower-priority"
+    some_preemptible = plan.preemptible is not None and any(plan.preemptible)
+    mixed = plan.priorities is not None and len(set(plan.priorities)) > 1
+    if not (some_preemptible or (any_lower and mixed)):
+        return None
+    interval = config.checkpoint_interval
+    return Evictions(config.victims, config.eviction_cost, interval if isinstance(interval, (int, float)) else 0.0,
+                     any_lower, config.seed)
 
 
 @dataclass(frozen=True, eq=False)
@@ -135,9 +152,19 @@ class TierResults(Contribution):
     """Columns ``priority``, ``preemptible``, ``cluster_queue`` where the run has them; JCT, wait and preemption
     figures per ClusterQueue and per priority (``tiers``); the Kueue files' notes as warnings."""
 
-    def __init__(self, plan: TierPlan, kueue_policy: bool) -> None:
+    def __init__(self, plan: TierPlan, run: ResolvedRun, evictions: Evictions | None) -> None:
         self.plan = plan
-        self.kueue_policy = kueue_policy
+        policy = run.policy.cls
+        self.kueue_policy = "kueue" in policy.reads
+        self.ranked = ranks_by_priority(policy) and (plan.priorities is not None or plan.preemptible is not None)
+        self.evictions = evictions
+        if self.ranked:
+            self.queue_rank = tier_rank
+        kueue = plan.kueue
+        self.shares = TierTimeline(kueue.cluster_queues) if kueue is not None and plan.cluster_queues else None
+        self.observers = tuple(o for o in (evictions, self.shares) if o is not None)
+        if evictions is not None:
+            self.pass_steps = (evictions,)
 
     def columns(self, ended: Ended, jobs: pd.DataFrame) -> pd.DataFrame:
         reported = ended.reported
@@ -147,6 +174,8 @@ class TierResults(Contribution):
             jobs["preemptible"] = [job.preemptible for job in reported]
         if self.plan.cluster_queues is not None:
             jobs["cluster_queue"] = [job.cluster_queue for job in reported]
+        if self.evictions is not None:
+            jobs["evictions"] = [job.evictions for job in reported]
         return jobs
 
     def figures(self, ended: Ended, jobs: pd.DataFrame) -> dict[str, Any]:
@@ -157,15 +186,39 @@ class TierResults(Contribution):
             groups["by_priority"] = tier_figures(jobs, "priority")
         if "preemptible" in jobs:
             groups["by_preemptible"] = tier_figures(jobs, "preemptible")
+        if self.evictions is not None:
+            groups["evictions"] = self.evictions.figures()
+        if self.shares is not None and self.plan.kueue is not None:
+            groups["timeline"] = self.shares.figures(*_window(ended), ended.gpus, nominal_gpus(self.plan.kueue))
         return {"tiers": groups} if groups else {}
+
+    def tables(self, ended: Ended) -> dict[str, pd.DataFrame]:
+        """``tiers_timeline``: each ClusterQueue's GPUs over the run (time-averaged intervals), for the report."""
+        return {} if self.shares is None else {"tiers_timeline": self.shares.share_over_time(*_window(ended))}
 
     def warnings(self, ended: Ended) -> list[str]:
         kueue = self.plan.kueue
         out = [f"--kueue: not modelled: {note}" for note in kueue.not_modeled] if kueue is not None else []
-        if not self.kueue_policy and self.plan.priorities is not None:
-            out.append(f"the trace's priorities are read by the kueue policy only; policy "
-                       f"{ended.run.policy.label.removeprefix('policy ')} orders jobs without them")
+        policy = ended.run.policy
+        name = policy.label.removeprefix("policy ")
+        tiers_given = self.plan.priorities is not None or self.plan.preemptible is not None
+        if self.kueue_policy and self.plan.preemptible is not None:
+            out.append("the kueue policy preempts by priority and its ClusterQueues' rules: the trace's preemptible "
+                       "column is not read (give preemptible jobs a lower priority class)")
+        if tiers_given and not self.kueue_policy and not self.ranked:
+            out.append(f"policy {name} orders its queue by its own key (its passes compare waiting with running jobs, "
+                       "or it allocates by its own model): the trace's priorities do not order it")
+        elif self.ranked and self.evictions is None and ended.run.config.evict != "off" \
+                and not evicts_for_tiers(policy.cls) and self.plan.preemptible is not None:
+            out.append(f"policy {name} places or shares GPUs itself: its preemptible jobs are not evicted for "
+                       "higher tiers")
         return out
+
+
+def _window(ended: Ended) -> tuple[float, float]:
+    """The run's span: from its first submission to when it stopped."""
+    start = float(min((job.submit_time for job in ended.jobs), default=0.0))
+    return start, max(float(ended.end), start)
 
 
 def tier_figures(jobs: pd.DataFrame, by: str) -> dict[str, dict[str, Any]]:

@@ -148,7 +148,10 @@ class Policy:
     policy-specific run settings it reads, e.g. ``quantum``), ``Settings`` (a frozen dataclass of the
     policy's own settings, fields made with :func:`~simcluster.config.setting`; read as ``self.settings``), and
     ``elastic`` (it resizes jobs while they run: each job gets its scaling model, ``job.elastic``, and runs in
-    its own unit of progress; :meth:`SchedulingContext.resize`, :meth:`on_epoch`).
+    its own unit of progress; :meth:`SchedulingContext.resize`, :meth:`on_epoch`), and ``priority_first`` (True:
+    where a trace gives priorities, waiting jobs are ordered by priority, higher first, before :meth:`pending_key`;
+    False for a policy whose pass compares waiting jobs' keys with running jobs' or that allocates by its own
+    model: the queue is left in its order, and no job is evicted for a higher tier, docs/tiers.md).
     """
 
     name: str = "?"
@@ -162,6 +165,7 @@ class Policy:
     reads: ClassVar[frozenset[str]] = frozenset()
     Settings: ClassVar[type | None] = None
     elastic: ClassVar[bool] = False
+    priority_first: ClassVar[bool] = True
 
     def __init__(self, config: SimConfig | None = None) -> None:
         self.config = config or SimConfig()

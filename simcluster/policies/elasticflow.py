@@ -154,6 +154,7 @@ class DeadlinePolicy(Policy):
     """What ElasticFlow and EDF share: when they decide, who is new, how counts become GPUs and costs."""
 
     elastic = True
+    priority_first = False  # (it allocates by its own model: the trace's priorities do not order it)
     preemptive = True
     own_placement = "its own allocation"
     reads: ClassVar[frozenset[str]] = frozenset({"schedule_interval", "arrivals_wait", "restart_delay"})

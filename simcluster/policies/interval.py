@@ -27,6 +27,7 @@ class IntervalPolicy(Policy):
     """Decides every job's GPUs each interval (see the module's docstring)."""
 
     elastic = True
+    priority_first = False  # (it allocates by its own model: the trace's priorities do not order it)
     preemptive = True
     own_placement = "its own allocation"  # (the --placement setting is not read)
     reads: ClassVar[frozenset[str]] = INTERVAL_SETTINGS

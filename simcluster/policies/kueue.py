@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from simcluster.job import JobState
+from simcluster.placement.room import fits_once_freed
 from simcluster.policies.base import POLICIES, Policy, SchedulingContext
 from simcluster.settings.fields import setting
 from simcluster.tiers.loaded import fair_sharing_of, kueue_of
@@ -74,6 +75,7 @@ class Kueue(Policy):
         self._admitted: dict[int, Workload] = {}  # job index → its workload while it holds quota
         self._holding: dict[int, JobView] = {}  # job index → the job, while it holds quota (a victim's by its key)
         self._placement_failed = False  # (the last _admit's quota fit, its placement did not)
+        self._vc: Any = None  # the VC of the pass under way (schedule)
         self._retry: set[str] = set()  # queues whose jobs set aside are tried again at the next cycle
         self._admissions = 0  # (workloads made so far: the order of admissions at one instant)
         self._one_per_cycle = self.settings.cycle == "one"
@@ -165,6 +167,7 @@ class Kueue(Policy):
 
     def schedule(self, vc: VCView, ctx: SchedulingContext) -> None:
         blocked: set[str] = set()  # StrictFIFO queues whose head waits
+        self._vc = vc  # (where this pass places: what _admit asks before it reserves quota or preempts)
         queues = self._open[vc.name]
         while self._cycle(queues, ctx, blocked):
             pass
@@ -252,6 +255,12 @@ class Kueue(Policy):
                     break
             if chosen is None:
                 return False
+        if not fits_once_freed(job, [self._holding[victim.key] for victim in victims], self._vc):
+            # the quota fits but the GPUs would not: no victim loses its work for nothing, and the job waits for
+            # GPUs to come free (Kueue admits by quota; the pods of a workload that found no node would wait)
+            self._stats.no_room += 1
+            self._placement_failed = True
+            return False
         for victim in victims:
             victim_job = self._holding[victim.key]
             self._stats.preempted(victim.cluster_queue, queue)

@@ -24,6 +24,7 @@ class ShortestRemainingTimeFirst(Policy):
     These are the Helios/Lucid simulators' semantics.
     """
 
+    priority_first = False  # (its walk compares waiting jobs' keys with running jobs': docs/tiers.md)
     preemptive = True
     vc_independent = True
 

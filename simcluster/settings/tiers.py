@@ -3,6 +3,8 @@ cohorts, LocalQueues, flavors, priority classes — that the ``kueue`` policy ad
 
 from __future__ import annotations
 
+from typing import Any
+
 from simcluster.settings.fields import Reader, RunView, always, setting, settings_group
 
 TIERS = "Tiers and Kueue"  # its panel in `lucid-sim run --help`
@@ -13,6 +15,19 @@ def has_kueue(run: RunView) -> bool:
 
 
 WITH_KUEUE = Reader(has_kueue, error=True, who="runs with Kueue's objects (--kueue)")
+
+
+def ranks_by_priority(policy: Any) -> bool:
+    """Whether policy class ``policy`` orders its waiting jobs by tier first (``Policy.priority_first``; Kueue's own
+    order aside)."""
+    return bool(getattr(policy, "priority_first", False)) and "kueue" not in getattr(policy, "reads", ())
+
+
+def evicts_for_tiers(policy: Any) -> bool:
+    """Whether the tiers' evictions act with policy class ``policy``: it ranks by tier, and places whole GPUs through
+    the run's placement (not elastic, no placement of its own, no GPUs shared)."""
+    return ranks_by_priority(policy) and not (getattr(policy, "elastic", False) or getattr(policy, "own_placement", None)
+                                              or getattr(policy, "shares_gpus", False))
 
 
 @settings_group(TIERS, reads=Reader(always))
@@ -27,4 +42,21 @@ class TierOptions:
     fair_sharing: str = setting(
         "auto", "Kueue's fair sharing: on, off, or auto (as the Configuration document among --kueue's files "
         "says; off without one).", choices=("auto", "on", "off"), reads=WITH_KUEUE,
+    )
+    evict: str = setting(
+        "preemptible", "Which running jobs a waiting job of a higher tier may evict (losing their work since their "
+        "last checkpoint) when that lets it start: preemptible ones (a trace column preemptible) of a lower "
+        "priority, or of the same priority when it is not preemptible itself; lower-priority: any job of a lower "
+        "priority (Slurm's preemption by QOS with PreemptMode=REQUEUE); off: none. Read where the policy orders "
+        "its queue by priority first (docs/tiers.md).", choices=("preemptible", "lower-priority", "off"),
+    )
+    victims: str = setting(
+        "least-work-lost", "The order in which an eviction takes its victims until the evicting job starts: "
+        "least-work-lost (fewest GPUs x seconds of work since their last checkpoint), newest (most recently "
+        "started), lowest-priority, or random (drawn from --seed).",
+        choices=("least-work-lost", "newest", "lowest-priority", "random"),
+    )
+    eviction_cost: float = setting(
+        0.0, "Seconds without progress that a job which evicted others owes when it starts (the victims' time to "
+        "leave their GPUs; Alibaba measured 13 s on average, 48 s at the 95th percentile).", min=0, max=86_400,
     )

@@ -80,22 +80,35 @@ def level_keys(tree: QuotaTree, w: Workload) -> dict[QuotaNode, tuple]:
     """For each ancestor cohort of ``w``'s ClusterQueue: the tournament key there of the child on ``w``'s
     path, with ``w`` admitted (``entryComparer.computeDRS`` and ``less``): not borrowing on ``w``'s flavor
     first (FairSharingPrioritizeNonBorrowing, on by default), lower share, higher priority, earlier."""
-    keys = {}
-    with tree._trial():
-        node = tree._cqs[w.cluster_queue]
-        tree._add_usage(node, w.flavor, w.gpus)
+    return {parent: (borrows, share, -w.priority, w.admitted_at, tiebreak(w.key))
+            for parent, borrows, share in _path_shares(tree, w)}
+
+
+def _path_shares(tree: QuotaTree, w: Workload) -> list[tuple[QuotaNode, bool, tuple]]:
+    """Up ``w``'s path, each cohort with whether the child below it would borrow on ``w``'s flavor and that
+    child's share key, as if ``w`` were admitted.  They depend on the tree's usage and ``w``'s queue, flavor and
+    GPUs only, so they are kept among the tree's facts until it changes: heads of other trees, and the heads
+    that lost a tournament, are not worked out again."""
+    facts = tree.facts(w.cluster_queue)
+    known = facts.get(("path shares", w.cluster_queue, w.flavor, w.gpus))
+    if known is not None:
+        return known
+    found = []
+    with tree.trial():
+        tree.add_usage(w)
+        node = tree.queue_node(w.cluster_queue)
         while node.parent is not None:
             share = dominant_resource_share(node)
-            keys[node.parent] = (w.flavor in share.borrowed_flavors, share.key(), -w.priority,
-                                 w.admitted_at, tiebreak(w.key))
+            found.append((node.parent, w.flavor in share.borrowed_flavors, share.key()))
             node = node.parent
-    return keys
+    facts[("path shares", w.cluster_queue, w.flavor, w.gpus)] = found
+    return found
 
 
 def tournament_key(tree: QuotaTree, w: Workload) -> tuple:
     """The key of the tournament at the root of ``w``'s tree (:meth:`QuotaTree.fair_order_key
     <simcluster.tiers.quota_tree.QuotaTree.fair_order_key>` says where it is exact)."""
-    root = tree._cqs[w.cluster_queue].root()
+    root = tree.queue_node(w.cluster_queue).root()
     return level_keys(tree, w).get(root, (False, (0, 0.0), -w.priority, w.admitted_at, tiebreak(w.key)))
 
 
@@ -109,7 +122,7 @@ def tournament_winner(tree: QuotaTree, heads: Iterable[Workload]) -> Workload:
     children: dict[QuotaNode, dict[QuotaNode, None]] = defaultdict(dict)
     at_queue: dict[QuotaNode, list[Workload]] = defaultdict(list)
     for w in heads:
-        node = tree._cqs[w.cluster_queue]
+        node = tree.queue_node(w.cluster_queue)
         at_queue[node].append(w)
         while node.parent is not None:
             children[node.parent][node] = None
@@ -124,5 +137,5 @@ def tournament_winner(tree: QuotaTree, heads: Iterable[Workload]) -> Workload:
             return min(entries, key=by_root_key)
         return min(entries, key=lambda w: keys[w.key][level if node.is_cq else node])
 
-    roots = {tree._cqs[w.cluster_queue].root(): None for w in heads}
+    roots = {tree.queue_node(w.cluster_queue).root(): None for w in heads}
     return min((winner(r, r.parent) for r in roots), key=by_root_key)

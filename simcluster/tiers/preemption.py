@@ -5,6 +5,11 @@ asks here (:meth:`~simcluster.tiers.quota_tree.QuotaTree.preemption_targets`); e
 runs its removals inside the tree's trials, so usage is restored exactly afterwards.  This module imports the
 tree only for type checking: the tree imports it, and an import cycle would run.
 
+A search costs what it reads, not the admitted workloads of the tree: each queue's candidates come from the
+tree's index in preemption order (:meth:`~simcluster.tiers.quota_tree.QuotaTree.in_preemption_order`, a prefix per
+policy), merged across queues only as far as an attempt goes; a search that found nothing is remembered until the
+cohort tree changes; fair sharing works out a target's share once per size of workload evicted.
+
 >>> from simcluster.tiers.model import ClusterQueueSpec, FlavorQuota, KueueConfig, Preemption
 >>> from simcluster.tiers.quota_tree import QuotaTree
 >>> rules = Preemption(within_cluster_queue="LowerPriority")
@@ -18,8 +23,8 @@ from __future__ import annotations
 
 import heapq
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from simcluster.tiers.fair_sharing import Share, dominant_resource_share
 from simcluster.tiers.model import FAIR_SHARING_STRATEGIES, FairSharing
@@ -64,17 +69,32 @@ def preemption_targets(tree: QuotaTree, incoming: Workload,
                        fair_sharing: FairSharing | None = None) -> list[Workload] | None:
     """The admitted workloads Kueue would evict so that ``incoming`` fits on its flavor: ``[]`` when it fits
     as is, None when no allowed preemption makes it fit.  ``fair_sharing`` (default: the config's) chooses
-    Kueue's fair-sharing preemption (``fairPreemptions``) over the classical one."""
-    cq = tree._cqs[incoming.cluster_queue]
+    Kueue's fair-sharing preemption (``fairPreemptions``) over the classical one.  A search that found nothing
+    is remembered until the cohort tree next changes (:meth:`QuotaTree.facts`): the answer is a function of the
+    tree's admitted workloads and the incoming's queue, flavor, GPUs, priority and queueing time."""
+    cq = tree.queue_node(incoming.cluster_queue)
     if incoming.flavor not in cq.quotas:
         return None
     if tree.fits(incoming.cluster_queue, incoming.flavor, incoming.gpus):
         return []
     fair_sharing = fair_sharing if fair_sharing is not None else tree.config.fair_sharing
-    with tree._trial():
-        if fair_sharing is not None and fair_sharing.enabled:
-            return _fair_preemptions(tree, incoming, fair_sharing.preemption_strategies)
-        return _classical_preemptions(tree, incoming)
+    fair = fair_sharing is not None and fair_sharing.enabled
+    failed = (_NO_TARGETS, fair and fair_sharing.preemption_strategies, incoming.cluster_queue, incoming.flavor,
+              incoming.gpus, incoming.priority, incoming.admitted_at)
+    facts = tree.facts(incoming.cluster_queue)
+    if failed in facts:
+        return None
+    with tree.trial():
+        if fair:
+            found = _fair_preemptions(tree, incoming, fair_sharing.preemption_strategies)
+        else:
+            found = _classical_preemptions(tree, incoming)
+    if found is None:
+        facts[failed] = True
+    return found
+
+
+_NO_TARGETS = "no preemption targets"  # (the tag of a failed search among a tree's facts)
 
 
 def _fill_back(tree: QuotaTree, incoming: Workload, targets: list[Workload], borrowing: bool) -> list[Workload]:
@@ -82,11 +102,11 @@ def _fill_back(tree: QuotaTree, incoming: Workload, targets: list[Workload], bor
     still fits; only those it cannot do without stay targets."""
     kept = list(targets)
     for i in range(len(kept) - 2, -1, -1):
-        tree._add(kept[i])
+        tree.add_usage(kept[i])
         if tree.fits(incoming.cluster_queue, incoming.flavor, incoming.gpus, borrowing):
             del kept[i]
         else:
-            tree._remove(kept[i])
+            tree.remove_usage(kept[i])
     return kept
 
 
@@ -95,7 +115,7 @@ def _fill_back(tree: QuotaTree, incoming: Workload, targets: list[Workload], bor
 
 def _classify(tree: QuotaTree, incoming: Workload, candidate: Workload, advantage: bool) -> str | None:
     """``classifyPreemptionVariant``: how (if at all) ``candidate`` may be preempted for ``incoming``."""
-    rules = tree._cqs[incoming.cluster_queue].spec.preemption
+    rules = tree.queue_node(incoming.cluster_queue).spec.preemption
     same_queue = candidate.cluster_queue == incoming.cluster_queue
     policy = rules.within_cluster_queue if same_queue else rules.reclaim_within_cohort
     if not satisfies_policy(policy, incoming, candidate):
@@ -112,13 +132,13 @@ def _classify(tree: QuotaTree, incoming: Workload, candidate: Workload, advantag
     return RECLAIM_WHILE_BORROWING
 
 
-def _cohort_candidates(tree: QuotaTree, incoming: Workload) -> tuple[list, list]:
+def _cohort_candidates(tree: QuotaTree, incoming: Workload) -> tuple[list[Source], list[Source]]:
     """``collectCandidatesForHierarchicalReclaim``: walking up from the ClusterQueue, the over-quota
     ClusterQueues of each new subtree; the incoming has hierarchical advantage over those found once a
-    subtree on its path holds its request within quota."""
-    cq, flavor = tree._cqs[incoming.cluster_queue], incoming.flavor
-    hierarchy: list = []
-    priority: list = []
+    subtree on its path holds its request within quota.  Each queue found is one :data:`Source`."""
+    cq, flavor = tree.queue_node(incoming.cluster_queue), incoming.flavor
+    hierarchy: list[Source] = []
+    priority: list[Source] = []
     if cq.parent is None or cq.spec.preemption.reclaim_within_cohort == "Never":
         return hierarchy, priority
     advantage = cq.subtree_quota[flavor] >= cq.usage.get(flavor, 0.0) + incoming.gpus
@@ -135,20 +155,25 @@ def _cohort_candidates(tree: QuotaTree, incoming: Workload) -> tuple[list, list]
     return hierarchy, priority
 
 
+# One queue's candidates for a classical search: its admitted workloads that the policy lets the incoming
+# preempt, in order (QuotaTree.in_preemption_order), the subtree they were found in (None: the incoming's own
+# queue) and whether the incoming has hierarchical advantage over them.
+Source = tuple[Sequence[tuple[tuple, int, Workload]], QuotaNode | None, bool]
+
+
 def _collect_in_subtree(tree: QuotaTree, incoming: Workload, node: QuotaNode, subtree: QuotaNode,
-                        skip: QuotaNode | None, advantage: bool, found: list) -> None:
+                        skip: QuotaNode | None, advantage: bool, found: list[Source]) -> None:
     """``collectCandidatesInSubtree``: over-quota cohorts are entered, over-quota ClusterQueues give their
     candidates, each tagged with the subtree's root (the candidate's lowest common ancestor)."""
-    flavor = incoming.flavor
+    flavor, policy = incoming.flavor, tree.queue_node(incoming.cluster_queue).spec.preemption.reclaim_within_cohort
     for child in node.cohorts:
         if child is not skip and not child.within_quota(flavor):
             _collect_in_subtree(tree, incoming, child, subtree, skip, advantage, found)
     for child in node.cqs:
         if child.name != incoming.cluster_queue and not child.within_quota(flavor):
-            for w in tree._by_queue.get((child.name, flavor), {}).values():
-                kind = _classify(tree, incoming, w, advantage)
-                if kind is not None:
-                    found.append((w, kind, subtree))
+            entries = tree.in_preemption_order(child.name, flavor, policy, incoming)
+            if entries:
+                found.append((entries, subtree, advantage))
 
 
 def _still_valid(tree: QuotaTree, incoming: Workload, candidate: tuple, borrowing: bool) -> bool:
@@ -159,7 +184,7 @@ def _still_valid(tree: QuotaTree, incoming: Workload, candidate: tuple, borrowin
         return True
     if borrowing and kind == RECLAIM_WITHOUT_BORROWING:
         return False
-    node = tree._cqs[w.cluster_queue]
+    node = tree.queue_node(w.cluster_queue)
     if node.within_quota(w.flavor):
         return False
     for ancestor in node.ancestors():
@@ -174,24 +199,19 @@ def _classical_preemptions(tree: QuotaTree, incoming: Workload) -> list[Workload
     """``classicalPreemptions``: candidates in the order hierarchy, priority, same queue (each sorted by
     ``CandidatesOrdering``); one or two attempts, with and without borrowing, in the order the code picks;
     each removes valid candidates until the incoming fits, then fills back."""
-    cq, flavor = tree._cqs[incoming.cluster_queue], incoming.flavor
+    cq, flavor = tree.queue_node(incoming.cluster_queue), incoming.flavor
     rules = cq.spec.preemption
-    order = _candidate_order(incoming.cluster_queue)
-    same: list = []
-    if rules.within_cluster_queue != "Never":
-        for w in tree._by_queue.get((cq.name, flavor), {}).values():
-            if _classify(tree, incoming, w, False) is not None:
-                same.append((w, WITHIN_CQ, None))
+    own = tree.in_preemption_order(cq.name, flavor, rules.within_cluster_queue, incoming)
+    same: list[Source] = [(own, None, False)] if own else []
     forbidden = rules.borrow_within_cohort == "Never"
     under_nominal = cq.usage.get(flavor, 0.0) < cq.subtree_quota[flavor]
     flat = cq.parent is not None and cq.parent.parent is None
     if flat and forbidden and not under_nominal and cq.subtree_quota[flavor] < cq.usage.get(flavor, 0.0) + incoming.gpus:
         # (every other queue's candidate would be a reclaim without borrowing, which the one attempt, with
-        # borrowing, never takes: listing thousands of them to skip each is the cost of a busy cohort)
+        # borrowing, never takes)
         hierarchy, priority = [], []
     else:
         hierarchy, priority = _cohort_candidates(tree, incoming)
-    candidates = InOrder([(order(c[0]), i, c) for i, c in enumerate(group)] for group in (hierarchy, priority, same))
     if (not hierarchy and not priority) or (forbidden and not under_nominal):
         attempts = (True,)
     elif forbidden and not hierarchy:
@@ -199,77 +219,68 @@ def _classical_preemptions(tree: QuotaTree, incoming: Workload) -> list[Workload
     else:
         attempts = (True, False)
     for borrowing in attempts:
-        targets = _minimal_set(tree, incoming, candidates, borrowing)
+        targets = _minimal_set(tree, incoming, (hierarchy, priority, same), borrowing)
         if targets is not None:
             return targets
     return None
 
 
-class InOrder:
-    """Candidates group by group, each group in its order, sorted only as far as the attempts read them: an attempt
-    stops at the first candidates that make room, usually a few of thousands (a heap per group, its prefix kept for
-    the next attempt).
-
-    >>> list(InOrder([[(2, 0, "b"), (1, 1, "a")], [(0, 0, "c")]])), list(InOrder([[]]))
-    (['a', 'b', 'c'], [])
-    """
-
-    def __init__(self, groups: Iterable[list[tuple[Any, int, Any]]]) -> None:
-        self.heaps = [group for group in groups if group]
-        for heap in self.heaps:
-            heapq.heapify(heap)
-        self.read: list[Any] = []
-
-    def __iter__(self) -> Iterator[Any]:
-        yield from self.read
-        while self.heaps:
-            heap = self.heaps[0]
-            while heap:
-                item = heapq.heappop(heap)[2]
-                self.read.append(item)
-                yield item
-            self.heaps.pop(0)
-
-
-def _minimal_set(tree: QuotaTree, incoming: Workload, candidates: Iterable,
+def _minimal_set(tree: QuotaTree, incoming: Workload, groups: Iterable[list[Source]],
                  borrowing: bool) -> list[Workload] | None:
-    """One attempt: remove candidates in order until the incoming fits, fill back; usage restored."""
+    """One attempt: remove candidates in order until the incoming fits, fill back; usage restored.  Each group
+    is read in ``CandidatesOrdering`` by merging its queues' ordered candidates, only as far as the attempt
+    goes; a queue whose candidate is no longer valid is left for the rest of the attempt, since none of its
+    later ones is valid either (its queue and cohorts only go down in usage; a reclaim without borrowing stays
+    one for higher priorities)."""
     targets: list[Workload] = []
-    with tree._trial():
-        for candidate in candidates:
-            if not _still_valid(tree, incoming, candidate, borrowing):
-                continue
-            tree._remove(candidate[0])
-            targets.append(candidate[0])
-            if tree.fits(incoming.cluster_queue, incoming.flavor, incoming.gpus, borrowing):
-                return _fill_back(tree, incoming, targets, borrowing)
+    with tree.trial():
+        for group in groups:
+            heap = [(entries[0][0], entries[0][1], i, 0) for i, (entries, _, _) in enumerate(group)]
+            heapq.heapify(heap)
+            while heap:
+                i, pos = heap[0][2], heap[0][3]
+                entries, lca, advantage = group[i]
+                w = entries[pos][2]
+                if lca is not None and not _still_valid(
+                        tree, incoming, (w, _classify(tree, incoming, w, advantage), lca), borrowing):
+                    heapq.heappop(heap)
+                    continue
+                tree.remove_usage(w)
+                targets.append(w)
+                if tree.fits(incoming.cluster_queue, incoming.flavor, incoming.gpus, borrowing):
+                    return _fill_back(tree, incoming, targets, borrowing)
+                if pos + 1 < len(entries):
+                    heapq.heapreplace(heap, (entries[pos + 1][0], entries[pos + 1][1], i, pos + 1))
+                else:
+                    heapq.heappop(heap)
     return None
 
 
 # -- fair-sharing preemption ---------------------------------------------------------------------------
 
 
-def _fair_candidates(tree: QuotaTree, incoming: Workload) -> list[Workload]:
+def _fair_candidates(tree: QuotaTree, incoming: Workload) -> dict[str, list[Workload]]:
     """``findCandidates``: the queue's own per withinClusterQueue; those of borrowing ClusterQueues of the
-    whole tree per reclaimWithinCohort; in ``CandidatesOrdering``."""
-    cq, flavor = tree._cqs[incoming.cluster_queue], incoming.flavor
+    whole tree per reclaimWithinCohort; by queue, each queue's in ``CandidatesOrdering`` (the order between
+    queues is :class:`_FairOrdering`'s)."""
+    cq, flavor = tree.queue_node(incoming.cluster_queue), incoming.flavor
     rules = cq.spec.preemption
-    found = []
-    if rules.within_cluster_queue != "Never":
-        found += [w for w in tree._by_queue.get((cq.name, flavor), {}).values()
-                  if satisfies_policy(rules.within_cluster_queue, incoming, w)]
+    found: dict[str, list[Workload]] = {}
+    own = tree.in_preemption_order(cq.name, flavor, rules.within_cluster_queue, incoming)
+    if own:
+        found[cq.name] = [entry[2] for entry in own]
     if cq.parent is not None and rules.reclaim_within_cohort != "Never":
-        for other in tree._borrowers.get((cq.root().name, flavor), {}).values():
-            if other is not cq:
-                found += [w for w in tree._by_queue.get((other.name, flavor), {}).values()
-                          if satisfies_policy(rules.reclaim_within_cohort, incoming, w)]
-    return sorted(found, key=_candidate_order(incoming.cluster_queue))
+        for other in tree.borrowers(cq.name, flavor):
+            theirs = tree.in_preemption_order(other.name, flavor, rules.reclaim_within_cohort, incoming)
+            if other is not cq and theirs:
+                found[other.name] = [entry[2] for entry in theirs]
+    return found
 
 
 def _fits_without_incoming(tree: QuotaTree, incoming: Workload) -> bool:
     """``workloadFitsForFairSharing``: the fit check with the incoming's simulated usage taken out."""
-    with tree._trial():
-        tree._remove(incoming)
+    with tree.trial():
+        tree.remove_usage(incoming)
         return tree.fits(incoming.cluster_queue, incoming.flavor, incoming.gpus)
 
 
@@ -281,11 +292,11 @@ def _fair_preemptions(tree: QuotaTree, incoming: Workload, strategies: tuple[str
     if not candidates:
         return None
     strategies = strategies or FAIR_SHARING_STRATEGIES
-    tree._add(incoming)
+    tree.add_usage(incoming)
     fits, targets, retry = _first_strategy(tree, incoming, candidates, strategies[0])
     if not fits and len(strategies) > 1:
         fits = _second_strategy(tree, incoming, retry, targets)
-    tree._remove(incoming)
+    tree.remove_usage(incoming)
     if not fits:
         return None
     return _fill_back(tree, incoming, targets, True)
@@ -293,12 +304,13 @@ def _fair_preemptions(tree: QuotaTree, incoming: Workload, strategies: tuple[str
 
 def _take(tree: QuotaTree, incoming: Workload, w: Workload, targets: list[Workload]) -> bool:
     """Remove ``w`` as a target; does the incoming fit now?"""
-    tree._remove(w)
+    tree.remove_usage(w)
     targets.append(w)
     return _fits_without_incoming(tree, incoming)
 
 
-def _first_strategy(tree: QuotaTree, incoming: Workload, candidates: list[Workload], strategy: str) -> tuple:
+def _first_strategy(tree: QuotaTree, incoming: Workload, candidates: dict[str, list[Workload]],
+                    strategy: str) -> tuple:
     """``runFirstFsStrategy``: own-queue candidates go unconditionally, and so do others' while the
     preemptor stays within nominal (FairSharingPreemptWithinNominal, on by default); otherwise a candidate
     goes when ``strategy`` holds on the almost-lowest-common-ancestors' shares."""
@@ -316,12 +328,16 @@ def _first_strategy(tree: QuotaTree, incoming: Workload, candidates: list[Worklo
             while ordering.has_workload(queue):
                 retry.append(ordering.pop(queue))
             continue
+        holds_after: dict[float, bool] = {}  # GPUs evicted → whether the strategy holds (usage is unchanged here)
         while ordering.has_workload(queue):
             w = ordering.pop(queue)
-            with tree._trial():
-                tree._remove(w)
-                target_new = ordering.shares(queue)[1]
-            if _strategy_holds(strategy, preemptor_new, target_old, target_new):
+            holds = holds_after.get(w.gpus)
+            if holds is None:
+                with tree.trial():
+                    tree.remove_usage(w)
+                    target_new = ordering.target_share(queue)
+                holds = holds_after[w.gpus] = _strategy_holds(strategy, preemptor_new, target_old, target_new)
+            if holds:
                 if _take(tree, incoming, w, targets):
                     return True, targets, retry
                 break  # the shares changed: the ordering may now pick another queue
@@ -333,7 +349,10 @@ def _second_strategy(tree: QuotaTree, incoming: Workload, retry: list[Workload],
                      targets: list[Workload]) -> bool:
     """``runSecondFsStrategy`` (rule S2-b): per queue in order, its first retry candidate goes if the
     preemptor's new share is below the target's current one; then the queue is dropped."""
-    ordering = _FairOrdering(tree, incoming, retry)
+    by_queue: dict[str, list[Workload]] = defaultdict(list)
+    for w in retry:
+        by_queue[w.cluster_queue].append(w)
+    ordering = _FairOrdering(tree, incoming, by_queue)
     for queue in ordering:
         preemptor_new, target_old = ordering.shares(queue)
         w = ordering.pop(queue)
@@ -356,14 +375,13 @@ class _FairOrdering:
     (cohorts win ties with queues) until a ClusterQueue; queues and cohorts that no longer borrow, or have no
     candidates left, are pruned (the preemptor's own queue and the cohorts above it only once empty)."""
 
-    def __init__(self, tree: QuotaTree, incoming: Workload, candidates: list[Workload]) -> None:
+    def __init__(self, tree: QuotaTree, incoming: Workload, candidates: dict[str, list[Workload]]) -> None:
         self.tree = tree
-        self.preemptor = tree._cqs[incoming.cluster_queue]
+        self.preemptor = tree.queue_node(incoming.cluster_queue)
         self.on_path = set(self.preemptor.ancestors())
         self.order = _candidate_order(incoming.cluster_queue)
-        self.queue_of: dict[str, list[Workload]] = defaultdict(list)
-        for w in candidates:
-            self.queue_of[w.cluster_queue].append(w)
+        self.queue_of = candidates  # queue → its candidates in order, read from self.next_of[queue] on
+        self.next_of: dict[str, int] = dict.fromkeys(candidates, 0)
         self.pruned: set[QuotaNode] = set()
 
     def __iter__(self) -> Iterator[QuotaNode]:
@@ -378,10 +396,15 @@ class _FairOrdering:
                 yield target
 
     def has_workload(self, queue: QuotaNode) -> bool:
-        return bool(self.queue_of.get(queue.name))
+        return self.next_of.get(queue.name, 0) < len(self.queue_of.get(queue.name, ()))
+
+    def first(self, queue: QuotaNode) -> Workload:
+        return self.queue_of[queue.name][self.next_of[queue.name]]
 
     def pop(self, queue: QuotaNode) -> Workload:
-        return self.queue_of[queue.name].pop(0)
+        w = self.first(queue)
+        self.next_of[queue.name] += 1
+        return w
 
     def drop(self, queue: QuotaNode) -> None:
         self.pruned.add(queue)
@@ -395,7 +418,7 @@ class _FairOrdering:
             if (not share.borrowing and cq is not self.preemptor) or not self.has_workload(cq):
                 self.pruned.add(cq)
             elif share.key() == best_cq_key and best_cq is not None:
-                if self.order(self.queue_of[cq.name][0]) < self.order(self.queue_of[best_cq.name][0]):
+                if self.order(self.first(cq)) < self.order(self.first(best_cq)):
                     best_cq = cq
             elif share.key() > best_cq_key:
                 best_cq, best_cq_key = cq, share.key()
@@ -420,6 +443,11 @@ class _FairOrdering:
         lca = next(a for a in queue.ancestors() if a in self.on_path)
         preemptor, target = _almost(self.preemptor, lca), _almost(queue, lca)
         return dominant_resource_share(preemptor), dominant_resource_share(target)
+
+    def target_share(self, queue: QuotaNode) -> Share:
+        """The second of :meth:`shares` alone."""
+        lca = next(a for a in queue.ancestors() if a in self.on_path)
+        return dominant_resource_share(_almost(queue, lca))
 
 
 def _almost(cq: QuotaNode, lca: QuotaNode) -> QuotaNode:

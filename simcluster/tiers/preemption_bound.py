@@ -32,11 +32,14 @@ class PreemptionBound:
         self.tree, self.kueue = tree, tree.config
         self.gpus: dict[tuple[str, str], dict[int, float]] = defaultdict(lambda: defaultdict(float))
         self.tree_mates = {queue: tree.tree_mates(queue) for queue in self.kueue.cluster_queues}
+        self.changes = 0  # (admissions and releases told: a remembered answer holds while this and the tree hold)
 
     def admit(self, w: Workload) -> None:
+        self.changes += 1
         self.gpus[w.cluster_queue, w.flavor][w.priority] += w.gpus
 
     def release(self, w: Workload) -> None:
+        self.changes += 1
         by_priority = self.gpus[w.cluster_queue, w.flavor]
         by_priority[w.priority] -= w.gpus
         if by_priority[w.priority] <= 1e-9:
@@ -56,7 +59,18 @@ class PreemptionBound:
     def could_fit(self, incoming: Workload, fair_sharing: bool = False) -> bool:
         """Whether evicting everything ``incoming``'s queue may evict could make room for it (False: it cannot
         fit by preemption; True: the search may find targets).  Under fair sharing a queue that borrows may
-        reclaim too (by the shares), so the nominal-quota rule of classical preemption is not applied."""
+        reclaim too (by the shares), so the nominal-quota rule of classical preemption is not applied.  The answer
+        is remembered among the tree's facts (:meth:`QuotaTree.facts`) until the tree or this bound changes: a
+        busy queue's heads ask it again at every pass."""
+        facts = self.tree.facts(incoming.cluster_queue)
+        asked = ("could fit", self.changes, incoming.cluster_queue, incoming.flavor, incoming.gpus, incoming.priority,
+                 fair_sharing)
+        known = facts.get(asked)
+        if known is None:
+            known = facts[asked] = self._could_fit(incoming, fair_sharing)
+        return known
+
+    def _could_fit(self, incoming: Workload, fair_sharing: bool) -> bool:
         tree, queue, flavor, gpus = self.tree, incoming.cluster_queue, incoming.flavor, incoming.gpus
         spec = self.kueue.cluster_queues[queue]
         rules = spec.preemption

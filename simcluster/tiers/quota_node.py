@@ -88,6 +88,17 @@ class QuotaNode:
         return f"<{'cq' if self.is_cq else 'cohort'} {self.name}>"
 
 
+def candidate_rank(w: Workload) -> tuple:
+    """A workload's place among its ClusterQueue's preemption candidates (``CandidatesOrdering`` within one
+    queue): lower priority first, then the most recently admitted, then the key.
+
+    >>> old, new = Workload("o", "a", "f", 1, admitted_at=1.0), Workload("n", "a", "f", 1, admitted_at=2.0)
+    >>> [w.key for w in sorted([old, new, Workload("h", "a", "f", 1, priority=3)], key=candidate_rank)]
+    ['n', 'o', 'h']
+    """
+    return (w.priority, -w.admitted_at, -w.sequence, tiebreak(w.key))
+
+
 def tiebreak(key: Hashable) -> tuple[int, object]:
     """A key's place among others of any type (Kueue breaks the last tie by UID).
 

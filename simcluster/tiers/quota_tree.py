@@ -12,7 +12,9 @@ add up exactly, so a release undoes an admission exactly.
 
 Usage moves up the tree incrementally (cost: the tree's depth), and every "as if" question (a share with a
 workload added, a preemption's trial removals) runs inside a trial that restores the touched (node, flavor)
-usages exactly afterwards.
+usages exactly afterwards.  Each queue's admitted workloads are also kept in preemption order (a sorted list
+per queue and flavor, kept on admit and release), and what callers work out about a cohort tree is kept among its
+facts until its next admission or release (:meth:`QuotaTree.facts`).
 
 >>> from simcluster.tiers.model import ClusterQueueSpec, FlavorQuota, KueueConfig
 >>> a = ClusterQueueSpec("a", cohort="org", quotas=(FlavorQuota("h100", 8),))
@@ -25,9 +27,11 @@ usages exactly afterwards.
 
 from __future__ import annotations
 
+from bisect import bisect_left, insort
 from collections import defaultdict
-from collections.abc import Hashable, Iterable, Iterator
+from collections.abc import Hashable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any
 
 from simcluster.tiers import preemption
 from simcluster.tiers.fair_sharing import Share, dominant_resource_share, tournament_key, tournament_winner
@@ -45,7 +49,7 @@ from simcluster.tiers.preemption import (
     WITHIN_CQ,
     satisfies_policy,
 )
-from simcluster.tiers.quota_node import QuotaNode, Workload
+from simcluster.tiers.quota_node import QuotaNode, Workload, candidate_rank
 
 # names that lived here before fair sharing and preemption had modules of their own, importable from here still
 __all__ = ["HIERARCHICAL_RECLAIM", "RECLAIM_WHILE_BORROWING", "RECLAIM_WITHOUT_BORROWING", "WITHIN_CQ",
@@ -78,6 +82,13 @@ class QuotaTree:
             self._spread_potential(root, sorted(flavors))
         self._admitted: dict[Hashable, Workload] = {}
         self._by_queue: dict[tuple[str, str], dict[Hashable, Workload]] = defaultdict(dict)
+        # (queue, flavor) -> its admitted workloads as (rank, admission number, workload), in preemption order
+        self._ranked: dict[tuple[str, str], list[tuple[tuple, int, Workload]]] = defaultdict(list)
+        self._rank_of: dict[Hashable, tuple[tuple, int, Workload]] = {}
+        self._admissions = 0
+        self._root_of = {name: node.root().name for name, node in self._cqs.items()}
+        self._epochs: dict[str, int] = dict.fromkeys(self._root_of.values(), 0)  # root -> admissions + releases
+        self._facts: dict[str, tuple[int, dict]] = {}  # root -> (its epoch, what holds until the next change)
         self._borrowers: dict[tuple[str, str], dict[str, QuotaNode]] = defaultdict(dict)  # (root, flavor) -> CQs
         self._journals: list[dict[tuple[QuotaNode, str], float]] = []  # one per open trial, innermost last
 
@@ -230,6 +241,11 @@ class QuotaTree:
             raise ValueError(f"workload {w.key!r} is admitted already")
         self._admitted[w.key] = w
         self._by_queue[(w.cluster_queue, w.flavor)][w.key] = w
+        self._admissions += 1
+        entry = (candidate_rank(w), self._admissions, w)
+        self._rank_of[w.key] = entry
+        insort(self._ranked[(w.cluster_queue, w.flavor)], entry)
+        self._epochs[self._root_of[w.cluster_queue]] += 1
         self._add_usage(node, w.flavor, w.gpus)
         self._note_borrower(node, w.flavor)
 
@@ -237,6 +253,9 @@ class QuotaTree:
         """Give ``w``'s quota back (``removeUsage``); KeyError if it is not admitted."""
         admitted = self._admitted.pop(w.key)
         del self._by_queue[(admitted.cluster_queue, admitted.flavor)][admitted.key]
+        ranked, entry = self._ranked[(admitted.cluster_queue, admitted.flavor)], self._rank_of.pop(admitted.key)
+        del ranked[bisect_left(ranked, entry[:2])]
+        self._epochs[self._root_of[admitted.cluster_queue]] += 1
         node = self._cqs[admitted.cluster_queue]
         self._remove_usage(node, admitted.flavor, admitted.gpus)
         self._note_borrower(node, admitted.flavor)
@@ -245,6 +264,60 @@ class QuotaTree:
         """The ClusterQueue's admitted workloads, flavor by flavor in its quota order."""
         for flavor in self._cqs[cluster_queue].quotas:
             yield from self._by_queue.get((cluster_queue, flavor), {}).values()
+
+    def in_preemption_order(self, cluster_queue: str, flavor: str, policy: str = "Any",
+                            incoming: Workload | None = None) -> Sequence[tuple[tuple, int, Workload]]:
+        """The queue's admitted workloads on ``flavor`` that ``policy`` lets ``incoming`` preempt
+        (:func:`~simcluster.tiers.preemption.satisfies_policy`), as ``(rank, admission number, workload)`` in
+        ``CandidatesOrdering`` within one queue (lower priority, then newer first).  Each policy's candidates are a
+        prefix of that order (those of lower priority; then, for LowerOrNewerEqualPriority, the equal priorities
+        admitted after the incoming was queued), so this costs a bisection, not the queue's workloads.
+
+        >>> rules = ClusterQueueSpec("a", quotas=(FlavorQuota("f", 9),))
+        >>> tree = QuotaTree(KueueConfig({"a": rules}))
+        >>> for key, priority, at in [("old", 0, 1.0), ("new", 0, 2.0), ("high", 5, 0.0)]:
+        ...     tree.admit(Workload(key, "a", "f", 1, priority, at))
+        >>> [e[2].key for e in tree.in_preemption_order("a", "f", "LowerPriority", Workload("x", "a", "f", 1, 5))]
+        ['new', 'old']
+        """
+        ranked = self._ranked.get((cluster_queue, flavor), [])
+        if policy == "Any":
+            return ranked
+        if policy == "Never" or incoming is None:
+            return ()
+        if policy == "LowerPriority":
+            return ranked[:bisect_left(ranked, ((incoming.priority,),))]
+        if policy == "LowerOrNewerEqualPriority":
+            return ranked[:bisect_left(ranked, ((incoming.priority, -incoming.admitted_at),))]
+        return ()
+
+    def queue_node(self, cluster_queue: str) -> QuotaNode:
+        """The ClusterQueue's node in the tree (read by fair sharing and preemption; change it only through
+        :meth:`admit`, :meth:`release` and the usage of a :meth:`trial`)."""
+        return self._cqs[cluster_queue]
+
+    def borrowers(self, cluster_queue: str, flavor: str) -> Iterable[QuotaNode]:
+        """The ClusterQueues of ``cluster_queue``'s cohort tree whose usage of ``flavor`` is above their quota."""
+        return self._borrowers.get((self._root_of[cluster_queue], flavor), {}).values()
+
+    def facts(self, cluster_queue: str) -> dict[Any, Any]:
+        """A dict for what callers worked out about ``cluster_queue``'s cohort tree (a search that found no
+        preemption targets, a share), kept until the next admission or release in that tree changes it.
+
+        >>> tree = QuotaTree(KueueConfig({"a": ClusterQueueSpec("a", quotas=(FlavorQuota("f", 9),))}))
+        >>> tree.facts("a")["seen"] = True; "seen" in tree.facts("a")
+        True
+        >>> tree.admit(Workload("j", "a", "f", 1)); "seen" in tree.facts("a")
+        False
+        """
+        if self._journals:  # (inside a trial the usage is not the tree's: nothing learnt there is kept)
+            return {}
+        root = self._root_of[cluster_queue]
+        epoch, found = self._facts.get(root, (-1, None))
+        if found is None or epoch != self._epochs[root]:
+            found = {}
+            self._facts[root] = (self._epochs[root], found)
+        return found
 
     def usage(self, name: str, flavor: str) -> float:
         """A ClusterQueue's usage, or the usage a cohort holds for its subtree (beyond the children's guaranteed
@@ -291,14 +364,24 @@ class QuotaTree:
             node = node.parent
 
     @contextmanager
-    def _trial(self) -> Iterator[None]:
-        """Usage changes inside are undone exactly on exit, each nested trial its own."""
+    def trial(self) -> Iterator[None]:
+        """Usage changes inside (:meth:`remove_usage`, :meth:`add_usage`) are undone exactly on exit, each
+        nested trial its own.
+
+        >>> tree = QuotaTree(KueueConfig({"a": ClusterQueueSpec("a", quotas=(FlavorQuota("f", 9),))}))
+        >>> with tree.trial():
+        ...     tree.add_usage(Workload("j", "a", "f", 4)); inside = tree.usage("a", "f")
+        >>> inside, tree.usage("a", "f")
+        (4.0, 0.0)
+        """
         self._journals.append({})
         try:
             yield
         finally:
             for (node, flavor), old in self._journals.pop().items():
                 node.usage[flavor] = old
+
+    _trial = trial
 
     # -- Kueue's arithmetic ----------------------------------------------------------------------------------
 
@@ -419,8 +502,10 @@ class QuotaTree:
         return preemption.preemption_targets(self, incoming, fair_sharing)
 
     # usage only, no admission bookkeeping: preemption's trial removals and fill-backs, undone by the trial
-    def _remove(self, w: Workload) -> None:
+    def remove_usage(self, w: Workload) -> None:
+        """Take ``w``'s GPUs out of the usage (inside a :meth:`trial`: an "as if released")."""
         self._remove_usage(self._cqs[w.cluster_queue], w.flavor, w.gpus)
 
-    def _add(self, w: Workload) -> None:
+    def add_usage(self, w: Workload) -> None:
+        """Put ``w``'s GPUs into the usage (inside a :meth:`trial`: an "as if admitted")."""
         self._add_usage(self._cqs[w.cluster_queue], w.flavor, w.gpus)

@@ -83,6 +83,7 @@ class RoundPolicy(Policy):
     fifo: bool = False
     solves_lps: bool = False  # allocates with linear programs (reads --lp-solution)
     one_type_per_job = True  # a job runs on GPUs of one type: it must fit on a single type it runs on
+    priority_first = False  # (it allocates by its own model: the trace's priorities do not order it)
     own_placement = "rounds"  # places jobs itself (the --placement setting is not read)
     family = "gavel"
     # the round mechanism's settings; a policy that solves LPs also reads --lp-solution (__init_subclass__)
