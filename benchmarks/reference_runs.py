@@ -38,7 +38,8 @@ RUNS: dict[str, tuple[Path, dict[str, Any]]] = {
     "srtf": (VENUS, {"policy": "srtf"}),
     "qssf": (VENUS, {"policy": "qssf"}),
     "tiresias": (VENUS, {"policy": "tiresias"}),
-    "tiresias-knob2": (VENUS, {"policy": "tiresias", "promote_knob": 2.0}),
+    "tiresias-knob2": (VENUS, {"policy": "tiresias", "promote_knob": 2.0, "promotion_hold": False}),  # the artifact's
+    "tiresias-knob2-hold": (VENUS, {"policy": "tiresias", "promote_knob": 2.0}),
     "tiresias-gittins": (VENUS, {"policy": "tiresias-gittins", "until": 1_200_000.0}),
     "fifo-failures": (VENUS, {"policy": "fifo", "node_mtbf": 200_000.0, "on_no_progress": "abandon"}),
     "srtf-failures": (VENUS, {"policy": "srtf", "node_mtbf": 500_000.0, "checkpoint_interval": 3600.0}),

@@ -41,6 +41,7 @@ from simcluster.settings.fields import ConfigError, names_of
 from simcluster.settings.tiresias import TiresiasOptions
 
 OVERHEAD_MODELS = ("none", "elasticflow")
+GUARDED = -1  # the queue a promoted job is keyed in on its first run since its promotion: ahead of every other
 
 
 @dataclass(frozen=True)
@@ -62,11 +63,13 @@ class Tiresias(Policy):
     in the Lucid artifact), ``--quantum`` (seconds between decisions),
     ``--promote-knob`` (Tiresias' PromoteKnob starvation guard: a job that
     has waited longer than knob × its last run is promoted to the highest
-    queue; 0 = off).  Preemption charges the checkpoint overhead; ``--set overheads=elasticflow`` charges
-    starts and restarts as ElasticFlow's simulator does.
+    queue; 0 = off; on its first run since then, until it leaves the top queue, no waiting job preempts it,
+    so a promotion cannot feed the next).  Preemption charges the checkpoint overhead; ``--set
+    overheads=elasticflow`` charges starts and restarts as ElasticFlow's simulator does.
     """
 
     preemptive = True
+    priority_first = False  # (its walk compares waiting jobs' keys with running jobs': docs/tiers.md)
     reads = frozenset(names_of(TiresiasOptions))  # --quantum, --thresholds, --promote-knob
     Settings = TiresiasSettings
     keeps_order = True  # its run hooks keep each VC's running jobs in order (a subclass with other keys: False)
@@ -82,6 +85,10 @@ class Tiresias(Policy):
         self.knob = self.config.promote_knob
         self._forgiven: dict[Job, float] = {}  # attained service wiped by promotions
         self.promotions = 0
+        # the promoted jobs on their first run since their promotion (:meth:`_note_promoted_start`), and what
+        # each job's wiped service was when it last started (a new value: it was promoted since)
+        self._guarded: set[Job] = set()
+        self._forgiven_at_start: dict[Job, float] = {}
         self._overheads: RoundOverheads | None = None  # (attach: from the settings)
         # with the knob: per VC, the waiting jobs that may starve, by the time they become eligible for promotion
         # (a heap of (eligible, trace index, job, pending_since); an entry is stale once its job ran or was
@@ -118,11 +125,16 @@ class Tiresias(Policy):
         """0 = highest; a job is in a lower queue once its service exceeds a threshold."""
         return bisect_left(self.thresholds, attained)
 
+    def running_queue(self, job: Job, queue: int) -> int:
+        """The queue a running job in ``queue`` is keyed in: :data:`GUARDED` for a promoted job on its first run
+        since its promotion while it is still in the top queue (:meth:`_note_promoted_start`), else ``queue``."""
+        return GUARDED if queue == 0 and job in self._guarded else queue
+
     def pending_key(self, job: Job) -> Any:
         return (self.queue_of(self.attained(job, 0.0)), job.submit_time)  # constant while waiting
 
     def running_key(self, job: Job, now: float) -> Any:
-        return (self.queue_of(self.attained(job, now)), job.submit_time)
+        return (self.running_queue(job, self.queue_of(self.attained(job, now))), job.submit_time)
 
     # --- the running jobs, kept in order -------------------------------------------------------------
     def on_run_start(self, job: Job, vc: VirtualCluster) -> None:
@@ -134,7 +146,9 @@ class Tiresias(Policy):
         now = self.now
         attained = self.attained(job, now)
         queue = self.queue_of(attained)
-        order.add((queue, job.submit_time), job)
+        if self._forgiven:
+            self._note_promoted_start(job)
+        order.add((self.running_queue(job, queue), job.submit_time), job)
         self._note_crossing(vc.name, job, run, queue, attained, now)
 
     def on_run_stop(self, job: Job, vc: VirtualCluster) -> None:
@@ -167,10 +181,10 @@ class Tiresias(Policy):
                 continue  # (stale: that run ended)
             attained = self.attained(job, now)
             queue = self.queue_of(attained)
-            if queue == order.key_of(job)[0]:
+            if self.running_queue(job, queue) == order.key_of(job)[0]:
                 not_yet.append(entry)
                 continue
-            order.rekey(job, (queue, job.submit_time))
+            order.rekey(job, (queue, job.submit_time))  # (a guarded job left the top queue: its guard ends)
             self._note_crossing(vc.name, job, run, queue, attained, now)
         for entry in not_yet:
             heappush(heap, entry)  # type: ignore[arg-type]
@@ -202,7 +216,7 @@ class Tiresias(Policy):
             thresholds = self.thresholds
             return [((bisect_left(thresholds, j.gpu_num * (j.busy_time + (now - j.run_started_at))),
                       j.submit_time), j) for j in vc.running]
-        return [((self.queue_of(self.attained(j, now)), j.submit_time), j) for j in vc.running]
+        return [(self.running_key(j, now), j) for j in vc.running]
 
     def decide(self, vc: VirtualCluster, ctx: SchedulingContext, now: float) -> None:
         """The quota walk, with the running jobs that come before every waiting one handed their GPUs up front.
@@ -248,11 +262,29 @@ class Tiresias(Policy):
         """Hook: bring the waiting jobs' keys up to date before the walk (their order may have changed)."""
 
     # --- the promote knob ------------------------------------------------------------------------
+    def _note_promoted_start(self, job: Job) -> None:
+        """A job starts: on its first run since a promotion it is guarded (keyed in :data:`GUARDED`, ahead of
+        every waiting job) until it leaves the top queue, having had that queue's quantum of service.
+
+        Without the guard a promoted job is preempted at its next decision by a later promotion, and is itself
+        promoted again a knob's multiple of that one quantum later: the knob fed itself (issue 55, a promotion and
+        a preemption per quantum on an overloaded cluster).  It goes ahead of every waiting job, not only of later
+        promotions: "after every later promotion" is no order (a job promoted between two guarded ones may come
+        before the first by key and must come after the second).  A promotion is told by the wiped service it
+        added (:meth:`_promote_starving`), so any way of promoting is guarded alike."""
+        forgiven = self._forgiven.get(job)
+        if not self.config.promotion_hold:
+            return  # (the artifact's rule: a promotion may be preempted by the next)
+        if forgiven is not None and self._forgiven_at_start.get(job) != forgiven:
+            self._forgiven_at_start[job] = forgiven
+            self._guarded.add(job)
+
     def _note_stopped(self, job: Job, vc: VirtualCluster) -> None:
         """A job left its GPUs: if it waits again having run, it may starve; note when it becomes eligible.
 
         Its last run, its attained service and so its eligibility stay fixed while it waits, so the waiting
         jobs need not be scanned at every pass (which made the knob cost a pass per waiting job)."""
+        self._guarded.discard(job)  # (its first run since its promotion is over)
         if job.state is not JobState.PENDING or not self._may_starve(job):
             return
         entry = (job.pending_since + self.knob * self.last_run(job), job.index, job, job.pending_since)
@@ -319,11 +351,34 @@ class Tiresias(Policy):
             queue = bisect_left(thresholds, attained)  # queue_of, inlined
             if queue < last_queue:
                 crossing = now + (thresholds[queue] - attained) / job.gpu_num
-                wake[(math.floor(crossing / quantum) + 1) * quantum] = None  # _boundary_after, inlined
+                boundary = (math.floor(crossing / quantum) + 1) * quantum  # _boundary_after, inlined
+                wake[self.crossing_boundary(job, thresholds[queue], boundary, now)] = None
         for when in wake:
             ctx.wake_at(when)
         if self.knob > 0:
             self._set_promotion_timers(vc, ctx, now)
+
+    def crossing_boundary(self, job: Job, threshold: float, boundary: float, now: float) -> float:
+        """The first quantum boundary after ``now`` where running ``job`` is past ``threshold`` as :meth:`attained`
+        computes it there, from ``boundary``: the one after the crossing time extrapolated at ``now``.
+
+        The extrapolation rounds apart from the attained service computed at the boundary itself: where a job
+        crosses on a boundary, the one it gives moves by a quantum with the time it was computed at (a job's start,
+        for the kept order, or any later pass).  Stepping to where the key itself changes makes every pass agree.
+
+        >>> from simcluster.job import Job
+        >>> policy = Tiresias(SimConfig(policy="tiresias", thresholds=(100.0,)))
+        >>> job = Job(index=0, job_id="0", vc="v", gpu_num=1, submit_time=0, duration=500)
+        >>> job.state, job.run_started_at = JobState.RUNNING, 0.0
+        >>> policy.crossing_boundary(job, 100.0, 60.0, 0.0), policy.crossing_boundary(job, 100.0, 180.0, 0.0)
+        (120.0, 120.0)
+        """
+        quantum = self.quantum
+        while boundary - quantum > now and self.attained(job, boundary - quantum) > threshold:
+            boundary -= quantum
+        while self.attained(job, boundary) <= threshold:
+            boundary += quantum
+        return boundary
 
     def _set_promotion_timers(self, vc: VirtualCluster, ctx: SchedulingContext, now: float) -> None:
         """Wake at the boundary when a waiting job becomes eligible for promotion, or at the next boundary
@@ -349,6 +404,7 @@ class Tiresias(Policy):
 
     def on_finish(self, job: Job, now: float) -> None:
         self._forgiven.pop(job, None)
+        self._forgiven_at_start.pop(job, None)
 
     def report(self) -> dict[str, Any]:
         return {"promotions": self.promotions}

@@ -184,6 +184,8 @@ class TiresiasGittins(Tiresias):
         if columns is None:
             columns = self._columns[vc.name] = RunningColumns()
         columns.add(job)
+        if self._forgiven:
+            self._note_promoted_start(job)
 
     def _note_run_stop(self, job: Job, vc: VirtualCluster) -> None:
         self._columns[vc.name].remove(job)
@@ -200,11 +202,12 @@ class TiresiasGittins(Tiresias):
         return (queue, -self.gittins.index(attained, quantum), job.submit_time)
 
     def running_key(self, job: Job, now: float) -> Any:
-        return self._key(job, now)
+        key = self._key(job, now)
+        return (self.running_queue(job, key[0]), *key[1:])  # (a guarded job: ahead of every waiting one)
 
     def running_entries(self, vc: VirtualCluster, now: float) -> list[tuple[Any, Job]]:
         if self._forgiven:
-            return [(self._key(j, now), j) for j in vc.running]
+            return [(self.running_key(j, now), j) for j in vc.running]
         return self._split_running(vc, now, None)[1]
 
     def decide(self, vc: VirtualCluster, ctx: SchedulingContext, now: float) -> None:

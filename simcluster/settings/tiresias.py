@@ -20,3 +20,9 @@ class TiresiasOptions:
         0.0, "Tiresias' starvation guard: a job waiting longer than knob × its last run goes to the top queue "
         "(0: off).", min=0,
     )
+    promotion_hold: bool = setting(
+        True, "A job promoted by --promote-knob holds the top queue on its first run since, until it leaves that "
+        "queue: no waiting job preempts it, so one promotion cannot starve the job it displaced into the next "
+        "(issue 55). Off: the Tiresias artifact's rule, where a later promotion may preempt it at its next "
+        "decision.",
+    )
