@@ -83,7 +83,8 @@ def sizing_parameters() -> list[Any]:
 def load_trace_from(values: dict[str, Any], config: SimConfig | None = None, sized: bool = True) -> Any:
     """The trace that the trace options in ``values`` name (the embedded one by default).
 
-    ``--gpus-per-node`` and ``--cluster`` come from ``config`` when given, else from ``values``.
+    ``--gpus-per-node`` and ``--cluster`` come from ``config`` when given, else from ``values``; with
+    ``--topology`` and no size given, a job log without VCs is the topology file's nodes.
     """
     from simcluster.traces import load_trace
     from simcluster.traces.sizing import cluster_gpus
@@ -93,6 +94,8 @@ def load_trace_from(values: dict[str, Any], config: SimConfig | None = None, siz
     if cluster:
         cluster_gpus(cluster)  # a size beyond the limit is refused before anything is built
     options = {name: values.get(name) for name in LOADER_OPTIONS}
+    if config is not None and config.topology and not (cluster or options["nodes"] or options["load"]):
+        sized = False  # a job log without VCs is then as large as the topology file (features.topology)
     return load_trace(values["trace"] or DEFAULT_TRACE, values.get("vc_config"), gpus_per_node=gpus_per_node,
                       skip_invalid=values.get("skip_invalid", False), cluster=cluster, sized=sized, **options)
 

@@ -50,7 +50,11 @@ class ClusterTopologyFeature(Feature):
         if not config.topology:
             return spec
         topology = read_topology(config.topology, label_keys=label_keys(config.topology_levels))
+        sized = ""
+        if not spec.groups:  # a job log without VCs and no size given: the topology's nodes are the cluster
+            spec, sized = sized_by_topology(topology.node_count, config, trace)
         matched, note = topology.for_cluster(spec.node_names)
+        note += sized
         costs = list(slowdown_costs(config.topology_slowdown, matched))
         if config.spread_penalty:  # today's node-level cost, spelt either way but not both
             if costs[-1]:
@@ -247,6 +251,23 @@ class TopologyResults(Contribution):
                                   for i, level in enumerate(levels)},
             **self.occupancy.figures(ended.end),
         }}
+
+
+def sized_by_topology(nodes: int, config: SimConfig, trace: Trace | None) -> tuple[ClusterSpec, str]:
+    """One VC of the topology file's ``nodes`` nodes, for a job log loaded without a size (``lucid-sim run
+    --topology`` without ``--nodes``, ``--cluster`` or ``--load``); a job larger than that cluster is refused."""
+    from simcluster.cluster_spec import ONE_VC, ClusterSpec
+
+    gpus = nodes * config.gpus_per_node
+    if trace is not None and len(trace.frame):
+        sizes = trace.frame["gpu_num"].to_numpy()
+        row = int(np.argmax(sizes))
+        if sizes[row] > gpus:
+            raise row_error(trace, row, "gpu_num", f"job asks for {int(sizes[row]):,} GPUs but the topology's cluster "
+                            f"has {gpus:,} ({nodes:,} nodes × {config.gpus_per_node} GPUs)")
+    vc = str(trace.frame["vc"].iloc[0]) if trace is not None and len(trace.frame) else ONE_VC
+    return (ClusterSpec.uniform({vc: nodes}, config.gpus_per_node, "the topology file"),
+            f"; the cluster is its {nodes:,} nodes × {config.gpus_per_node} GPUs (the job log has no VCs and no size)")
 
 
 __all__ = ["NODE", "ClusterTopologyFeature", "label_keys"]

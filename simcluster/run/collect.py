@@ -21,6 +21,7 @@ from simcluster.run.result import RunResult
 if TYPE_CHECKING:
     from simcluster.engine.simulation import RunOutcome
     from simcluster.run.resolved import ResolvedRun
+    from simcluster.traces.base import Trace
 
 
 def collect(run: ResolvedRun, jobs: list[Job], outcome: RunOutcome, contributions: Sequence[Contribution],
@@ -52,7 +53,7 @@ def collect(run: ResolvedRun, jobs: list[Job], outcome: RunOutcome, contribution
         frame, outcome.vc_gpus, outcome.vc_sharing, sum(outcome.partition_gpus.values()),
         ended.end if ended.left else None,
         policy=run.policy.name,  # a plug-in by its name; its spec and hash are in policy_source
-        placement=run.placement_name, trace=trace.source, trace_format=trace.format, trace_sizing=trace.sizing,
+        placement=run.placement_name, trace=trace.source, trace_format=trace.format, trace_sizing=_sizing(trace, run),
         seed=run.config.seed, gpus=ended.gpus, node_failures=failures.count, sim_cpu_seconds=cpu_seconds,
         load_cpu_seconds=trace.load_cpu_seconds + run.tables.load_cpu_seconds, skipped_rows=dict(trace.skipped),
         config=run.config.as_dict(), **outcome.policy_report(), **extra, **_stopped(run, ended), warnings=warnings,
@@ -96,3 +97,11 @@ def plugin_figures(run: ResolvedRun, settings: Any) -> dict[str, Any]:
     if describe_settings(run.policy.cls):
         figures["policy_settings"] = settings_as_dict(settings)
     return figures
+
+
+def _sizing(trace: Trace, run: ResolvedRun) -> str:
+    """How the trace's cluster was sized: the trace's own words, or, for a log loaded without a size, what sized it
+    (a topology file: :func:`simcluster.features.topology.sized_by_topology`)."""
+    if trace.vc_nodes or not run.cluster.source:
+        return trace.sizing
+    return f"one VC of {sum(run.cluster.vc_nodes.values()):,} nodes, sized by {run.cluster.source}"
