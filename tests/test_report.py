@@ -211,17 +211,29 @@ def test_a_large_run_is_sampled_to_a_readable_gantt_and_a_window_chooses_the_str
         parse_window("2h:1h")
 
 
-def test_report_gantt_window_reaches_the_charts(tmp_path):
+def test_report_gantt_window_reaches_the_charts(tmp_path, monkeypatch):
+    """``report --gantt-window`` draws that stretch and says so; a window that is no START:END is refused.
+
+    Once failed in a full run on a loaded machine (an AssertionError on an exit code, which hid the cause), never
+    alone.  Everything it reads is its own: its trace, run and report folders under ``tmp_path``, the current
+    folder too (``run`` and ``report`` look up cwd-relative names: inputs, the folders they must not replace), a
+    fixed policy and seed rather than the defaults; and a command that raises does so here with its traceback
+    (``catch_exceptions=False``) instead of ending in an exit code to compare."""
     from simcluster.traces.synth import SynthSpec, save_trace, synthesize
 
-    trace = save_trace(synthesize(SynthSpec(jobs=80, nodes=2, vcs=1, seed=1)), tmp_path / "t")
+    monkeypatch.chdir(tmp_path)
     runner = CliRunner()
-    assert runner.invoke(app, ["run", "--trace", str(trace), "--placements", "--out", str(tmp_path / "run"),
-                               "-q"]).exit_code == 0
+    trace = save_trace(synthesize(SynthSpec(jobs=80, nodes=2, vcs=1, seed=1)), tmp_path / "t")
+    ran = runner.invoke(app, ["run", "--trace", str(trace), "--policy", "fifo", "--seed", "0", "--placements",
+                              "--out", str(tmp_path / "run"), "-q"], catch_exceptions=False)
+    assert ran.exit_code == 0, ran.output
     assert (tmp_path / "run" / "placements.csv").is_file()
     done = runner.invoke(app, ["report", str(tmp_path / "run"), "--out", str(tmp_path / "r"), "--gantt-window",
-                               "0:6h", "-q"])
+                               "0:6h", "-q"], catch_exceptions=False)
     assert done.exit_code == 0, done.output
-    assert (tmp_path / "r" / "gantt-1.png").is_file() and "from 0 h to 6 h" in (tmp_path / "r" / "report.html").read_text()
-    bad = runner.invoke(app, ["report", str(tmp_path / "run"), "--out", str(tmp_path / "r2"), "--gantt-window", "6h"])
-    assert bad.exit_code == 2 and "START:END" in bad.output
+    assert (tmp_path / "r" / "gantt-1.png").is_file()
+    assert "from 0 h to 6 h" in (tmp_path / "r" / "report.html").read_text()
+    bad = runner.invoke(app, ["report", str(tmp_path / "run"), "--out", str(tmp_path / "r2"), "--gantt-window", "6h"],
+                        catch_exceptions=False)
+    assert bad.exit_code == 2 and "START:END" in bad.output, bad.output
+    assert not (tmp_path / "r2").exists()

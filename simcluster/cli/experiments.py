@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import signal
+import threading
 from functools import partial
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 
@@ -80,6 +82,7 @@ def sweep(
             base = SimConfig.from_settings({"deadlines": deadlines}, "--deadlines", base=base)
     except ConfigError as exc:
         fail(exc)
+    specs: list[Any] = []  # (the interrupted sweep's message counts them)
     try:
         specs = build_grid(trace or [str(DEFAULT_TRACE)], split_list(policy, "--policy"), parse_seeds(seed),
                            parse_sets(settings or []), fmt, base=base, vc_config=vc_config, replicas=replicas,
@@ -94,8 +97,7 @@ def sweep(
     except SweepError as exc:
         fail(exc)
     except KeyboardInterrupt as stop:  # Ctrl-C, or SIGTERM: the workers are ended, finished runs kept
-        fail(f"interrupted ({interrupted_by(stop)}): finished runs are kept in {out_dir} (runs.csv lists them); "
-             "run the same command again to resume", exit_code(stop))
+        stopped(stop, out_dir, specs, "runs")
     if not quiet:
         print_sweep_outcome(out, outcome, out_dir)
         for text in outcome.notes:
@@ -108,10 +110,9 @@ def sweep(
         from simcluster.results import to_json
 
         print(to_json({"runs": len(outcome.rows), "ran": outcome.ran, "skipped": outcome.skipped,
-                       "failed": outcome.failed, "runs_csv": str(outcome.runs_csv), "notes": outcome.notes,
-                       "rows": outcome.rows}))
-    if outcome.failed:
-        raise typer.Exit(1)
+                       "failed": outcome.failed, "failed_runs": failed_runs(outcome.rows),
+                       "runs_csv": str(outcome.runs_csv), "notes": outcome.notes, "rows": outcome.rows}))
+    fail_if_any_failed(outcome.rows, out_dir, "run")
 
 
 def run_replicas(values: dict[str, Any], config: Any, target: Path, quiet: bool) -> None:
@@ -121,6 +122,7 @@ def run_replicas(values: dict[str, Any], config: Any, target: Path, quiet: bool)
     from simcluster.live import print_sweep_outcome, sweep_display
 
     options = {name: values.get(name) for name in (*LOADER_OPTIONS, "skip_invalid") if values.get(name)}
+    specs: list[Any] = []
     try:
         specs = build_grid([str(values["trace"] or DEFAULT_TRACE)], [config.policy], [config.seed],
                            fmt=values["fmt"], base=config, vc_config=values["vc_config"], replicas=values["replicas"],
@@ -130,8 +132,7 @@ def run_replicas(values: dict[str, Any], config: Any, target: Path, quiet: bool)
     except SweepError as exc:
         fail(exc)
     except KeyboardInterrupt as stop:
-        fail(f"interrupted ({interrupted_by(stop)}): finished replicas are kept in {target} (runs.csv lists them); "
-             "run the same command again to resume", exit_code(stop))
+        stopped(stop, target, specs, "replicas")
     if not quiet:
         print_sweep_outcome(out, outcome, target)
     report_replicas(outcome.rows, target, quiet or values["as_json"])
@@ -141,11 +142,51 @@ def run_replicas(values: dict[str, Any], config: Any, target: Path, quiet: bool)
         from simcluster.experiments.replicas import summarize_rows
 
         summary = summarize_rows(outcome.rows)
-        print(json.dumps({"runs": len(outcome.rows), "failed": outcome.failed, "intervals": {
+        print(json.dumps({"runs": len(outcome.rows), "failed": outcome.failed,
+                          "failed_runs": failed_runs(outcome.rows), "intervals": {
             label: {name: vars(found) for name, found in figures.items()}
             for label, figures in (summary.intervals if summary else {}).items()}}, default=str))
-    if outcome.failed:
-        raise typer.Exit(1)
+    fail_if_any_failed(outcome.rows, target, "replica")
+
+
+def failed_runs(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The runs of a sweep that failed, each with its error (``--json``'s ``failed_runs``).
+
+    >>> failed_runs([{"run_id": "a", "status": "ok", "error": ""}, {"run_id": "b", "status": "failed", "error": "E"}])
+    [{'run_id': 'b', 'error': 'E'}]
+    """
+    return [{"run_id": row["run_id"], "error": row["error"]} for row in rows if row["status"] != "ok"]
+
+
+def fail_if_any_failed(rows: list[dict[str, Any]], folder: Path, what: str) -> None:
+    """A sweep whose runs did not all succeed ends with exit code 1 and a line saying how many failed, even
+    quiet or with ``--json`` (the line goes to stderr: stdout keeps its one JSON document)."""
+    failed = failed_runs(rows)
+    if failed:
+        fail(f"{len(failed)} of {len(rows)} {what}(s) failed ({failed[0]['run_id']}"
+             f"{f' and {len(failed) - 1} more' if len(failed) > 1 else ''}); runs.csv in {folder} gives each one's "
+             f"error, {folder / 'failed'} the whole of it (a traceback, or the settings refused)", 1)
+
+
+def stopped(stop: KeyboardInterrupt, folder: Path, specs: list[Any], what: str) -> NoReturn:
+    """An interrupted sweep's last words: what finished (runs.csv, flushed as the sweep stopped), where it is,
+    how to resume; exit code 130 after Ctrl-C, 143 after SIGTERM.  No traceback."""
+    from simcluster.experiments.sweep import read_runs
+
+    if threading.current_thread() is threading.main_thread():  # ending: another Ctrl-C would cut these words short
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    ours = {spec.run_id for spec in specs}
+    if not ours:
+        fail(f"interrupted ({interrupted_by(stop)}) before the sweep started: nothing was run", exit_code(stop))
+    try:
+        runs = read_runs(folder / "runs.csv")
+        statuses = [status for run_id, status in zip(runs["run_id"], runs["status"]) if run_id in ours]
+    except (OSError, ValueError, KeyError):  # none written yet (stopped while checking the traces), or unreadable
+        statuses = []
+    ok, failed = statuses.count("ok"), len(statuses) - statuses.count("ok")
+    told = f"{ok} of {len(ours)} finished" + (f", {failed} failed" if failed else "")
+    fail(f"interrupted ({interrupted_by(stop)}): finished {what} are kept in {folder} (runs.csv lists them: "
+         f"{told}); run the same command again to resume", exit_code(stop))
 
 
 def report_replicas(rows: list[dict], folder: Path, quiet: bool) -> None:

@@ -434,6 +434,9 @@ class Reliability:
     def report(self) -> dict[str, Any]:
         """The run's figures of its failures (for summary.json)."""
         found: dict[str, Any] = {"faults": self.faults, "node_rate_per_day": self.node_rate * 86_400.0}
+        offset = getattr(self.model, "offset_s", None)  # a replayed log: where in it the run started (random: drawn)
+        if offset is not None:
+            found["faults_offset_s"] = offset
         if self.spares:
             found |= {"spare_nodes": self.spares, "spare_swaps": self.swaps, "spare_faults": self.spare_faults}
         if self.replacement is not None:

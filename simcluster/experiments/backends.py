@@ -56,6 +56,10 @@ class LocalBackend:
     worker starts in milliseconds and inherits no threads of the caller's
     (e.g. a live display's).  A worker that dies (killed, out of memory)
     fails the runs it held; the pool is rebuilt for the rest.
+
+    Ctrl-C is the sweep's alone: a terminal sends SIGINT to every process of the foreground group, and a
+    worker waiting for its next call would print a traceback of its own, so workers ignore it
+    (:func:`_ignore_interrupts`) and the sweep, interrupted, ends them (``close(cancel=True)``).
     """
 
     def __init__(self, workers: int | None = None) -> None:
@@ -74,8 +78,9 @@ class LocalBackend:
     def _executor(self) -> ProcessPoolExecutor:
         if self._pool is None or getattr(self._pool, "_broken", False):
             if self._pool is not None:
-                self._pool.shutdown(wait=False, cancel_futures=True)
-            self._pool = ProcessPoolExecutor(self.slots, mp_context=self._context)
+                _stop_pool(self._pool)
+            self._pool = ProcessPoolExecutor(self.slots, mp_context=self._context,
+                                             initializer=_ignore_interrupts)
         return self._pool
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> Future:
@@ -89,17 +94,39 @@ class LocalBackend:
         return handle.result()
 
     def close(self, cancel: bool) -> None:
+        """Wait for the calls in flight, or (``cancel``: interrupted) end them at once — their folders are
+        written atomically — and return only when no worker and no thread of the pool is left."""
         if self._pool is None:
             return
-        processes = list(getattr(self._pool, "_processes", {}).values())
-        if cancel:  # interrupted: do not wait for runs in progress (their folders are written atomically)
-            for process in processes:
-                process.terminate()
-        self._pool.shutdown(wait=not cancel, cancel_futures=cancel)
-        self._pool = None
-        if cancel:  # ended before the sweep says so: no run is written after it has stopped
-            for process in processes:
-                process.join(5.0)
+        pool, self._pool = self._pool, None
+        if cancel:
+            _stop_pool(pool)
+        else:
+            pool.shutdown(wait=True)
+
+
+def _ignore_interrupts() -> None:
+    """A worker's first act: SIGINT ignored (see :class:`LocalBackend`); SIGTERM still ends it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _stop_pool(pool: ProcessPoolExecutor, patience: float = 10.0) -> None:
+    """End ``pool`` now: calls not started cancelled, workers terminated, and its manager thread joined.
+
+    Joined, because at the interpreter's exit :mod:`concurrent.futures` wakes every manager thread still
+    registered through a pipe, unlocked, that the thread closes as it ends: a pool left to end on its own
+    while the process exits raced that close and once printed ``OSError: [Errno 9] Bad file descriptor``
+    after an interrupted sweep.  ``patience``: seconds to wait for each.
+    """
+    manager = getattr(pool, "_executor_manager_thread", None)
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        process.terminate()
+    for process in processes:  # ended before the sweep says so: no run is written after it has stopped
+        process.join(patience)
+    if manager is not None:
+        manager.join(patience)
 
 
 class RayBackend:

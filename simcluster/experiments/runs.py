@@ -52,6 +52,7 @@ class RunSpec:
     replica: int | None = None  # which replica of the trace (simcluster.experiments.replicas), if any
     perturb: str | None = None  # the perturbation that makes it (--perturb)
     trace_options: tuple[tuple[str, Any], ...] = ()  # the loader's options (run --duration-unit…)
+    refused: str | None = None  # why its settings were refused when the grid was built (then never simulated)
 
     def row(self) -> dict[str, Any]:
         """The run's parameters, the first columns of its runs.csv row."""
@@ -127,14 +128,35 @@ def ok_row(spec: RunSpec, summary: dict[str, Any], wall: float | None) -> dict[s
 
 
 def failed_row(spec: RunSpec, exc: BaseException, out: Path, wall: float) -> dict[str, Any]:
-    message = f"{type(exc).__name__}: {exc}".replace("\n", " ")
-    try:  # the whole traceback beside runs.csv, for the curious
-        text = "".join(traceback.format_exception(exc))
-        atomic_write(out / "failed" / f"{spec.run_id}.txt", lambda f: f.write(text.encode()))
+    """The runs.csv row of a run that raised ``exc``: status failed, the error in one line; the whole
+    traceback goes to ``out/failed/<run-id>.txt``."""
+    return _failed(spec, f"{type(exc).__name__}: {exc}", "".join(traceback.format_exception(exc)), out, wall)
+
+
+def refused_row(spec: RunSpec, out: Path) -> dict[str, Any]:
+    """The runs.csv row of a run whose settings were refused when the grid was built
+    (:attr:`RunSpec.refused`): failed, with that error; nothing was simulated.
+
+    >>> import tempfile
+    >>> from simcluster.config import SimConfig
+    >>> spec = RunSpec("t-fifo-seed0", "synth:jobs=5", "t", SimConfig(), refused="ConfigError: too small")
+    >>> row = refused_row(spec, Path(tempfile.mkdtemp()))
+    >>> row["status"], row["error"]
+    ('failed', 'ConfigError: too small')
+    """
+    why = spec.refused or "refused"
+    details = f"{why}\n(refused when the sweep's grid was built: nothing was simulated)\n"
+    return _failed(spec, why, details, out, 0.0)
+
+
+def _failed(spec: RunSpec, message: str, details: str, out: Path, wall: float) -> dict[str, Any]:
+    try:  # the whole story beside runs.csv, for the curious
+        atomic_write(out / "failed" / f"{spec.run_id}.txt", lambda f: f.write(details.encode()))
     except OSError:
         pass
-    return {**spec.row(), "status": "failed", "error": message, **{k: None for k in FIGURES},
-            "sim_cpu_seconds": None, "load_cpu_seconds": None, "wall_seconds": wall, "notes": ""}
+    return {**spec.row(), "status": "failed", "error": message.replace("\n", " "),
+            **{k: None for k in FIGURES}, "sim_cpu_seconds": None, "load_cpu_seconds": None, "wall_seconds": wall,
+            "notes": ""}
 
 
 

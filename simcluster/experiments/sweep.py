@@ -7,8 +7,10 @@ its parameters, ``status`` ok/failed, ``error``, the summary figures and
 ``summary.json`` records the run's identity (:meth:`RunSpec.identity`: trace,
 VC config, every setting, table format): running the same sweep again skips it
 (resume), and one whose settings or format changed is run again.  A failed run
+— it raises, or its cell of the grid combines settings that its policy refuses —
 is recorded with its error (``runs.csv`` and ``OUT/failed/<run-id>.txt``) and
-never stops the others; an interrupted sweep leaves every finished run intact.
+never stops the others; an interrupted sweep leaves every finished run intact
+and no half-written file.
 
 Every path a run reads (traces, VC config, estimates, colocation and throughput
 tables, a node list) is made absolute here, before it travels to a worker that
@@ -30,7 +32,9 @@ import json
 import math
 import re
 import shutil
+import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -64,6 +68,7 @@ from simcluster.experiments.runs import (
     failed_row,
     load_trace_arg,
     ok_row,
+    refused_row,
     synth_spec,
     with_identity,
 )
@@ -93,6 +98,7 @@ RUN_COLUMNS = ("run_id", "trace", "policy", "placement", "seed")  # a --set key 
 PATH_SETTINGS = {"estimates": (), "colocation": ("default", "lucid"), "throughputs": (), "throughput_history": (),
                  "cluster": ()}
 SPLIT_MODES = ("auto", "always", "never")
+Cell = tuple[frozenset[tuple[Any, ...]], BaseException | None]  # a cell of the grid: what it chose, its refusal
 
 
 # --- the grid ------------------------------------------------------------------------------------
@@ -157,7 +163,10 @@ def build_grid(traces: Sequence[str], policies: Sequence[str | type], seeds: Seq
     every trace that is not synthetic (needed for a trace given as a CSV file without a vc_config.csv
     beside it).  ``replicas`` > 0 runs each combination on that many replicas of its trace made by
     ``perturb`` (:mod:`simcluster.experiments.replicas`); ``trace_options`` are the loader's.  Paths are
-    made absolute (relative to the current directory).
+    made absolute (relative to the current directory).  A value that every cell having it refuses is a
+    :class:`SweepError`; a cell refused while each of its values is taken elsewhere is kept, its
+    :attr:`RunSpec.refused` saying why, and :func:`run_sweep` records it as a failed run
+    (:func:`_stop_on_bad_values`).
 
     ``policies`` are what ``--policy`` takes (a built-in name, a file, module:Class, an installed plug-in's
     name) or policy classes; ``sets`` maps a setting (a run setting or a policy's own) to a value or a list of
@@ -212,6 +221,7 @@ def build_grid(traces: Sequence[str], policies: Sequence[str | type], seeds: Seq
     own = own_setting_keys(policies, sets, flag)
     _one_policy_per_name(policies)
     specs: list[RunSpec] = []
+    cells: list[Cell] = []
     for trace, name in zip(traces, names):
         for policy in policies:
             label = _policy_label(policy)
@@ -221,34 +231,78 @@ def build_grid(traces: Sequence[str], policies: Sequence[str | type], seeds: Seq
                     combos = [c + [(key, raw, value)] for c in combos for raw, value in values]
             for seed in seeds:
                 for combo in combos:
+                    refused: BaseException | None = None
                     try:
-                        config = SimConfig.from_settings(
-                            {"policy": policy, "seed": seed, **{k: v for k, _, v in combo if k in knobs()}},
-                            flag, base=base)
-                        given = {k: v for k, _, v in combo if k not in knobs()}
-                        if given:
-                            config = replace(config,
-                                             policy_settings=settings_pairs({**dict(config.policy_settings), **given}))
-                        config = resolved_config(absolute_paths(config))
-                        if config.estimator != "auto":  # auto: the policy picks its own
-                            ESTIMATORS.get(config.estimator)
-                    except (UnknownPlugin, ValueError, TypeError) as exc:
-                        raise SweepError(str(exc)) from None
+                        config = _cell_config(policy, seed, combo, flag, base)
+                    except (UnknownPlugin, ValueError, TypeError) as exc:  # (SweepError, ConfigError: ValueErrors)
+                        refused, config = exc, _placeholder_config(policy, seed, combo, base)
+                    chosen = {("policy", policy), ("seed", seed), *((k, raw) for k, raw, _ in combo)}
+                    cells.append((frozenset(chosen), refused))
                     suffix = "".join(f"-{k}={raw}" for k, raw, _ in combo)
                     run_id = _safe_id(f"{name}-{label}-seed{seed}{suffix}")
                     spec = RunSpec(run_id, trace, name, config, tuple((k, raw) for k, raw, _ in combo), fmt,
-                                   None if trace.startswith(SYNTH_PREFIX) else vcs, trace_options=options)
+                                   None if trace.startswith(SYNTH_PREFIX) else vcs, trace_options=options,
+                                   refused=None if refused is None else f"{type(refused).__name__}: {refused}")
                     if made is None:
                         specs.append(spec)
                         continue
                     specs.extend(replace(spec, run_id=_safe_id(f"{run_id}-{made.kind}{i}"), replica=i,
                                          perturb=perturb or made.kind) for i in range(replicas))
+    _stop_on_bad_values(cells)
     seen: set[str] = set()
     for spec in specs:
         if spec.run_id in seen:
             raise SweepError(f"two runs would share the folder {spec.run_id!r}: a value is given twice?")
         seen.add(spec.run_id)
     return specs
+
+
+def _cell_config(policy: str, seed: int, combo: Sequence[tuple[str, str, Any]], flag: str,
+                 base: SimConfig | None) -> SimConfig:
+    """The resolved settings of one cell of the grid: ``base`` with its policy, seed and ``--set`` values (a
+    ValueError, TypeError or UnknownPlugin when they are refused)."""
+    given_knobs = {k: v for k, _, v in combo if k in knobs()}
+    config = SimConfig.from_settings({"policy": policy, "seed": seed, **given_knobs}, flag, base=base)
+    given = {k: v for k, _, v in combo if k not in knobs()}
+    if given:
+        config = replace(config, policy_settings=settings_pairs({**dict(config.policy_settings), **given}))
+    config = resolved_config(absolute_paths(config))
+    if config.estimator != "auto":  # auto: the policy picks its own
+        ESTIMATORS.get(config.estimator)
+    return config
+
+
+def _placeholder_config(policy: str, seed: int, combo: Sequence[tuple[str, str, Any]],
+                        base: SimConfig | None) -> SimConfig:
+    """What a refused cell's runs.csv row shows (policy, placement, seed); never simulated, never checked."""
+    given_knobs = {k: v for k, _, v in combo if k in knobs()}
+    return replace(base or SimConfig(), **{"policy": policy, "seed": seed, **given_knobs})
+
+
+def _stop_on_bad_values(cells: Sequence[Cell]) -> None:
+    """A policy, seed or ``--set`` value that every cell having it refuses is bad input: :class:`SweepError`,
+    and nothing runs.  A cell refused while each of its values is accepted in another cell is a combination
+    that fails (``--set overheads=none,elasticflow`` for tiresias, which takes both, and elasticflow, which takes
+    only none): it is recorded as a failed run and the others go on.
+
+    >>> from simcluster.config import ConfigError
+    >>> _stop_on_bad_values([(frozenset({("policy", "a"), ("q", "1")}), None),
+    ...                      (frozenset({("policy", "b"), ("q", "1")}), ConfigError("b refuses q=1")),
+    ...                      (frozenset({("policy", "b"), ("q", "2")}), None)])
+    >>> _stop_on_bad_values([(frozenset({("policy", "a"), ("q", "1")}), None),
+    ...                      (frozenset({("policy", "a"), ("q", "-5")}), ConfigError("q must be > 0, got -5"))
+    ...                      ])
+    Traceback (most recent call last):
+    ...
+    simcluster.experiments.runs.SweepError: q must be > 0, got -5
+    """
+    accepted: set[tuple[Any, ...]] = set()
+    for chosen, refused in cells:
+        if refused is None:
+            accepted |= chosen
+    for chosen, refused in cells:
+        if refused is not None and not chosen <= accepted:
+            raise SweepError(str(refused)) from None
 
 
 def _policy_specs(policies: Sequence[str | type]) -> list[str]:
@@ -547,11 +601,17 @@ class _Pending:
     waiting: int = 0
 
 
+Task = tuple[Callable[..., Any], tuple[Any, ...], _Pending]  # a call to make: function, arguments, its run
+
+
 def run_sweep(specs: Sequence[RunSpec], out: Path, *, backend: str = "local", workers: int | None = None,
               ray_address: str | None = None, split_vcs: str = "auto",
               listener: SweepListener | None = None) -> SweepOutcome:
-    """Run every spec not finished yet; keep ``out/runs.csv`` current.  Ctrl-C (KeyboardInterrupt) stops
-    dispatching, records what finished and re-raises.  With Ray, Ray's own messages go to ``out/ray.log``.
+    """Run every spec not finished yet; keep ``out/runs.csv`` current.  A run that fails — it raises, its worker
+    dies, or its settings were refused when the grid was built (:attr:`RunSpec.refused`) — is recorded with its
+    error (``status`` failed) and the others go on; ``failed`` counts them.  Ctrl-C (KeyboardInterrupt) stops
+    dispatching, ends the runs in flight, records what finished and re-raises, leaving no half-written file.
+    With Ray, Ray's own messages go to ``out/ray.log``.
 
     >>> import tempfile
     >>> with tempfile.TemporaryDirectory() as out:
@@ -572,26 +632,27 @@ def run_sweep(specs: Sequence[RunSpec], out: Path, *, backend: str = "local", wo
         check_writable(out)
     except OutputError as exc:
         raise SweepError(str(exc)) from None
-    check_traces(specs)
+    runnable = [s for s in specs if s.refused is None]  # (a refused run is recorded failed, never simulated)
+    check_traces(runnable)
     _remove_stale(out)
     keys = list(dict.fromkeys(k for s in specs for k, _ in s.params))
     if any(s.replica is not None for s in specs):
         keys += ["replica", "perturb"]
     from simcluster.settings.reliability import reliability_mode
 
-    table = RunsTable(out / "runs.csv", keys, reliability=any(reliability_mode(s.config) for s in specs))
+    table = RunsTable(out / "runs.csv", keys, reliability=any(reliability_mode(s.config) for s in runnable))
     todo: list[RunSpec] = []
     for spec in specs:
-        row = finished_row(spec, out)
+        row = finished_row(spec, out) if spec.refused is None else None
         if row is None:
             todo.append(spec)
         else:
             table.rows[spec.run_id] = row
     outcome = SweepOutcome([], skipped=len(specs) - len(todo), runs_csv=table.path)
-    setting_notes = ignored_setting_notes(specs)
+    setting_notes = ignored_setting_notes(runnable)
 
     def finish() -> SweepOutcome:
-        notes = setting_notes + seed_notes(specs, table.rows)
+        notes = setting_notes + seed_notes(runnable, table.rows)
         annotate(table.rows, notes)
         table.flush(force=True)
         outcome.notes = [n.text for n in notes]
@@ -610,23 +671,17 @@ def run_sweep(specs: Sequence[RunSpec], out: Path, *, backend: str = "local", wo
 def _run_queue(todo: list[RunSpec], out: Path, backend: str, workers: int | None, ray_address: str | None,
                split_vcs: str, listener: SweepListener, table: RunsTable, outcome: SweepOutcome,
                finish: Callable[[], SweepOutcome]) -> SweepOutcome:
-    """Run ``todo`` on the backend, recording each row as it comes."""
+    """Run ``todo`` on the backend, recording each row as it comes (a run whose settings were refused at once,
+    without a backend)."""
 
     t0 = time.perf_counter()
-    runner = make_backend(backend, workers=workers, ray_address=ray_address, log=outcome.backend_log)
-    split = split_vcs == "always" or (split_vcs == "auto" and len(todo) < runner.slots)
-    # tasks: (function, args, the run it belongs to)
-    queue: list[tuple[Callable[..., Any], tuple[Any, ...], _Pending]] = []
-    for spec in todo:
-        pending = _Pending(spec)
-        vcs = vcs_of(spec) if split and splittable(spec.config) and spec.replica is None else []
-        if len(vcs) > 1:
-            pending.waiting = len(vcs)
-            queue.extend((execute_part, (spec, vc), pending) for vc in vcs)
-        else:
-            queue.append((execute_run, (spec, str(out.resolve())), pending))  # workers may run elsewhere
-    queue.reverse()  # pop() from the end takes them in grid order
-    listener.sweep_started(outcome.skipped + len(todo), outcome.skipped, runner.slots, backend)
+    refused = [spec for spec in todo if spec.refused is not None]
+    todo = [spec for spec in todo if spec.refused is None]
+    runner = make_backend(backend, workers=workers, ray_address=ray_address, log=outcome.backend_log) if todo \
+        else None
+    slots = runner.slots if runner is not None else 0
+    queue = _tasks(todo, out, split_vcs == "always" or (split_vcs == "auto" and len(todo) < slots))
+    listener.sweep_started(outcome.skipped + len(todo) + len(refused), outcome.skipped, slots, backend)
     in_flight: dict[Any, _Pending] = {}
     started: set[str] = set()
 
@@ -639,8 +694,12 @@ def _run_queue(todo: list[RunSpec], out: Path, backend: str, workers: int | None
         listener.run_finished(row)
 
     try:
+        for spec in refused:
+            listener.run_started(spec)
+            record(refused_row(spec, out))
         while queue or in_flight:
-            while queue and len(in_flight) < runner.slots:
+            assert runner is not None  # (tasks only when there is work for a backend)
+            while queue and len(in_flight) < slots:
                 fn, args, pending = queue.pop()
                 if pending.spec.run_id not in started:
                     started.add(pending.spec.run_id)
@@ -670,18 +729,63 @@ def _run_queue(todo: list[RunSpec], out: Path, backend: str, workers: int | None
                     record(value)
     finally:
         cancel = bool(queue or in_flight)
-        runner.close(cancel=cancel)
-        if cancel:  # what the runs ended in flight left of their folders (each is written whole or not at all)
-            _remove_stale(out)
-        table.flush()
+        with interrupts_deferred(cancel):  # a second Ctrl-C must not cut the clean-up short
+            if runner is not None:
+                runner.close(cancel=cancel)
+            if cancel:  # what the runs ended in flight left of their folders (each is written whole or not at all)
+                _remove_stale(out)
+            table.flush()
         outcome.wall_seconds = time.perf_counter() - t0
     return finish()
 
 
+def _tasks(todo: Sequence[RunSpec], out: Path, split: bool) -> list[Task]:
+    """The calls that run ``todo`` — (function, args, the run it belongs to) — in reverse grid order, so that
+    ``pop()`` takes them in grid order; with ``split``, a run that may be split is one call per VC."""
+    queue: list[Task] = []
+    for spec in todo:
+        pending = _Pending(spec)
+        vcs = vcs_of(spec) if split and splittable(spec.config) and spec.replica is None else []
+        if len(vcs) > 1:
+            pending.waiting = len(vcs)
+            queue.extend((execute_part, (spec, vc), pending) for vc in vcs)
+        else:
+            queue.append((execute_run, (spec, str(out.resolve())), pending))  # workers may run elsewhere
+    queue.reverse()
+    return queue
+
+
+@contextmanager
+def interrupts_deferred(active: bool = True) -> Iterator[None]:
+    """While inside (and ``active``), Ctrl-C is held off: an interrupted sweep ends its workers and writes
+    runs.csv whole even when Ctrl-C is pressed again meanwhile (the clean-up is bounded: workers are
+    terminated, not awaited).  Does nothing outside the main thread, where signals cannot be handled.
+
+    >>> with interrupts_deferred():
+    ...     signal.raise_signal(signal.SIGINT)  # held off: no KeyboardInterrupt
+    >>> signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    True
+    """
+    if not active or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous if previous is not None else signal.default_int_handler)
+
+
 def _remove_stale(out: Path) -> None:
-    """The temporary folders of runs whose worker was killed mid-write (one sweep per folder)."""
-    for stale in (out / "runs").glob(".*.tmp"):
-        shutil.rmtree(stale, ignore_errors=True)
+    """What workers killed mid-write left (one sweep per folder): a run's temporary folder, an older folder of
+    a run being replaced (:func:`~simcluster.results.write_folder`), a traceback file not yet renamed into
+    place (:func:`~simcluster.atomic.atomic_write`)."""
+    for pattern in ("runs/.*.tmp", "runs/.*.old-*", "failed/.*.tmp"):
+        for stale in out.glob(pattern):
+            if stale.is_dir():
+                shutil.rmtree(stale, ignore_errors=True)
+            else:
+                stale.unlink(missing_ok=True)
 
 
 @contextmanager

@@ -9,7 +9,9 @@ shifted in time by its own uniform draw within the log's span (circularly), so t
 not fail at the same instants; round 0 (a cluster no larger than the log) replays the log as it was.
 
 Time: simulated time ``t`` is log time ``t + offset_s``; the log is periodic with its span, so a horizon longer
-than the span replays it again (``repeat=False``: only its first pass).  The servers' GPU count is not in a
+than the span replays it again, and a replay that starts late in the log wraps around to its first day
+(``repeat=False``: only its first pass).  :func:`random_offset` draws the offset from a run's seed, so that the
+replicas of a study sample the whole log instead of its first weeks.  The servers' GPU count is not in a
 log: a logged server is a node, whatever its GPUs.
 """
 
@@ -17,13 +19,28 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from simcluster.faults.log import FaultLog
 from simcluster.faults.models import Outage, Outages
 from simcluster.limits import number
+
+_OFFSET_STREAM = 0x0FF5E7  # the offset's own random stream, apart from the node mapping's (0x4E9A)
+
+
+def random_offset(span_s: float, seed: int) -> float:
+    """Where in a log of ``span_s`` seconds a run of ``seed`` starts: uniform in [0, span), the same for the same
+    seed and independent of the node mapping's draws (each replica of a study its own month of the log).
+
+    >>> a, b = random_offset(86_400.0 * 365, 0), random_offset(86_400.0 * 365, 1)
+    >>> 0 <= a < 86_400 * 365 and a != b and random_offset(86_400.0 * 365, 0) == a
+    True
+    """
+    span = number(span_s, "the fault log's span (s)", low=0)
+    rng = np.random.default_rng(np.random.SeedSequence([int(seed) % (1 << 64), _OFFSET_STREAM]))
+    return float(rng.random() * span)
 
 
 @dataclass(frozen=True)
@@ -39,6 +56,10 @@ class LogReplay:
 
     def outages(self, nodes: int, gpus_per_node: int, horizon_s: float, seed: int) -> Outages:
         return _ReplayOutages(self, nodes, horizon_s, seed)
+
+    def at(self, offset_s: float) -> LogReplay:
+        """The same log replayed from ``offset_s`` seconds in (a replica's own start in the log)."""
+        return replace(self, offset_s=float(offset_s))
 
     def histories(self) -> list[list[tuple[float, float, str]]]:
         """Server ``i``'s merged outages ``(start, end, class)`` in log time; [] for a server that never failed."""

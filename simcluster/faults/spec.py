@@ -3,12 +3,14 @@
 - a path ending in ``.json`` whose document is an object of schema ``simcluster-fault-fit``: the fit's model
   (:meth:`~simcluster.faults.FaultFit.model`, repairs drawn from the recorded times);
 - any other path (InfiniteHBD JSON, CSV ``node,start,end[,class]``): the log replayed
-  (:class:`~simcluster.faults.LogReplay`, ``offset_s`` into the log at the run's start);
+  (:class:`~simcluster.faults.LogReplay`, ``offset_s`` into the log at the run's start; ``random``: drawn from
+  the run's seed, :func:`~simcluster.faults.replay.random_offset`);
 - ``mtbf=TIME[,repair=TIME|lognormal:MEDIAN:SIGMA][,shape=K][,per=node|gpu]``: a :class:`RateModel` (times in
   seconds or with a unit: ``30d``, ``4h``, ``90m``).
 
 :func:`node_rate` is the rate at which one node of a model fails while up (what the Young/Daly interval and
-the no-progress guard read).
+the no-progress guard read); :func:`rate_evidence` the faults and exposure a rate was counted from, where it
+was (a log, a fit), for an interval that carries the rate's own uncertainty.
 
 >>> model = failure_model("mtbf=10d,repair=1h")
 >>> round(1 / node_rate(model, 8) / 86_400, 3), model.classes[0].repair
@@ -34,12 +36,14 @@ from simcluster.faults.models import (
     RateModel,
     Repair,
 )
-from simcluster.faults.replay import LogReplay
+from simcluster.faults.replay import LogReplay, random_offset
 from simcluster.limits import LimitError, number, shown
 from simcluster.settings.reliability import MAX_MTBF_S, MIN_MTBF_S
 
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86_400.0}
 RATE_KEYS = ("mtbf", "repair", "shape", "per")
+RANDOM = "random"  # --faults-offset random: each run's own offset, drawn from its seed
+Offset = float | str  # seconds into the log, or RANDOM
 
 
 def seconds(text: str, what: str, high: float | None = None) -> float:
@@ -116,27 +120,96 @@ def _repair(text: str) -> Repair:
     return Repair.lognormal(median, number(parts[2], "--faults repair sigma", low=0, high=MAX_SIGMA))
 
 
-def failure_model(spec: str | os.PathLike[str], offset_s: float = 0.0) -> FailureModel:
-    """The model ``--faults`` names (module docstring).  Bad input: :class:`TraceError` naming the file and
-    field, or :class:`LimitError` naming the option."""
+def offset_of(value: Any, what: str = "--faults-offset") -> Offset:
+    """``--faults-offset``: ``random``, or a time into the log (``3600``, ``90d``) as seconds; a
+    :class:`LimitError` naming ``what`` and the value as given otherwise.
+
+    >>> offset_of("random"), offset_of("90d"), offset_of(3600)
+    ('random', 7776000.0, 3600.0)
+    >>> offset_of("soon")
+    Traceback (most recent call last):
+    ...
+    simcluster.limits.LimitError: --faults-offset must be random or a time into the log (3600, 12h, 90d), got 'soon'
+    """
+    if isinstance(value, str) and value.strip().lower() == RANDOM:
+        return RANDOM
+    try:
+        return seconds(value, what) if isinstance(value, str) else number(value, what, low=0)
+    except LimitError:
+        raise LimitError(f"{what} must be {RANDOM} or a time into the log (3600, 12h, 90d), got {shown(value)}") \
+            from None
+
+
+def failure_model(spec: str | os.PathLike[str], offset_s: Offset = 0.0, seed: int = 0) -> FailureModel:
+    """The model ``--faults`` names (module docstring); a replayed log starts ``offset_s`` into the log
+    (``random``: :func:`~simcluster.faults.replay.random_offset` of the log's span and ``seed``).  Bad input:
+    :class:`TraceError` naming the file and field, or :class:`LimitError` naming the option."""
     from simcluster.paths import resolve_data
 
     text = os.fspath(spec)
+    offset = offset_of(offset_s)
     if is_rate_spec(text):
-        if offset_s:
+        if offset:
             raise LimitError("--faults-offset applies to a replayed fault log, not to a rate model")
         return rate_model(text)
     path = resolve_data(text)
     if not path.exists():
         raise TraceError(path, "no such fault log, fitted.json or rate model (a rate model: mtbf=30d,repair=4h)")
     if _is_fit(path):
-        if offset_s:
+        if offset:
             raise LimitError("--faults-offset applies to a replayed fault log, not to a fitted.json")
         return load_fit(path).model()  # every field checked, errors naming the file and field
     log = read_fault_log(path)
-    if offset_s > log.span_s:
-        raise LimitError(f"--faults-offset must be at most the log's span, {log.span_s:,.0f} s, got {offset_s:g}")
-    return LogReplay(log, offset_s=offset_s)
+    if offset == RANDOM:
+        return LogReplay(log, offset_s=random_offset(log.span_s, seed))
+    assert isinstance(offset, float)
+    check_offset(offset, log.span_s, offset_s)
+    return LogReplay(log, offset_s=offset)
+
+
+def check_offset(offset: float, span_s: float, given: Any = None) -> float:
+    """An offset into a log of ``span_s`` seconds: at most its span (the replay wraps round its end, but an
+    offset beyond it is a mistake of unit or of log); :class:`LimitError` naming ``--faults-offset``.
+
+    >>> check_offset(3600.0, 86_400.0)
+    3600.0
+    >>> check_offset(90 * 86_400.0, 30 * 86_400.0, "90d")
+    Traceback (most recent call last):
+    ...
+    simcluster.limits.LimitError: --faults-offset must be at most the log's span, 2,592,000 s (30.0 days), got '90d'
+    """
+    if offset <= span_s:
+        return offset
+    shown_given = shown(given) if isinstance(given, str) else f"{offset:,.0f} s"
+    raise LimitError(f"--faults-offset must be at most the log's span, {span_s:,.0f} s ({span_s / 86_400:,.1f} "
+                     f"days), got {shown_given}")
+
+
+def rate_evidence(faults: str | os.PathLike[str] | FailureModel) -> tuple[int, float] | None:
+    """The faults and the servers' up time (s) a model's rate was counted from: a replayed log's, or a
+    ``fitted.json``'s (its ``faults`` and ``exposure_server_days``); None for a rate given by hand, whose rate
+    is taken as exact.
+
+    >>> rate_evidence("mtbf=30d") is None
+    True
+    """
+    if isinstance(faults, LogReplay):
+        return len(faults.log.faults), _up_seconds(faults)
+    if not isinstance(faults, (str, os.PathLike)) or is_rate_spec(os.fspath(faults)):
+        return None
+    from simcluster.paths import resolve_data
+
+    path = resolve_data(os.fspath(faults))
+    if _is_fit(path):
+        fit = load_fit(path)
+        return fit.faults, fit.exposure_server_days * 86_400.0
+    return rate_evidence(LogReplay(read_fault_log(path)))
+
+
+def _up_seconds(replay: LogReplay) -> float:
+    """The logged servers' time up, in server-seconds: what a rate of faults per server is counted against."""
+    log = replay.log
+    return log.servers * log.span_s - log.down_server_seconds()
 
 
 def _is_fit(path: Path) -> bool:
@@ -158,9 +231,8 @@ def node_rate(model: FailureModel, gpus_per_node: int) -> float:
     if isinstance(model, RateModel):
         return model.node_rate(gpus_per_node)
     if isinstance(model, LogReplay):
-        log = model.log
-        up = log.servers * log.span_s - log.down_server_seconds()
-        return len(log.faults) / up if up > 0 else 0.0
+        up = _up_seconds(model)
+        return len(model.log.faults) / up if up > 0 else 0.0
     rate = getattr(model, "node_rate", None)
     return float(rate(gpus_per_node)) if callable(rate) else 0.0
 
@@ -168,9 +240,10 @@ def node_rate(model: FailureModel, gpus_per_node: int) -> float:
 def model_of(config: Any) -> FailureModel | None:
     """The failure model a run's settings name, resolved once: ``--faults``, or ``--node-mtbf`` as a rate model
     where spares or exclusion need one stream of server faults (``--node-mtbf`` alone keeps each node's own
-    process, :func:`~simcluster.engine.failures.node_life`); None otherwise."""
+    process, :func:`~simcluster.engine.failures.node_life`); None otherwise.  ``--faults-offset random`` draws
+    the run's offset from ``--seed``."""
     if config.faults:
-        return failure_model(config.faults, config.faults_offset)
+        return failure_model(config.faults, config.faults_offset, seed=config.seed)
     if config.node_mtbf > 0 and (config.spare_nodes or config.exclude_after):
         return RateModel.from_mtbf(config.node_mtbf, Repair.fixed(config.node_repair))
     return None

@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 from simcluster.settings.fields import ConfigError, Reader, RunView, always, setting, settings_group
+from simcluster.settings.tiers import evicts_for_tiers
 
 RELIABILITY = "Failures and checkpoints"  # its panel in `lucid-sim run --help`
 MAX_COST_S = 30 * 86_400.0  # a checkpoint, a restart, a swap or a checkpoint interval: at most 30 days
@@ -59,6 +60,12 @@ def mtbf_rule(value: Any, where: str = "settings") -> None:
                       f"seconds (a million years), got {value!r}")
 
 
+def may_evict(run: RunView) -> bool:
+    """Whether the tiers' evictions may act in the run (whether its trace has preemptible jobs is not known here):
+    an evicted job's loss reads the checkpoint interval."""
+    return run.config.evict != "off" and run.policy is not None and evicts_for_tiers(run.policy)
+
+
 @settings_group(RELIABILITY, reads=Reader(always))
 class ReliabilityOptions:
     node_mtbf: float = setting(0.0, "Mean seconds between failures of a node; 0 = nodes never fail.", min=0,
@@ -70,8 +77,9 @@ class ReliabilityOptions:
         0.0, "Seconds of progress between periodic checkpoints; a failure loses the work since the last one "
         "(0 = only preemptions checkpoint); young-daly: each job at the Young/Daly interval of the failure rate its "
         "nodes see and --checkpoint-cost.", min=0, max=MAX_COST_S, words=("young-daly",),
-        reads=Reader(lambda run: failing(run) or run.config.checkpoint_cost > 0,
-                     who="runs with node failures (--node-mtbf > 0 or --faults) or --checkpoint-cost"),
+        reads=Reader(lambda run: failing(run) or run.config.checkpoint_cost > 0 or may_evict(run),
+                     who="runs with node failures (--node-mtbf > 0 or --faults), --checkpoint-cost, or evictions of "
+                         "preemptible jobs (a policy that orders by tier, docs/tiers.md)"),
     )
     faults: str | None = setting(
         None, "Failure model: a fault log (InfiniteHBD JSON, or CSV node,start,end[,class]) replayed onto the "
@@ -79,8 +87,10 @@ class ReliabilityOptions:
         "mtbf=30d,repair=4h (also shape=K for Weibull times, per=gpu; times in s, m, h or d). Instead of "
         "--node-mtbf.",
     )
-    faults_offset: float = setting(
-        0.0, "A replayed fault log starts this many seconds into the log at the run's first submission.", min=0,
+    faults_offset: float | str = setting(
+        0.0, "A replayed fault log starts this many seconds into the log at the run's first submission, wrapping "
+        "around its end; random: an offset drawn from --seed (uniform over the log's span), so that each seed "
+        "replays its own stretch of the log.", min=0, words=("random",),
         reads=Reader(lambda run: bool(run.config.faults), who="runs replaying a fault log (--faults LOG)"),
     )
     checkpoint_cost: float = setting(
