@@ -157,3 +157,15 @@ def test_the_cli_runs_evictions_and_prints_one_json_document(tmp_path):
 def test_a_bad_victim_rule_is_refused_in_words():
     result = CliRunner().invoke(app, ["run", "--victims", "oldest", "--json"])
     assert result.exit_code != 0 and "victims" in result.output
+
+
+def test_a_tier_run_without_kueue_reports_each_tier_s_gpus_over_time_and_the_allocation_rate():
+    result, _ = run([("spot", 8, 0, 1000, True, 0), ("prod", 8, 100, 100, False, 0)], checkpoint_interval=30,
+                    eviction_cost=13)
+    timeline = result.summary["tiers"]["timeline"]
+    # spot holds the node 0-100 and 213-1123, prod 100-213 (its 13 s of eviction cost included): always full
+    assert timeline["mean_gpus"] == {"priority 0, guaranteed": round(8 * 113 / 1123, 4),
+                                     "priority 0, spot": round(8 * 1010 / 1123, 4)}
+    assert timeline["allocation_rate_mean"] == 1.0 and "nominal_gpus" not in timeline
+    table = result.tables()["tiers_timeline"]
+    assert set(table["tier"]) == {"priority 0, guaranteed", "priority 0, spot"}

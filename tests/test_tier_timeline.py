@@ -104,16 +104,16 @@ def test_each_queues_gpus_are_a_step_function_of_its_jobs_starts_and_stops():
 def test_few_changes_are_kept_exactly_in_the_table():
     table = scripted().share_over_time(0.0, 100.0)
     assert list(table.columns) == SHARE_COLUMNS
-    a = table[table["cluster_queue"] == "a"]
+    a = table[table["tier"] == "a"]
     assert a["time"].tolist() == [0.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 80.0]  # every change of any queue
     assert a["gpus"].tolist() == [4.0, 6.0, 6.0, 4.0, 6.0, 2.0, 2.0, 0.0]
-    assert table.groupby("cluster_queue").size().to_dict() == {"a": 8, "b": 8, "idle": 8}
+    assert table.groupby("tier").size().to_dict() == {"a": 8, "b": 8, "idle": 8}
 
 
 def test_many_changes_are_averaged_exactly_over_at_most_the_points_asked():
     table = scripted().share_over_time(0.0, 100.0, points=4)
-    a = table[table["cluster_queue"] == "a"]
-    b = table[table["cluster_queue"] == "b"]
+    a = table[table["tier"] == "a"]
+    b = table[table["tier"] == "b"]
     assert a["time"].tolist() == [0.0, 25.0, 50.0, 75.0] and a["end"].tolist() == [25.0, 50.0, 75.0, 100.0]
     # a over [0, 25]: 4×10 + 6×15 = 130; [25, 50]: 6×5 + 4×10 + 6×10 = 130; [50, 75]: 2×25; [75, 100]: 2×5
     assert a["gpus"].tolist() == pytest.approx([5.2, 5.2, 2.0, 0.4])
@@ -242,7 +242,7 @@ def write_kueue_run(kueue_run, folder: Path) -> Path:
 def test_a_run_folder_with_the_table_gets_the_picture_and_one_without_does_not(kueue_run, tmp_path):
     folder = write_kueue_run(kueue_run, tmp_path / "runs" / "kueue")
     written = pd.read_csv(folder / "tiers_timeline.csv")
-    assert list(written.columns) == SHARE_COLUMNS and set(written["cluster_queue"]) == {"a", "b"}
+    assert list(written.columns) == SHARE_COLUMNS and set(written["tier"]) == {"a", "b"}
     report = write_report([folder], tmp_path / "report")
     assert "tiers_share_over_time.png" in report.files
     png = (tmp_path / "report" / "tiers_share_over_time.png").read_bytes()
@@ -263,7 +263,7 @@ def test_a_kueue_run_carries_its_queues_timeline_and_figures(kueue_run):
     """The tiers feature wires the timeline in: the run's own tables and summary carry it."""
     result = kueue_run[0]
     table = result.tables()["tiers_timeline"]
-    assert list(table.columns) == SHARE_COLUMNS and set(table["cluster_queue"]) == {"a", "b"}
+    assert list(table.columns) == SHARE_COLUMNS and set(table["tier"]) == {"a", "b"}
     timeline = result.summary["tiers"]["timeline"]
     assert timeline["nominal_gpus"] == {"a": 8.0, "b": 8.0} and 0 < timeline["allocation_rate_mean"] <= 1
 
@@ -281,7 +281,7 @@ def test_the_picture_reads_the_runs_quotas_and_allocation_from_the_folder(kueue_
 
 def test_more_queues_than_the_picture_draws_are_summed_as_one_line():
     queues = [f"q{i:02d}" for i in range(MAX_QUEUES + 3)]
-    table = pd.DataFrame({"time": 0.0, "end": 3600.0, "cluster_queue": queues,
+    table = pd.DataFrame({"time": 0.0, "end": 3600.0, "tier": queues,
                           "gpus": [float(i) for i in range(len(queues))]})
     chart = tier_shares_of("many", table, 0.0, {"gpus": 200})
     assert len(chart.gpus) == MAX_QUEUES + 1

@@ -192,15 +192,15 @@ def gpu_counts_of(label: str, allocations: pd.DataFrame, jobs: pd.DataFrame, sum
 
 def tier_shares_of(label: str, table: pd.DataFrame, first_submit: float, summary: dict[str, Any]) -> TierShares:
     """One run's ClusterQueue chart (see the module's docstring) from ``table`` (``tiers_timeline.csv``: time, end,
-    cluster_queue, gpus), its allocation rate the queues' GPUs over the run's (``summary["gpus"]``).
+    tier, gpus), its allocation rate the queues' GPUs over the run's (``summary["gpus"]``).
 
     >>> table = pd.DataFrame({"time": [0.0, 3600.0] * 2, "end": [3600.0, 7200.0] * 2,
-    ...                       "cluster_queue": ["a", "a", "b", "b"], "gpus": [4.0, 2.0, 0.0, 6.0]})
+    ...                       "tier": ["a", "a", "b", "b"], "gpus": [4.0, 2.0, 0.0, 6.0]})
     >>> chart = tier_shares_of("x", table, 0.0, {"gpus": 8, "tiers": {"timeline": {"nominal_gpus": {"a": 4}}}})
     >>> chart.hours.tolist(), chart.gpus["b"].tolist(), chart.allocation.tolist(), chart.allocation_mean
     ([0.0, 1.0, 2.0], [0.0, 6.0], [0.5, 1.0], 0.75)
     """
-    wide = table.pivot_table(index=["time", "end"], columns="cluster_queue", values="gpus", aggfunc="sum",
+    wide = table.pivot_table(index=["time", "end"], columns="tier", values="gpus", aggfunc="sum",
                              fill_value=0.0).sort_index()
     starts, ends = wide.index.get_level_values("time"), wide.index.get_level_values("end")
     hours = (np.append(starts.to_numpy(float), ends.to_numpy(float)[-1:]) - first_submit) / 3600

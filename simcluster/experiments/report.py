@@ -154,7 +154,7 @@ class RunRecord:
         """Each ClusterQueue's mean GPUs in use over each interval (runs of Kueue's queues), else None."""
         if not any((self.folder / f"tiers_timeline.{suffix}").is_file() for suffix in ("csv", "parquet")):
             return None
-        return self._table("tiers_timeline", ["time", "end", "cluster_queue", "gpus"])
+        return self._table("tiers_timeline", ["time", "end", "tier", "gpus"])
 
     def placements(self) -> pd.DataFrame | None:
         """Where each job ran (``run --placements``), None when the run did not record it."""
@@ -676,11 +676,13 @@ def tier_share_plots(pictures: Pictures) -> tuple[dict[str, bytes], dict[str, st
     images, captions = {}, {}
     for i, shares in enumerate(pictures.tier_shares, start=1):
         name = "tiers_share_over_time.png" if i == 1 else f"tiers_share_over_time-{i}.png"
-        captions[name] = (f"ClusterQueues' GPUs over time: {shares.label} (hours since its first submission): each "
-                          "queue's mean GPUs in use over each interval (exact averages of the step function), its "
-                          "nominal quota dashed where the run gave it; below, the share of the cluster's GPUs "
-                          "allocated, its time average dotted" + (f"; {shares.note}" if shares.note else ""))
-        images[name] = tier_shares_png(shares, f"ClusterQueues' GPUs over time: {shares.label}")
+        what = "ClusterQueues'" if shares.fair_share else "Tiers'"
+        captions[name] = (f"{what} GPUs over time: {shares.label} (hours since its first submission): each "
+                          "queue's (without Kueue, each priority and kind's) mean GPUs in use over each interval "
+                          "(exact averages of the step function), its nominal quota dashed where the run gave it; "
+                          "below, the share of the cluster's GPUs allocated, its time average dotted"
+                          + (f"; {shares.note}" if shares.note else ""))
+        images[name] = tier_shares_png(shares, f"{what} GPUs over time: {shares.label}")
     return images, captions
 
 

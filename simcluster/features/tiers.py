@@ -15,6 +15,7 @@ Kueue files).  What the files say that the simulator does not model is one warni
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -161,7 +162,13 @@ class TierResults(Contribution):
         if self.ranked:
             self.queue_rank = tier_rank
         kueue = plan.kueue
-        self.shares = TierTimeline(kueue.cluster_queues) if kueue is not None and plan.cluster_queues else None
+        if kueue is not None and plan.cluster_queues:
+            self.shares: TierTimeline | None = TierTimeline(kueue.cluster_queues)
+        elif plan.priorities is not None or plan.preemptible is not None:
+            self.shares = TierTimeline(tier_of=partial(tier_label, plan.priorities is not None,
+                                                       plan.preemptible is not None))
+        else:
+            self.shares = None
         self.observers = tuple(o for o in (evictions, self.shares) if o is not None)
         if evictions is not None:
             self.pass_steps = (evictions,)
@@ -188,12 +195,15 @@ class TierResults(Contribution):
             groups["by_preemptible"] = tier_figures(jobs, "preemptible")
         if self.evictions is not None:
             groups["evictions"] = self.evictions.figures()
-        if self.shares is not None and self.plan.kueue is not None:
-            groups["timeline"] = self.shares.figures(*_window(ended), ended.gpus, nominal_gpus(self.plan.kueue))
+        if self.shares is not None:
+            kueue = self.plan.kueue
+            groups["timeline"] = self.shares.figures(*_window(ended), ended.gpus,
+                                                     nominal_gpus(kueue) if kueue is not None else None)
         return {"tiers": groups} if groups else {}
 
     def tables(self, ended: Ended) -> dict[str, pd.DataFrame]:
-        """``tiers_timeline``: each ClusterQueue's GPUs over the run (time-averaged intervals), for the report."""
+        """``tiers_timeline``: each ClusterQueue's (without Kueue, each tier's) GPUs over the run (time-averaged
+        intervals), for the report."""
         return {} if self.shares is None else {"tiers_timeline": self.shares.share_over_time(*_window(ended))}
 
     def warnings(self, ended: Ended) -> list[str]:
@@ -213,6 +223,20 @@ class TierResults(Contribution):
             out.append(f"policy {name} places or shares GPUs itself: its preemptible jobs are not evicted for "
                        "higher tiers")
         return out
+
+
+def tier_label(by_priority: bool, by_kind: bool, job: Job) -> str:
+    """A job's tier without Kueue, for the share over time: its priority, and whether it is spot (preemptible).
+
+    >>> from simcluster.job import Job
+    >>> job = Job(0, "j", "vc0", 8, 0, 60, priority=2, preemptible=True)
+    >>> tier_label(True, True, job), tier_label(False, True, job), tier_label(True, False, job)
+    ('priority 2, spot', 'spot', 'priority 2')
+    """
+    parts = [f"priority {job.priority}"] if by_priority else []
+    if by_kind:
+        parts.append("spot" if job.preemptible else "guaranteed")
+    return ", ".join(parts)
 
 
 def _window(ended: Ended) -> tuple[float, float]:

@@ -23,7 +23,8 @@ The quota a queue's usage is compared with is its nominal quota (Kueue's Cluster
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
     from simcluster.tiers.model import KueueConfig
 
 POINTS = 500  # intervals of a resampled table (per queue), enough for a picture 960 pixels wide
-SHARE_COLUMNS = ["time", "end", "cluster_queue", "gpus"]
+SHARE_COLUMNS = ["time", "end", "tier", "gpus"]  # tier: a ClusterQueue under --kueue, else a priority tier
 
 
 class Steps:
@@ -98,8 +99,10 @@ class TierTimeline(Observer):
     ran; a job without one (``cluster_queue`` "") counts in the cluster's allocated GPUs only.
     """
 
-    def __init__(self, queues: Iterable[str] = ()) -> None:
+    def __init__(self, queues: Iterable[str] = (),
+                 tier_of: Callable[[Job], str] = attrgetter("cluster_queue")) -> None:
         self.queues: dict[str, Steps] = {name: Steps() for name in queues}
+        self.tier_of = tier_of  # a job's tier: its ClusterQueue, or (without Kueue) its priority and kind
         self.allocated = Steps()
         self._held: dict[Job, int] = {}  # running jobs' GPUs as last counted
 
@@ -113,10 +116,11 @@ class TierTimeline(Observer):
         else:
             del self._held[job]
         self.allocated.add(now, change)
-        if job.cluster_queue:
-            steps = self.queues.get(job.cluster_queue)
+        tier = self.tier_of(job)
+        if tier:
+            steps = self.queues.get(tier)
             if steps is None:
-                steps = self.queues[job.cluster_queue] = Steps()
+                steps = self.queues[tier] = Steps()
             steps.add(now, change)
 
     on_start = on_preempt = on_restart = on_finish = on_move = on_resize = _update
@@ -147,10 +151,10 @@ class TierTimeline(Observer):
         edges = self.edges(start, end, points)
         names = sorted(self.queues)
         if len(edges) < 2 or not names:
-            return pd.DataFrame({c: [] for c in SHARE_COLUMNS}).astype({"cluster_queue": str})
+            return pd.DataFrame({c: [] for c in SHARE_COLUMNS}).astype({"tier": str})
         width = len(edges) - 1
         return pd.DataFrame({"time": np.tile(edges[:-1], len(names)), "end": np.tile(edges[1:], len(names)),
-                             "cluster_queue": np.repeat(names, width),
+                             "tier": np.repeat(names, width),
                              "gpus": np.concatenate([self.queues[n].means(edges) for n in names])})
 
     def mean_gpus(self, start: float, end: float) -> dict[str, float]:
