@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from simcluster.api import load_trace, simulate
 from simcluster.cli import app
 from simcluster.config import SimConfig
+from simcluster.errors import TraceError
 from simcluster.policies import POLICIES
 
 
@@ -169,3 +170,32 @@ def test_a_tier_run_without_kueue_reports_each_tier_s_gpus_over_time_and_the_all
     assert timeline["allocation_rate_mean"] == 1.0 and "nominal_gpus" not in timeline
     table = result.tables()["tiers_timeline"]
     assert set(table["tier"]) == {"priority 0, guaranteed", "priority 0, spot"}
+
+
+PRIORITY_CLASSES = """apiVersion: kueue.x-k8s.io/v1beta1
+kind: WorkloadPriorityClass
+metadata: {name: prod}
+value: 1000
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: research}
+value: 10
+"""
+
+
+def test_priority_classes_from_a_file_order_any_policy_and_unknown_ones_are_refused_naming_the_row(tmp_path):
+    classes = tmp_path / "classes.yaml"
+    classes.write_text(PRIORITY_CLASSES)
+    frame = pd.DataFrame({"job_id": ["busy", "low", "high"], "gpu_num": [8, 8, 8], "submit_time": [0, 1, 2],
+                          "duration": [100, 10, 10], "priority_class": ["research", "research", "prod"]})
+    result = simulate(load_trace(frame, nodes=1), SimConfig(policy="sjf", priority_classes=str(classes)))
+    jobs = result.jobs.set_index("job_id")
+    assert jobs.loc["high", "start_time"] == 100 and jobs.loc["low", "start_time"] == 110
+    assert list(jobs["priority"]) == [10, 10, 1000]
+    with pytest.raises(TraceError, match=r"job busy: priority class 'research' is not defined .*--priority-classes"):
+        simulate(load_trace(frame, nodes=1), SimConfig(policy="sjf"))
+    empty = tmp_path / "none.yaml"
+    empty.write_text("apiVersion: kueue.x-k8s.io/v1beta1\nkind: ResourceFlavor\nmetadata: {name: default}\n")
+    with pytest.raises(ValueError, match="no WorkloadPriorityClass or PriorityClass in it"):
+        simulate(load_trace(frame, nodes=1), SimConfig(policy="sjf", priority_classes=str(empty)))

@@ -67,7 +67,7 @@ class Tiers(Feature):
         if trace is None:
             return TierPlan(kueue, None, None, None)
         frame = trace.frame
-        priorities = _priorities(trace, kueue)
+        priorities = _priorities(trace, _priority_classes(run.config.priority_classes, kueue))
         preemptible = frame["preemptible"].to_numpy(bool) if "preemptible" in frame else None
         queues = _cluster_queues(trace, kueue) if kueue is not None else None
         return TierPlan(kueue, priorities, preemptible, queues)
@@ -106,16 +106,32 @@ class TierPlan:
     cluster_queues: tuple[str, ...] | None
 
 
-def _priorities(trace: Trace, kueue: KueueConfig | None) -> tuple[int, ...] | None:
+def _priority_classes(path: str | None, kueue: KueueConfig | None) -> dict[str, int]:
+    """The priority classes by name: ``--priority-classes``' file's and the Kueue files' (a name both give must
+    have one value)."""
+    known = dict(kueue.priority_classes) if kueue is not None else {}
+    if not path:
+        return known
+    given = kueue_of(path).priority_classes
+    if not given:
+        raise ConfigError(f"--priority-classes {path}: no WorkloadPriorityClass or PriorityClass in it")
+    for name, value in given.items():
+        if known.get(name, value) != value:
+            raise ConfigError(f"--priority-classes {path}: class {name!r} has value {value} there and "
+                              f"{known[name]} in --kueue's files")
+    return known | dict(given)
+
+
+def _priorities(trace: Trace, known: dict[str, int]) -> tuple[int, ...] | None:
     frame = trace.frame
     if "priority_class" in frame:
         classes = frame["priority_class"].tolist()
-        known = dict(kueue.priority_classes) if kueue is not None else {}
         given = frame["priority"].tolist() if "priority" in frame else [0] * len(classes)
         out = []
         for row, (name, value) in enumerate(zip(classes, given, strict=True)):
             if name and name not in known:
-                listed = ", ".join(sorted(known)) or "none: give the WorkloadPriorityClasses in --kueue's files"
+                listed = ", ".join(sorted(known)) or ("none: give --priority-classes FILE, or the "
+                                                      "WorkloadPriorityClasses in --kueue's files")
                 raise row_error(trace, row, "priority_class", f"priority class {name!r} is not defined (defined: "
                               f"{listed})")
             out.append(known[name] if name else int(value))

@@ -39,6 +39,12 @@ class TierOptions:
         "by the ClusterQueues' GPU quotas; jobs reach a LocalQueue by a trace column local_queue, else by their "
         "VC's name. Run it with --policy kueue.",
     )
+    priority_classes: str | None = setting(
+        None, "Priority classes by name, for a trace column priority_class: a YAML (or JSON) file of Kueue "
+        "WorkloadPriorityClasses or Kubernetes PriorityClasses, as kubectl get workloadpriorityclasses,"
+        "priorityclasses -o yaml writes them (--kueue's files' classes count too). Any policy that orders by "
+        "priority reads them.",
+    )
     fair_sharing: str = setting(
         "auto", "Kueue's fair sharing: on, off, or auto (as the Configuration document among --kueue's files "
         "says; off without one).", choices=("auto", "on", "off"), reads=WITH_KUEUE,
