@@ -137,8 +137,8 @@ class Simulation(JobLife):
         conformance kit's checks, :mod:`simcluster.testing`).  ``kernel``: "fast", "reference" or None (the fast
         one where this SimPy allows, :mod:`~.kernel`).  ``speed_terms``: what slows jobs through the other jobs
         running (the features' :class:`~simcluster.engine.terms.SpeedTerm`: jobs sharing an uplink).
-        ``queue_rank``: what orders waiting jobs before the policy's own key where the policy lets it
-        (``Policy.priority_first``: a tier's priority); ``pass_steps``: what acts on a VC after each of the policy's
+        ``queue_rank``: what orders waiting jobs before the policy's own key (a tier's priority; the feature gives
+        it only where the policy's class lets it, ``Policy.priority_first``); ``pass_steps``: what acts on a VC after each of the policy's
         passes there (the tiers' evictions), given the VC and its context."""
         self.resolved = resolved
         self.config = config = resolved.config
@@ -184,7 +184,7 @@ class Simulation(JobLife):
         fractions = min(map(attrgetter("gpu_milli"), jobs), default=1000) < 1000
         arriving = Counter(map(attrgetter("queue_vc"), jobs))
         queue_key = self.policy.pending_key
-        if queue_rank is not None and self.policy.priority_first:
+        if queue_rank is not None:
             queue_key = ranked(queue_rank, queue_key)
         for vc in self.cluster.vcs.values():
             vc.pending = JobQueue(key=queue_key)
@@ -209,9 +209,9 @@ class Simulation(JobLife):
                 if not job.memory:
                     job.memory = self.speed.colocation.memory_mib(job.workload or UNKNOWN, job.gpu_num)
         self._hook_observers(list(observers))
-        own_contexts = {name: VcContext(self, vc) for name, vc in self.cluster.vcs.items()}
-        self._contexts: dict[str, SchedulingContext] = dict(own_contexts)
-        self._pass_steps = [(step, own_contexts) for step in pass_steps]
+        self._own_contexts = {name: VcContext(self, vc) for name, vc in self.cluster.vcs.items()}  # (unwrapped)
+        self._contexts: dict[str, SchedulingContext] = dict(self._own_contexts)
+        self._pass_steps = list(pass_steps)
         if guarded:
             wrap_context = partial(CheckedContext, label=label, shares=self.policy.shares_gpus,
                                    guard=self.plugin_guard)
@@ -416,8 +416,8 @@ class Simulation(JobLife):
         vcs, contexts, schedule = self.cluster.vcs, self._contexts, self.policy.schedule
         for name in dirty:
             schedule(vcs[name], contexts[name])
-            for step, own_contexts in self._pass_steps:
-                step(vcs[name], own_contexts[name])
+            for step in self._pass_steps:
+                step(vcs[name], self._own_contexts[name])
         if self._on_sample:
             counts, now = self.cluster.counts, self.clock()
             for hook in self._on_sample:

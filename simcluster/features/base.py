@@ -76,7 +76,7 @@ class Contribution:
 
     observers: Sequence[Observer] = ()
     speed_terms: Sequence[SpeedTerm] = ()  # what slows running jobs through the other jobs running (the engine's)
-    # what orders waiting jobs before the policy's own key, where its class lets it (Policy.priority_first): tiers
+    # what orders waiting jobs before the policy's own key; given only where its class lets it (Policy.priority_first)
     queue_rank: Callable[[Job], Any] | None = None
     pass_steps: Sequence[PassStep] = ()  # what acts on a VC after each of the policy's passes there (evictions)
 

@@ -105,6 +105,11 @@ class TierPlan:
     preemptible: tuple[bool, ...] | Any
     cluster_queues: tuple[str, ...] | None
 
+    @property
+    def tiered(self) -> bool:
+        """Whether the trace gives its jobs tiers: priorities, or which are preemptible."""
+        return self.priorities is not None or self.preemptible is not None
+
 
 def _priority_classes(path: str | None, kueue: KueueConfig | None) -> dict[str, int]:
     """The priority classes by name: ``--priority-classes``' file's and the Kueue files' (a name both give must
@@ -173,14 +178,14 @@ class TierResults(Contribution):
         self.plan = plan
         policy = run.policy.cls
         self.kueue_policy = "kueue" in policy.reads
-        self.ranked = ranks_by_priority(policy) and (plan.priorities is not None or plan.preemptible is not None)
+        self.ranked = ranks_by_priority(policy) and plan.tiered
         self.evictions = evictions
         if self.ranked:
             self.queue_rank = tier_rank
         kueue = plan.kueue
         if kueue is not None and plan.cluster_queues:
             self.shares: TierTimeline | None = TierTimeline(kueue.cluster_queues)
-        elif plan.priorities is not None or plan.preemptible is not None:
+        elif plan.tiered:
             self.shares = TierTimeline(tier_of=partial(tier_label, plan.priorities is not None,
                                                        plan.preemptible is not None))
         else:
@@ -227,11 +232,10 @@ class TierResults(Contribution):
         out = [f"--kueue: not modelled: {note}" for note in kueue.not_modeled] if kueue is not None else []
         policy = ended.run.policy
         name = policy.label.removeprefix("policy ")
-        tiers_given = self.plan.priorities is not None or self.plan.preemptible is not None
         if self.kueue_policy and self.plan.preemptible is not None:
             out.append("the kueue policy preempts by priority and its ClusterQueues' rules: the trace's preemptible "
                        "column is not read (give preemptible jobs a lower priority class)")
-        if tiers_given and not self.kueue_policy and not self.ranked:
+        if self.plan.tiered and not self.kueue_policy and not self.ranked:
             out.append(f"policy {name} orders its queue by its own key (its passes compare waiting with running jobs, "
                        "or it allocates by its own model): the trace's priorities do not order it")
         elif self.ranked and self.evictions is None and ended.run.config.evict != "off" \
