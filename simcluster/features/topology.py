@@ -23,7 +23,7 @@ import pandas as pd
 
 from simcluster.engine.speed import spanned_level
 from simcluster.features.base import Contribution, Ended, Feature
-from simcluster.metrics.observer import Observer
+from simcluster.metrics.observer import RunObserver
 from simcluster.placement import PLACEMENTS
 from simcluster.settings.fields import ConfigError
 from simcluster.settings.topology import TopologyOptions
@@ -189,7 +189,7 @@ def label_keys(levels: str | None) -> list[str] | None:
     return [key.strip() for key in levels.split(",") if key.strip()]
 
 
-class Spans(Observer):
+class Spans(RunObserver):
     """Each job's highest spanned level at each start, as an index top-down (:func:`spanned_level`: the node level
     when its nodes share every domain; one past it on one node), and the GPU-seconds held at each."""
 
@@ -199,27 +199,21 @@ class Spans(Observer):
         self.gpu_seconds = [0.0] * (levels + 2)  # by the level spanned while held
         self._since: dict[Job, tuple[float, int]] = {}
 
-    def on_start(self, job: Job, now: float) -> None:
+    def begin(self, job: Job, now: float) -> None:
         several = len({id(node) for node, _ in job.allocation}) > 1
         level = spanned_level(job) if several else self.one_node
         self.highest[job] = min(self.highest.get(job, level), level)
         self._since[job] = (now, level)
 
-    def _stop(self, job: Job, now: float) -> None:
+    def end(self, job: Job, now: float) -> None:
         since = self._since.pop(job, None)
         if since is not None:
             self.gpu_seconds[since[1]] += (now - since[0]) * job.gpu_num
 
-    on_preempt = on_restart = on_finish = on_move = _stop
-
-    def on_resize(self, job: Job, now: float) -> None:  # (an elastic job's nodes changed: a new span)
-        self._stop(job, now)
-        self.on_start(job, now)
-
     def close(self, now: float) -> None:
         """Count the runs still going at the run's end."""
         for job in list(self._since):
-            self._stop(job, now)
+            self.end(job, now)
 
 
 class TopologyResults(Contribution):

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from simcluster.job import Job
+from simcluster.job import Job, JobState
 from simcluster.metrics.observer import Observer
 
 
@@ -61,8 +61,8 @@ class AllocationTimeline(Observer):
     def on_preempt(self, job: Job, now: float) -> None:
         self._record(job, now, 0)
 
-    def on_restart(self, job: Job, now: float) -> None:
-        self._record(job, now, 0)
+    def on_restart(self, job: Job, now: float) -> None:  # (it may go on through the failure: a spare, a replacement)
+        self._record(job, now, job.gpu_num if job.state is JobState.RUNNING else 0)
 
     def on_move(self, job: Job, now: float) -> None:
         self._record(job, now, 0)

@@ -28,10 +28,10 @@ from simcluster.cluster_spec import ClusterSpec
 from simcluster.fragmentation.frag import node_frag, typical_pods
 from simcluster.fragmentation.rules import allowed_mask
 from simcluster.job import Job
-from simcluster.metrics.observer import Observer
+from simcluster.metrics.observer import RunObserver
 
 
-class FragmentationTimeline(Observer):
+class FragmentationTimeline(RunObserver):
     """Fragmented GPUs and their share of the idle GPUs at each scheduling instant (one row per distinct time)."""
 
     def __init__(self, jobs: list[Job], spec: ClusterSpec) -> None:
@@ -81,16 +81,14 @@ class FragmentationTimeline(Observer):
             self._left[row, ids] -= sign * job.gpu_milli
             self._dirty.add(row)
 
-    def on_start(self, job: Job, now: float) -> None:
+    def begin(self, job: Job, now: float) -> None:
         self._held[job] = [(node, list(ids)) for node, ids in job.allocation]
         self._use(job, +1)
 
-    def _stop(self, job: Job, now: float) -> None:
+    def end(self, job: Job, now: float) -> None:
         if job in self._held:
             self._use(job, -1)
             del self._held[job]
-
-    on_preempt = on_restart = on_finish = on_move = _stop
 
     def on_sample(self, now: float, used_gpus: int, shared_gpus: int, running: int, pending: int) -> None:
         if self._dirty:

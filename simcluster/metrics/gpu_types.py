@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from simcluster.job import Job
-from simcluster.metrics.observer import Observer
+from simcluster.metrics.observer import RunObserver
 
 
-class TypeSeconds(Observer):
+class TypeSeconds(RunObserver):
     """Per job, the seconds it held GPUs of each type (``seconds_<type>`` in jobs.csv), and per type the
     GPU-seconds held (``gpu_seconds_per_type`` in summary.json; a GPU shared by two jobs counts twice, as
     each job's GPU-time does).  A job spread over types counts on each.
@@ -16,7 +16,7 @@ class TypeSeconds(Observer):
     >>> job = Job(index=0, job_id="a", vc="c", gpu_num=6, submit_time=0, duration=10)
     >>> job.allocation = ((vc.nodes[0], [0, 1, 2, 3]), (vc.nodes[1], [0, 1]))
     >>> seconds = TypeSeconds(vc.gpu_types)
-    >>> seconds.on_start(job, 0.0); seconds.on_finish(job, 10.0)
+    >>> seconds.begin(job, 0.0); seconds.end(job, 10.0)
     >>> seconds.of(job), seconds.gpu_seconds
     ({'v100': 10.0, 'k80': 10.0}, {'v100': 40.0, 'k80': 20.0})
     """
@@ -27,13 +27,13 @@ class TypeSeconds(Observer):
         self._held: dict[Job, dict[str, float]] = {}
         self._open: dict[Job, tuple[float, dict[str, int]]] = {}
 
-    def on_start(self, job: Job, now: float) -> None:
+    def begin(self, job: Job, now: float) -> None:
         counts: dict[str, int] = {}
         for node, ids in job.allocation:
             counts[node.gpu_type] = counts.get(node.gpu_type, 0) + len(ids)
         self._open[job] = (now, counts)
 
-    def _close(self, job: Job, now: float) -> None:
+    def end(self, job: Job, now: float) -> None:
         opened = self._open.pop(job, None)
         if opened is None:
             return
@@ -43,12 +43,10 @@ class TypeSeconds(Observer):
             held[gpu_type] += now - since
             self.gpu_seconds[gpu_type] += (now - since) * gpus
 
-    on_preempt = on_restart = on_finish = on_move = _close
-
     def close_all(self, now: float) -> None:
         """At the end of a run stopped early: count the jobs still running up to ``now``."""
         for job in list(self._open):
-            self._close(job, now)
+            self.end(job, now)
 
     def of(self, job: Job) -> dict[str, float]:
         return self._held.get(job, dict.fromkeys(self.types, 0.0))

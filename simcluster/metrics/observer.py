@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from simcluster.job import Job
+from simcluster.job import Job, JobState
 from simcluster.registry import implements
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ class Observer:
     def on_submit(self, job: Job, now: float) -> None: ...
     def on_start(self, job: Job, now: float) -> None: ...
     def on_preempt(self, job: Job, now: float) -> None: ...
-    def on_restart(self, job: Job, now: float) -> None: ...  # evicted by a node failure
+    def on_restart(self, job: Job, now: float) -> None: ...  # a node failure: requeued, or going on in place
     def on_finish(self, job: Job, now: float) -> None: ...
     def on_move(self, job: Job, now: float) -> None: ...  # sent to another partition's queue (lucid's profiler)
     def on_speed(self, job: Job, now: float) -> None: ...  # a running job's speed changed (sharing, an epoch's end)
@@ -48,6 +48,54 @@ class Observer:
     def on_node_up(self, node_name: str, now: float) -> None: ...
     def on_swap(self, node_name: str, now: float) -> None: ...  # a hot spare took a failed node's place
     def on_sample(self, now: float, used_gpus: int, shared_gpus: int, running: int, pending: int) -> None: ...
+
+
+class RunObserver(Observer):
+    """An observer of runs: a run begins where a job gets GPUs and ends where it gives them up or they change.
+
+    Why a class: a job can keep running through a failure (a spare swapped in for a failed node, the node
+    replaced from free ones) or have its GPUs change while it runs (an elastic resize).  Each of those ends
+    one run and begins the next at that instant, and an observer that took a restart for a stop would lose
+    the rest of the job's time.  Subclasses say only how a run begins (:meth:`begin`) and ends (:meth:`end`).
+
+    >>> from simcluster import SimConfig, load_trace, simulate
+    >>> import pandas as pd
+    >>> class Held(RunObserver):
+    ...     def __init__(self):
+    ...         self.since, self.seconds = {}, 0.0
+    ...     def begin(self, job, now):
+    ...         self.since[job] = now
+    ...     def end(self, job, now):
+    ...         self.seconds += now - self.since.pop(job, now)
+    >>> held = Held()
+    >>> jobs = pd.DataFrame({"submit_time": [0, 5], "gpu_num": [8, 8], "duration": [60, 30]})
+    >>> _ = simulate(load_trace(jobs, nodes=1), SimConfig(), observers=[held])
+    >>> held.seconds
+    90.0
+    """
+
+    def begin(self, job: Job, now: float) -> None:
+        raise NotImplementedError
+
+    def end(self, job: Job, now: float) -> None:
+        raise NotImplementedError
+
+    def on_start(self, job: Job, now: float) -> None:
+        self.begin(job, now)
+
+    def _ended(self, job: Job, now: float) -> None:
+        self.end(job, now)
+
+    on_preempt = on_finish = on_move = _ended
+
+    def on_restart(self, job: Job, now: float) -> None:
+        self.end(job, now)
+        if job.state is JobState.RUNNING:  # it kept its GPUs (a spare, a replacement): its next run begins now
+            self.begin(job, now)
+
+    def on_resize(self, job: Job, now: float) -> None:
+        self.end(job, now)
+        self.begin(job, now)
 
 
 def overridden_hooks(observers: list[Observer], hook: str) -> list:

@@ -1,7 +1,9 @@
 """Where each job ran: one row per job, node and stretch of time it held GPUs there (``placements.csv``).
 
 What ``lucid-sim run --placements`` records for the report's Gantt chart (nodes as rows, a job's GPUs
-as bars).  A job that is preempted, evicted, moved or migrated and started again gets a row per run.
+as bars).  A job that is preempted, evicted, moved or migrated and started again gets a row per run; so does
+one that goes on through a failure (a spare swapped in, the failed node replaced: rows from then on name its new
+nodes) or whose GPUs change as it runs.
 Opt-in: the hooks cost a call per start and stop, which a plain run does not pay.
 
 >>> from simcluster import SimConfig, load_trace, simulate
@@ -20,19 +22,19 @@ from typing import Any
 import pandas as pd
 
 from simcluster.job import Job
-from simcluster.metrics.observer import Observer
+from simcluster.metrics.observer import RunObserver
 
 COLUMNS = ["job_id", "vc", "node", "gpu_type", "gpus", "gpu_count", "start", "end"]
 
 
-class Placements(Observer):
+class Placements(RunObserver):
     """Records each run of each job on each node (see the module's docstring)."""
 
     def __init__(self) -> None:
-        self.rows: list[list[Any]] = []
+        self.rows: list[list[Any] | None] = []
         self._open: dict[Job, list[int]] = {}  # job → indices of its rows still running
 
-    def on_start(self, job: Job, now: float) -> None:
+    def begin(self, job: Job, now: float) -> None:
         opened = []
         for node, gpus in job.allocation:
             opened.append(len(self.rows))
@@ -40,22 +42,15 @@ class Placements(Observer):
                               len(gpus), now, None])
         self._open[job] = opened
 
-    def _stop(self, job: Job, now: float) -> None:
-        for row in self._open.pop(job, ()):
-            self.rows[row][-1] = now
-
-    def on_preempt(self, job: Job, now: float) -> None:
-        self._stop(job, now)
-
-    def on_restart(self, job: Job, now: float) -> None:
-        self._stop(job, now)
-
-    def on_move(self, job: Job, now: float) -> None:
-        self._stop(job, now)
-
-    def on_finish(self, job: Job, now: float) -> None:
-        self._stop(job, now)
+    def end(self, job: Job, now: float) -> None:
+        for index in self._open.pop(job, ()):
+            row = self.rows[index]
+            assert row is not None
+            if row[-2] == now:  # a run of no time (a restart then a resize at one instant): not a run
+                self.rows[index] = None
+            else:
+                row[-1] = now
 
     def frame(self) -> pd.DataFrame:
         """The rows, in the order the runs started (``end`` empty for a run cut by ``--until``)."""
-        return pd.DataFrame(self.rows, columns=COLUMNS)
+        return pd.DataFrame([row for row in self.rows if row is not None], columns=COLUMNS)
