@@ -14,7 +14,8 @@ app.add_typer(faults_app, name="faults", rich_help_panel="Analyse")
 
 LogArgument = Annotated[Path, typer.Argument(
     help="The fault log: InfiniteHBD fault_trace.json (times in days) or a CSV node,start,end[,class] (times in "
-    "seconds since the observation began; an empty end: never recovered).", show_default=False)]
+    "seconds since the observation began, or timestamps; an empty end: never recovered; other column names: "
+    "--columns).", show_default=False)]
 ServersOption = Annotated[int | None, typer.Option(
     "--servers", min=1, help="Servers observed, those that never failed included. [default: 400 for the "
     "InfiniteHBD JSON (its dataset's count; the file lists only servers that failed), the distinct servers "
@@ -27,10 +28,16 @@ OpenOption = Annotated[str, typer.Option(
 FormatOption = Annotated[str | None, typer.Option(
     "--format", help="infinitehbd or csv. [default: by the file's suffix: .json is infinitehbd]",
     show_default=False)]
+ColumnsOption = Annotated[str | None, typer.Option(
+    "--columns", help="A CSV log's own column names as FIELD=COLUMN,… (fields node, start, end, class, level, desc), "
+    "e.g. node=hostname, start=down_at, end=up_at, class=reason; other columns are then ignored. Its times may be "
+    "seconds since the observation began, ISO 8601 timestamps or Unix epoch seconds (then counted from the "
+    "earliest start).", show_default=False)]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print it as one JSON document.")]
 
 
-def _read(log: Path, servers: int | None, span_days: float | None, open_faults: str, format: str | None) -> Any:
+def _read(log: Path, servers: int | None, span_days: float | None, open_faults: str, format: str | None,
+          columns: str | None) -> Any:
     from simcluster.errors import TraceError
     from simcluster.faults import read_fault_log
     from simcluster.faults.log import DAY
@@ -38,17 +45,18 @@ def _read(log: Path, servers: int | None, span_days: float | None, open_faults: 
 
     try:
         return read_fault_log(resolve_data(log), servers=servers, span_s=None if span_days is None else span_days * DAY,
-                              open_faults=open_faults, format=format)  # type: ignore[arg-type]
+                              open_faults=open_faults, format=format, columns=columns)  # type: ignore[arg-type]
     except (TraceError, ValueError) as exc:
         fail(exc)
 
 
 @faults_app.command("show")
 def faults_show(log: LogArgument, servers: ServersOption = None, span_days: SpanOption = None,
-                open_faults: OpenOption = "error", format: FormatOption = None, as_json: JsonOption = False) -> None:
+                open_faults: OpenOption = "error", format: FormatOption = None, columns: ColumnsOption = None,
+                as_json: JsonOption = False) -> None:
     """What a fault log holds: servers (failed and observed), span, faults, availability, faults per class, and
     the choices its reading needed (sorted events, merged overlaps)."""
-    summary = _read(log, servers, span_days, open_faults, format).summary()
+    summary = _read(log, servers, span_days, open_faults, format, columns).summary()
     if as_json:
         from simcluster.results import to_json
 
@@ -77,13 +85,13 @@ def faults_fit(log: LogArgument,
                    "--out", help="Write the fit here as JSON (fitted.json; docs/failures.md gives its schema), for "
                    "a run on a cluster of any size.", show_default=False)] = None,
                servers: ServersOption = None, span_days: SpanOption = None, open_faults: OpenOption = "error",
-               format: FormatOption = None, as_json: JsonOption = False) -> None:
+               format: FormatOption = None, columns: ColumnsOption = None, as_json: JsonOption = False) -> None:
     """Fit a fault log: per class its share of the faults, its rate per 1,000 server-days of up time and its
     median repair time, each with a 95 % interval (exact Poisson, Clopper-Pearson, order statistics), and a
     log-normal fit of its repair times."""
     from simcluster.faults import fit_faults
 
-    fit = fit_faults(_read(log, servers, span_days, open_faults, format))
+    fit = fit_faults(_read(log, servers, span_days, open_faults, format, columns))
     if out_file is not None:
         from simcluster.errors import OutputError
 

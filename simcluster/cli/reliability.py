@@ -82,6 +82,14 @@ def reliability(
                                                       "log: each replica its own offset, drawn from its seed) or a "
                                                       "time into the log for every replica (s, or 90d).",
                                                       show_default=False)] = None,
+    fault_servers: Annotated[int, typer.Option(min=0, help="Servers the --faults log observed, those that never "
+                                               "failed included (0: the log's own count; a CSV's are only its "
+                                               "failing servers).")] = 0,
+    open_faults: Annotated[str, typer.Option(help="A fault of the log that never ends: error, or span-end.")]
+        = "error",
+    fault_columns: Annotated[str | None, typer.Option(help="The --faults CSV log's own column names, as `lucid-sim "
+                                                      "faults fit --columns` takes them.", show_default=False)]
+        = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the study as one JSON document (its settings, "
                                           "the rows of reliability.csv and the files written) instead of the "
                                           "table.")] = False,
@@ -92,7 +100,7 @@ def reliability(
     marked; writes reliability.csv and reliability.png."""
     from simcluster.errors import TraceError
     from simcluster.experiments.reliability import reliability_study
-    from simcluster.faults.spec import offset_of, seconds
+    from simcluster.faults.spec import LogReading, offset_of, seconds
     from simcluster.limits import LimitError, number
     from simcluster.settings.reliability import MAX_COST_S
 
@@ -105,7 +113,8 @@ def reliability(
                                   spare_nodes=spare_nodes,
                                   spare_swap=seconds(spare_swap, "--spare-swap", high=MAX_COST_S),
                                   gpus_per_node=gpus_per_node,
-                                  faults_offset=None if faults_offset is None else offset_of(faults_offset))
+                                  faults_offset=None if faults_offset is None else offset_of(faults_offset),
+                                  reading=LogReading(fault_servers or None, open_faults, fault_columns))  # type: ignore[arg-type]
         written = study.write(out_dir)
     except (TraceError, LimitError, ValueError, OSError) as exc:
         fail(exc)

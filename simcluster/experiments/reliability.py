@@ -45,6 +45,7 @@ from simcluster.faults.models import FailureModel
 from simcluster.faults.replay import random_offset
 from simcluster.faults.spec import (
     RANDOM,
+    LogReading,
     Offset,
     check_offset,
     failure_model,
@@ -276,10 +277,12 @@ def replica_offsets(model: FailureModel, faults_offset: Offset | None, replicas:
 def reliability_study(gpus: Sequence[int], intervals: Sequence[float], faults: str | FailureModel,
                       replicas: int = 20, work: float = 2 * 86_400.0, checkpoint_cost: float = 60.0,
                       restart_cost: float = 300.0, spare_nodes: int = 8, spare_swap: float = 0.0,
-                      gpus_per_node: int = 8, faults_offset: Offset | None = None) -> ReliabilityStudy:
+                      gpus_per_node: int = 8, faults_offset: Offset | None = None,
+                      reading: LogReading | None = None) -> ReliabilityStudy:
     """Run the study (module docstring).  ``faults``: what ``--faults`` takes, or a failure model;
-    ``faults_offset``: ``"random"`` (the default for a log), or seconds into it for every replica.  Refuses
-    in words, naming the option, what ``lucid-sim reliability`` refuses (sizes, intervals, costs, replicas)."""
+    ``faults_offset``: ``"random"`` (the default for a log), or seconds into it for every replica; ``reading``:
+    how a log is read (its fleet, open faults, columns).  Refuses in words, naming the option, what
+    ``lucid-sim reliability`` refuses (sizes, intervals, costs, replicas)."""
     sizes = check_sizes(gpus, gpus_per_node)
     intervals = check_intervals(intervals)
     replicas = int(number(replicas, "--replicas", low=2, high=MAX_REPLICAS, whole=True))
@@ -288,9 +291,9 @@ def reliability_study(gpus: Sequence[int], intervals: Sequence[float], faults: s
                         (spare_swap, "--spare-swap")):
         number(value, name, low=0, high=MAX_COST_S)
     spare_nodes = int(number(spare_nodes, "--spare-nodes", low=0, high=1_000_000, whole=True))
-    model = failure_model(faults) if isinstance(faults, (str, os.PathLike)) else faults
+    model = failure_model(faults, reading=reading) if isinstance(faults, (str, os.PathLike)) else faults
     offsets = replica_offsets(model, faults_offset, replicas)
-    evidence = rate_evidence(faults if isinstance(faults, (str, os.PathLike)) else model)
+    evidence = rate_evidence(faults if isinstance(faults, (str, os.PathLike)) else model, reading)
     ratios = rate_ratios(*evidence) if evidence is not None else (math.nan, math.nan)
     rate = node_rate(model, gpus_per_node)
     exponential = isinstance(model, RateModel) and model.shape == 1.0 and spare_nodes > 0

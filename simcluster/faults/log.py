@@ -9,7 +9,11 @@ Two formats (docs/failures.md, "Fault logs"):
   counted by ``servers=`` (default :data:`INFINITEHBD_SERVERS`, the 400 its dataset states).
 - **CSV** ``node,start,end[,class][,level][,desc]``: one fault per row, ``start`` and ``end`` in *seconds*
   since the observation began; an empty ``end`` is a fault that never ended.  ``servers=`` defaults to the
-  distinct nodes seen (give it when servers that never failed belong to the fleet).
+  distinct nodes seen (give it when servers that never failed belong to the fleet).  A monitoring export's own
+  column names map onto these fields (``columns="node=hostname,start=down_at,end=up_at,class=reason"``), and its
+  times may be timestamps: ISO 8601 (``2025-03-01T12:00:00Z``) or Unix epoch seconds (every start at or after
+  2000-01-01), read as seconds since the earliest start, which is when the observation is taken to begin
+  (noted).
 
 Choices, stated once: unknown fields are errors (a renamed field would otherwise be read as missing);
 events out of time order are sorted (stably) and noted; two faults that overlap on one server both count
@@ -27,7 +31,9 @@ import json
 import math
 import os
 from collections import Counter, defaultdict, deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -45,6 +51,8 @@ OpenFaults = Literal["error", "span-end"]
 EVENT_FIELDS = ("node_id", "event_time", "event_type", "fault_type")
 TYPE_FIELDS = ("Level", "Class", "Desc")
 CSV_FIELDS = ("node", "start", "end", "class", "level", "desc")
+ONE_OF = {"ISO 8601 timestamps": "an ISO 8601 timestamp", "Unix epoch seconds": "Unix epoch seconds"}
+EPOCH_FROM = 946_684_800.0  # 2000-01-01 in Unix seconds: numbers of a log's starts all beyond it are epoch times
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,12 +127,15 @@ class FaultLog:
 
 
 def read_fault_log(path: str | os.PathLike[str], *, servers: int | None = None, span_s: float | None = None,
-                   open_faults: OpenFaults = "error", format: str | None = None) -> FaultLog:
+                   open_faults: OpenFaults = "error", format: str | None = None,
+                   columns: str | Mapping[str, str] | None = None) -> FaultLog:
     """Read a fault log: InfiniteHBD JSON (a JSON list, or ``.json``) or CSV (anything else), or as ``format`` says
     (``infinitehbd`` or ``csv``).  ``servers``: servers observed, those that never failed included (default:
     400 for the InfiniteHBD JSON, the distinct servers seen for a CSV).  ``span_s``: seconds observed
-    (default: from 0 to the last event).  Raises :class:`~simcluster.errors.TraceError`."""
+    (default: from 0 to the last event).  ``columns``: a CSV's own column for each field (:func:`column_map`).
+    Raises :class:`~simcluster.errors.TraceError`."""
     path = Path(path)
+    mapping = column_map(columns, path)
     if format not in (None, "infinitehbd", "csv"):
         raise TraceError(path, f"unknown fault-log format {shown(format)}: infinitehbd or csv")
     if open_faults not in ("error", "span-end"):
@@ -132,10 +143,13 @@ def read_fault_log(path: str | os.PathLike[str], *, servers: int | None = None, 
     text = _read_text(path)
     kind = format or _format_of(path, text)
     if kind == "infinitehbd":
+        if mapping:
+            raise TraceError(path, "columns name a CSV log's columns; this file is the InfiniteHBD JSON, whose "
+                             "fields are fixed")
         raw, names, notes = _parse_infinitehbd(path, text)
         default_servers, servers_note = INFINITEHBD_SERVERS, "the InfiniteHBD dataset's stated 400"
     else:
-        raw, names, notes = _parse_csv(path, text)
+        raw, names, notes = _parse_csv(path, text, mapping)
         default_servers, servers_note = len(names), "the distinct servers seen"
     return _settle(path, kind, raw, names, notes, servers, span_s, open_faults, default_servers, servers_note)
 
@@ -243,7 +257,34 @@ def _parse_infinitehbd(path: Path, text: str) -> tuple[list[_Raw], list[str], li
     return raw, list(servers), notes
 
 
-def _parse_csv(path: Path, text: str) -> tuple[list[_Raw], list[str], list[str]]:
+def column_map(columns: str | Mapping[str, str] | None, path: Path | str = "--fault-columns") -> dict[str, str]:
+    """A CSV log's own column for each field it maps (``node=hostname,start=down_at,end=up_at,class=reason``, or a
+    mapping), lower-cased as headers are read; a field not among :data:`CSV_FIELDS`, a field or a column given
+    twice, or an empty name is refused naming ``path``.
+
+    >>> column_map("node=hostname, start=Down_At ,end=up_at")
+    {'node': 'hostname', 'start': 'down_at', 'end': 'up_at'}
+    """
+    if columns is None or columns == "":
+        return {}
+    pairs = (list(columns.items()) if isinstance(columns, Mapping)
+             else [part.partition("=")[::2] for part in str(columns).split(",") if part.strip()])
+    found: dict[str, str] = {}
+    for field_name, column in pairs:
+        field_name, column = str(field_name).strip().lower(), str(column).strip().lower()
+        if field_name not in CSV_FIELDS or not column:
+            raise TraceError(path, f"columns: {shown(field_name + '=' + column)} must be FIELD=COLUMN with FIELD one "
+                             f"of {', '.join(CSV_FIELDS)}, e.g. node=hostname,start=down_at,end=up_at,class=reason")
+        if field_name in found or column in found.values():
+            raise TraceError(path, f"columns: {shown(field_name if field_name in found else column)} is given twice")
+        found[field_name] = column
+    return found
+
+
+def _parse_csv(path: Path, text: str, mapping: Mapping[str, str] | None = None
+               ) -> tuple[list[_Raw], list[str], list[str]]:
+    """The faults of a CSV log, its servers' names in order of appearance, and the notes its reading needed;
+    ``mapping``: the file's own column for each field (other columns are then ignored, and noted)."""
     check_csv(path)
     reader = csv.reader(io.StringIO(text, newline=""))
     try:
@@ -253,52 +294,133 @@ def _parse_csv(path: Path, text: str) -> tuple[list[_Raw], list[str], list[str]]
                          "[,class][,level][,desc]") from None
     except csv.Error as exc:
         raise TraceError(path, f"is not a CSV table: {exc}", line=1) from None
-    header = [name.strip().lower() for name in header]
-    for name in header:
-        if name not in CSV_FIELDS:
-            raise TraceError(path, f"unknown column (known: {', '.join(CSV_FIELDS)}; start and end in seconds)",
-                             line=1, field=name[:MAX_NAME])
-    if len(set(header)) < len(header):
-        raise TraceError(path, "a column is named twice", line=1)
-    for name in CSV_FIELDS[:3]:
-        if name not in header:
-            raise TraceError(path, "the header lacks this column (node,start,end[,class] with times in seconds)",
-                             line=1, field=name)
-    column = {name: header.index(name) for name in header}
+    column, notes = _header_columns(path, [name.strip().lower() for name in header], mapping or {})
+    width = len(header)
     servers: dict[str, int] = {}
-    raw: list[_Raw] = []
-    notes: list[str] = []
-    last = -math.inf
+    rows: list[tuple[int, str, str, str, dict[str, str]]] = []  # line, node, start, end, names
     try:
         for row in reader:
             line = reader.line_num
             if not any(cell.strip() for cell in row):
                 continue
-            if len(row) != len(header):
-                raise TraceError(path, f"has {len(row)} fields, the header {len(header)}", line=line)
-            if len(raw) >= MAX_FAULTS:
+            if len(row) != width:
+                raise TraceError(path, f"has {len(row)} fields, the header {width}", line=line)
+            if len(rows) >= MAX_FAULTS:
                 raise TraceError(path, f"has more than the limit of {MAX_FAULTS:,} faults", line=line)
-            where = f"line {line}"
             node = _name(row[column["node"]], str(path), "node", line=line)
-            start = _time(row[column["start"]], str(path), "start", line=line)
-            end_text = row[column["end"]].strip()
-            end = None if end_text == "" else _time(end_text, str(path), "end", line=line)
-            if end is not None and end < start:
-                raise TraceError(path, f"ends before it starts (start {start:g} s, end {end:g} s)", line=line,
-                                 field="end")
             names = {n: row[column[n]].strip() if n in column else "" for n in ("level", "class", "desc")}
             for n, value in names.items():
                 if len(value) > MAX_NAME:
                     raise TraceError(path, f"is longer than {MAX_NAME} characters", line=line, field=n)
-            if start < last and "rows were not in time order: sorted by start" not in notes:
-                notes.append("rows were not in time order: sorted by start")
-            last = start
-            server = servers.setdefault(node, len(servers))
-            raw.append((server, start, end, names["level"], names["class"] or "unclassified", names["desc"], where))
+            rows.append((line, node, row[column["start"]].strip(), row[column["end"]].strip(), names))
     except csv.Error as exc:
         raise TraceError(path, f"is not a CSV table: {exc}", line=reader.line_num) from None
+    times = _log_times(path, rows, notes)
+    raw: list[_Raw] = []
+    last = -math.inf
+    for (line, node, _, _, names), (start, end) in zip(rows, times, strict=True):
+        if end is not None and end < start:
+            raise TraceError(path, f"ends before it starts (start {start:g} s, end {end:g} s)", line=line,
+                             field="end")
+        if start < last and "rows were not in time order: sorted by start" not in notes:
+            notes.append("rows were not in time order: sorted by start")
+        last = start
+        server = servers.setdefault(node, len(servers))
+        raw.append((server, start, end, names["level"], names["class"] or "unclassified", names["desc"],
+                    f"line {line}"))
     raw.sort(key=lambda r: (r[1], r[0]))
     return raw, list(servers), notes
+
+
+def _header_columns(path: Path, header: list[str], mapping: Mapping[str, str]) -> tuple[dict[str, int], list[str]]:
+    """Each field's index in ``header`` (the file's own names where ``mapping`` gives them), and a note of the
+    columns a mapping left unread; a header that lacks a field, names an unknown column (without a mapping:
+    a renamed field would be read as missing) or names one twice is refused."""
+    if len(set(header)) < len(header):
+        raise TraceError(path, "a column is named twice", line=1)
+    wanted = {field_name: mapping.get(field_name, field_name) for field_name in CSV_FIELDS}
+    if not mapping:
+        for name in header:
+            if name not in CSV_FIELDS:
+                raise TraceError(path, f"unknown column (known: {', '.join(CSV_FIELDS)}; start and end in seconds, "
+                                 "or timestamps; another log's own names: --fault-columns node=hostname,...)",
+                                 line=1, field=name[:MAX_NAME])
+    for field_name in CSV_FIELDS[:3]:
+        if wanted[field_name] not in header:
+            given = f" (column {shown(wanted[field_name])} by the column mapping)" if field_name in mapping else ""
+            raise TraceError(path, f"the header lacks this column{given} (node,start,end[,class] with times in "
+                             "seconds or timestamps)", line=1, field=wanted[field_name] if given else field_name)
+    for field_name, name in mapping.items():
+        if name not in header:
+            raise TraceError(path, f"the header lacks column {shown(name)}, which the column mapping names for "
+                             f"{field_name}", line=1, field=name[:MAX_NAME])
+    column = {field_name: header.index(name) for field_name, name in wanted.items() if name in header}
+    unread = [name for name in header if name not in wanted.values()]
+    notes = [f"columns not read (the mapping names no field for them): {', '.join(unread[:10])}"] if unread else []
+    return column, notes
+
+
+def _log_times(path: Path, rows: list[tuple[int, str, str, str, dict[str, str]]], notes: list[str]
+               ) -> list[tuple[float, float | None]]:
+    """Each row's (start, end or None) in seconds since the observation began: numbers of seconds as they are;
+    ISO 8601 timestamps, or Unix epoch seconds (every start at or after 2000-01-01), as seconds since the earliest
+    start (noted).  Errors name the line and field."""
+    starts = [row[2] for row in rows]
+    if all(_is_number(text) or not text for text in starts):  # (a blank start is refused as a number of seconds)
+        numbers = [_time(text, str(path), "start", line=line) for line, _, text, _, _ in rows]
+        if numbers and min(numbers) >= EPOCH_FROM:
+            return _relative(path, rows, _epoch, notes, "Unix epoch seconds")
+        return [(start, None if end == "" else _time(end, str(path), "end", line=line))
+                for start, (line, _, _, end, _) in zip(numbers, rows, strict=True)]
+    return _relative(path, rows, _iso, notes, "ISO 8601 timestamps")
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _epoch(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError
+    return value
+
+
+def _iso(text: str) -> float:
+    """Seconds since the Unix epoch of an ISO 8601 timestamp; one without a zone is taken as UTC."""
+    moment = datetime.fromisoformat(text)
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
+
+
+def _relative(path: Path, rows: list[tuple[int, str, str, str, dict[str, str]]], read: Any, notes: list[str],
+              kind: str) -> list[tuple[float, float | None]]:
+    """The rows' times read by ``read`` (to epoch seconds), as seconds since the earliest start."""
+    def moment(text: str, line: int, field_name: str) -> float:
+        try:
+            return float(read(text))
+        except (ValueError, OverflowError, OSError):
+            raise TraceError(path, f"must be {ONE_OF[kind]} like the rest of the log's times (or seconds since "
+                             f"the observation began, in every row), got {shown(text)}", line=line,
+                             field=field_name) from None
+
+    absolute = [(moment(start, line, "start"), None if end == "" else moment(end, line, "end"))
+                for line, _, start, end, _ in rows]
+    origin = min(start for start, _ in absolute)
+    notes.append(f"times are {kind}: seconds since the earliest start "
+                 f"({datetime.fromtimestamp(origin, UTC).isoformat().replace('+00:00', 'Z')}), taken as "
+                 "the observation's beginning")
+    relative = []
+    for (line, *_), (start, end) in zip(rows, absolute, strict=True):
+        for value, field_name in ((start, "start"), (end, "end")):
+            if value is not None and value - origin > MAX_SPAN_S:
+                raise TraceError(path, "is more than a century after the log's earliest start", line=line,
+                                 field=field_name)
+        relative.append((start - origin, None if end is None else end - origin))
+    return relative
 
 
 def _settle(path: Path, kind: str, raw: list[_Raw], names: list[str], notes: list[str], servers: int | None,

@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import math
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from simcluster.errors import TraceError
 from simcluster.faults.fit import load_fit
-from simcluster.faults.log import read_fault_log
+from simcluster.faults.log import FaultLog, OpenFaults, read_fault_log
 from simcluster.faults.models import (
     MAX_HORIZON_S,
     MAX_SHAPE,
@@ -44,6 +45,33 @@ _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86_400.0}
 RATE_KEYS = ("mtbf", "repair", "shape", "per")
 RANDOM = "random"  # --faults-offset random: each run's own offset, drawn from its seed
 Offset = float | str  # seconds into the log, or RANDOM
+
+
+@dataclass(frozen=True)
+class LogReading:
+    """How a replayed fault log is read (``--fault-servers``, ``--open-faults``, ``--fault-columns``): what
+    ``lucid-sim faults fit`` takes as options, so that a run replays the log its fit describes.
+
+    >>> LogReading(servers=560).given()
+    (('--fault-servers', 560),)
+    """
+
+    servers: int | None = None  # the fleet observed; None: the log's own count
+    open_faults: OpenFaults = "error"
+    columns: str | None = None
+
+    @classmethod
+    def of(cls, config: Any) -> LogReading:
+        return cls(config.fault_servers or None, config.open_faults, config.fault_columns or None)
+
+    def given(self) -> tuple[tuple[str, Any], ...]:
+        """The options given that only a log reads (a rate model or a fit refuses them)."""
+        return tuple((name, value) for name, value in (
+            ("--fault-servers", self.servers), ("--open-faults", self.open_faults != "error" and self.open_faults),
+            ("--fault-columns", self.columns)) if value)
+
+    def read(self, path: Path) -> FaultLog:
+        return read_fault_log(path, servers=self.servers, open_faults=self.open_faults, columns=self.columns)
 
 
 def seconds(text: str, what: str, high: float | None = None) -> float:
@@ -140,26 +168,29 @@ def offset_of(value: Any, what: str = "--faults-offset") -> Offset:
             from None
 
 
-def failure_model(spec: str | os.PathLike[str], offset_s: Offset = 0.0, seed: int = 0) -> FailureModel:
+def failure_model(spec: str | os.PathLike[str], offset_s: Offset = 0.0, seed: int = 0,
+                  reading: LogReading | None = None) -> FailureModel:
     """The model ``--faults`` names (module docstring); a replayed log starts ``offset_s`` into the log
-    (``random``: :func:`~simcluster.faults.replay.random_offset` of the log's span and ``seed``).  Bad input:
-    :class:`TraceError` naming the file and field, or :class:`LimitError` naming the option."""
+    (``random``: :func:`~simcluster.faults.replay.random_offset` of the log's span and ``seed``) and is read as
+    ``reading`` says.  Bad input: :class:`TraceError` naming the file and field, or :class:`LimitError` naming
+    the option."""
     from simcluster.paths import resolve_data
 
     text = os.fspath(spec)
     offset = offset_of(offset_s)
+    given = [name for name, value in (("--faults-offset", offset), *(reading.given() if reading else ())) if value]
     if is_rate_spec(text):
-        if offset:
-            raise LimitError("--faults-offset applies to a replayed fault log, not to a rate model")
+        if given:
+            raise LimitError(f"{', '.join(given)} applies to a replayed fault log, not to a rate model")
         return rate_model(text)
     path = resolve_data(text)
     if not path.exists():
         raise TraceError(path, "no such fault log, fitted.json or rate model (a rate model: mtbf=30d,repair=4h)")
     if _is_fit(path):
-        if offset:
-            raise LimitError("--faults-offset applies to a replayed fault log, not to a fitted.json")
+        if given:
+            raise LimitError(f"{', '.join(given)} applies to a replayed fault log, not to a fitted.json")
         return load_fit(path).model()  # every field checked, errors naming the file and field
-    log = read_fault_log(path)
+    log = (reading or LogReading()).read(path)
     if offset == RANDOM:
         return LogReplay(log, offset_s=random_offset(log.span_s, seed))
     assert isinstance(offset, float)
@@ -185,7 +216,8 @@ def check_offset(offset: float, span_s: float, given: Any = None) -> float:
                      f"days), got {shown_given}")
 
 
-def rate_evidence(faults: str | os.PathLike[str] | FailureModel) -> tuple[int, float] | None:
+def rate_evidence(faults: str | os.PathLike[str] | FailureModel, reading: LogReading | None = None
+                  ) -> tuple[int, float] | None:
     """The faults and the servers' up time (s) a model's rate was counted from: a replayed log's, or a
     ``fitted.json``'s (its ``faults`` and ``exposure_server_days``); None for a rate given by hand, whose rate
     is taken as exact.
@@ -203,7 +235,7 @@ def rate_evidence(faults: str | os.PathLike[str] | FailureModel) -> tuple[int, f
     if _is_fit(path):
         fit = load_fit(path)
         return fit.faults, fit.exposure_server_days * 86_400.0
-    return rate_evidence(LogReplay(read_fault_log(path)))
+    return rate_evidence(LogReplay((reading or LogReading()).read(path)))
 
 
 def _up_seconds(replay: LogReplay) -> float:
@@ -237,13 +269,27 @@ def node_rate(model: FailureModel, gpus_per_node: int) -> float:
     return float(rate(gpus_per_node)) if callable(rate) else 0.0
 
 
+def fleet_doubt(model: FailureModel | None, reading: LogReading, nodes: int) -> str | None:
+    """A warning where a replayed CSV log's fleet is taken to be its servers: a CSV log lists only the servers that
+    failed, so each of the run's ``nodes`` replays a failing server's history, and the run sees as many faults
+    as a fleet of failing servers would, not the fleet observed.  None where the fleet was given or is the log's
+    own (the InfiniteHBD JSON's stated 400)."""
+    if not isinstance(model, LogReplay) or model.log.format != "csv" or reading.servers is not None:
+        return None
+    log = model.log
+    return (f"--faults {log.path}: the fleet is taken to be the log's {log.servers:,} server(s), every one of which "
+            f"failed (a CSV log lists only servers with faults), so each of the cluster's {nodes:,} nodes replays a "
+            f"failing server's history: {node_rate(model, 1) * 86_400:,.3g} faults a day while up. Give "
+            "--fault-servers with the servers observed, those that never failed included.")
+
+
 def model_of(config: Any) -> FailureModel | None:
     """The failure model a run's settings name, resolved once: ``--faults``, or ``--node-mtbf`` as a rate model
     where spares or exclusion need one stream of server faults (``--node-mtbf`` alone keeps each node's own
     process, :func:`~simcluster.engine.failures.node_life`); None otherwise.  ``--faults-offset random`` draws
     the run's offset from ``--seed``."""
     if config.faults:
-        return failure_model(config.faults, config.faults_offset, seed=config.seed)
+        return failure_model(config.faults, config.faults_offset, seed=config.seed, reading=LogReading.of(config))
     if config.node_mtbf > 0 and (config.spare_nodes or config.exclude_after):
         return RateModel.from_mtbf(config.node_mtbf, Repair.fixed(config.node_repair))
     return None

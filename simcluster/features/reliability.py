@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from simcluster.faults.spec import LogReading, fleet_doubt
 from simcluster.features.base import Contribution, Ended, Feature
 from simcluster.metrics.reliability import CauseTimeline, job_columns, run_figures
 from simcluster.settings.reliability import ReliabilityOptions
@@ -33,13 +34,18 @@ class Reliability(Feature):
 
     def start(self, plan: Any, jobs: list[Job], run: ResolvedRun) -> Contribution:
         gpus_per_node = run.config.gpus_per_node
-        return ReliabilityResults(CauseTimeline(run.cluster.node_gpus, gpus_per_node))
+        doubt = fleet_doubt(run.fault_model, LogReading.of(run.config), len(run.cluster.node_gpus))
+        return ReliabilityResults(CauseTimeline(run.cluster.node_gpus, gpus_per_node), [doubt] if doubt else [])
 
 
 class ReliabilityResults(Contribution):
-    def __init__(self, causes: CauseTimeline) -> None:
+    def __init__(self, causes: CauseTimeline, doubts: list[str]) -> None:
         self.causes = causes
         self.observers = [causes]
+        self.doubts = doubts
+
+    def warnings(self, ended: Ended) -> list[str]:
+        return self.doubts
 
     def columns(self, ended: Ended, jobs: pd.DataFrame) -> pd.DataFrame:
         record = ended.outcome.reliability

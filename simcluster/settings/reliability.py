@@ -22,6 +22,7 @@ def failing(run: RunView) -> bool:
 
 
 WITH_FAILURES = Reader(failing, who="runs with node failures (--node-mtbf > 0 or --faults)")
+REPLAYING = Reader(lambda run: bool(run.config.faults), who="runs replaying a fault log (--faults LOG)")
 
 
 def exclusion_rule(text: Any, where: str = "settings") -> tuple[int, float]:
@@ -91,7 +92,21 @@ class ReliabilityOptions:
         0.0, "A replayed fault log starts this many seconds into the log at the run's first submission, wrapping "
         "around its end; random: an offset drawn from --seed (uniform over the log's span), so that each seed "
         "replays its own stretch of the log.", min=0, words=("random",),
-        reads=Reader(lambda run: bool(run.config.faults), who="runs replaying a fault log (--faults LOG)"),
+        reads=REPLAYING,
+    )
+    fault_servers: int = setting(
+        0, "Servers the --faults log observed, those that never failed included (as `lucid-sim faults fit "
+        "--servers`); 0: the log's own count (400 for the InfiniteHBD JSON; for a CSV the servers in it, which are "
+        "only the failing ones: a warning says so).", min=0, max=10_000_000, reads=REPLAYING,
+    )
+    open_faults: str = setting(
+        "error", "A fault of the --faults log that never ends: error, or span-end (down to the end of the "
+        "observation).", choices=("error", "span-end"), reads=REPLAYING,
+    )
+    fault_columns: str | None = setting(
+        None, "The --faults CSV log's own column names as FIELD=COLUMN,… (fields node, start, end, class, level, "
+        "desc), e.g. node=hostname, start=down_at, end=up_at, class=reason; its times may be seconds, ISO 8601 "
+        "timestamps or Unix epoch seconds.", reads=REPLAYING,
     )
     checkpoint_cost: float = setting(
         0.0, "Seconds without progress at every periodic checkpoint and at every preemption (which checkpoints).",
