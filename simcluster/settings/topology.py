@@ -39,8 +39,10 @@ class TopologyOptions:
         "tas-balanced, kueue-tas; Slurm's slurm-tree, slurm-block).", reads=WITH_TOPOLOGY,
     )
     link_contention: float = setting(
-        0.0, "Jobs crossing the same uplink share its bandwidth: C, the share of every job's time alone spent in "
-        "communication across uplinks (0: off). A job whose most crowded uplink n jobs cross runs at "
-        "1/((1 - C) + C*n). Uplinks: those of the domains it occupies at the highest level it spans and below.",
+        0.0, "Jobs crossing the same uplink share its bandwidth: C, the share of a job's time alone spent in "
+        "communication across uplinks, for every job whose trace gives no comm_share of its own (0: off, "
+        "unless the trace has a comm_share column). A job of share c whose most crowded uplink n jobs cross "
+        "runs at 1/((1 - c) + c*n). Uplinks: those of the domains it occupies at the highest level it spans "
+        "and below.",
         min=0, max=1, reads=WITH_TOPOLOGY,
     )

@@ -9,7 +9,9 @@ not counted: a node is mostly held whole by one job, and jobs sharing a node's G
 
 On an uplink that n jobs cross, each gets 1/n of its bandwidth (fair share), and a job is as slow as the most
 crowded uplink it crosses makes it: with c its communication share (the part of its time alone spent in
-communication across uplinks), its speed is 1/((1 - c) + c·n).
+communication across uplinks: its own, a trace's ``comm_share``, else ``--link-contention``'s), its speed is
+1/((1 - c) + c·n).  Jobs of different shares on one uplink still split it evenly: each is slowed by its own
+share.
 """
 
 from __future__ import annotations
