@@ -20,6 +20,13 @@ A **ClusterQueue chart** shows one run of Kueue's queues (``tiers_timeline.csv``
 over each interval, :class:`simcluster.metrics.tiers.TierTimeline`): a line per queue, its nominal quota dashed
 (``summary.json``'s ``tiers.timeline.nominal_gpus``), and the share of the cluster's GPUs allocated below it.
 
+**Topology bars** show runs on a cluster with a topology (``summary.json``'s ``topology``, and ``link_contention``
+where link contention was in play; docs/topology.md): per configuration, per level from the top down, the share of
+the jobs and of the GPU-time that spanned it and the share of the free GPU-time stranded at it; the share of the
+queueing that the free GPUs alone do not explain (``fit_but_waited``) and of the jobs that shared an uplink with
+another job (Crux's figure).  Each bar is the mean over the configuration's runs, its error bar a 95 % interval over
+replicas, else a min–max (:func:`topology_bars`).
+
 >>> parse_window("36h:2d")
 (129600.0, 172800.0)
 """
@@ -35,7 +42,9 @@ import numpy as np
 import pandas as pd
 
 from simcluster.experiments.aggregate import Configuration
-from simcluster.experiments.plots import binned_mean
+from simcluster.experiments.plots import Spread, binned_mean
+from simcluster.experiments.replicas import interval
+from simcluster.experiments.uncertainty import MIN_INTERVAL
 
 MAX_LINES = 12  # configurations drawn in the line plots (the first ones; the table has them all)
 MAX_GANTTS = 6  # runs with a Gantt chart (the first ones with placements)
@@ -43,11 +52,19 @@ MAX_NODES = 40
 MAX_BARS = 3000
 MAX_JOBS = 160  # rows of a GPU-count chart
 MAX_QUEUES = 10  # lines of a ClusterQueue chart (the queues that used the most; the others summed as one)
+MAX_CONFIGURATIONS = 40  # configurations in a bar chart (the first ones; the table has them all)
 TIME_BINS = 400
 CDF_POINTS = 400
 _UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 Band = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # days, mean, min, max over a configuration's runs
+
+# what a bar's error bar is (its captions say it: simcluster.experiments.report.bars_caption)
+INTERVAL, MIN_MAX_REPLICAS, MIN_MAX_SEEDS, ONE_RUN = ("95 % interval", "min–max of too few replicas",
+                                                      "min–max over seeds", "one run")
+LEVEL_FIGURES = ("jobs_spanning", "gpu_time_spanning", "stranded_share")  # per level, in summary's topology
+QUEUEING = "queueing"  # the figure of the groups below, not per level
+FIT_BUT_WAITED, SHARING_UPLINK = "fit_but_waited", "jobs_sharing_uplink"
 
 
 def parse_window(text: str) -> tuple[float, float]:
@@ -107,6 +124,21 @@ class TierShares:
 
 
 @dataclass
+class TopologyBars:
+    """The topology bars (see the module's docstring): ``bars[figure][label][group]`` the bar (mean, low, high) of
+    a configuration, ``figure`` one of :data:`LEVEL_FIGURES` (groups: ``levels``, top down, ``node`` last) or
+    :data:`QUEUEING` (groups: :data:`FIT_BUT_WAITED`, the share of queueing, and, where ``sharing``,
+    :data:`SHARING_UPLINK`); a configuration lacking a figure has no bar for it.  ``kinds``: what the error bars
+    are (:data:`INTERVAL`…); ``groups`` the configurations drawn."""
+
+    levels: list[str]
+    bars: dict[str, dict[str, dict[str, Spread]]]
+    kinds: list[str]
+    sharing: bool
+    groups: list[Configuration]
+
+
+@dataclass
 class Pictures:
     jct: dict[str, np.ndarray]  # configuration → every finished job's JCT (seeds pooled)
     queue: dict[str, np.ndarray]  # … and queueing delay
@@ -116,6 +148,7 @@ class Pictures:
     gantts: list[Gantt] = field(default_factory=list)
     gpu_counts: list[GpuCounts] = field(default_factory=list)
     tier_shares: list[TierShares] = field(default_factory=list)
+    topology: TopologyBars | None = None  # runs on a cluster with a topology (none: None)
     more: str = ""  # "(first 12 of 30)" when configurations were left out of the line plots
 
 
@@ -157,7 +190,88 @@ def gather(groups: Sequence[Configuration], window: tuple[float, float] | None =
             if shares is not None and len(shares):
                 first = float(r.all_jobs()["submit_time"].min())
                 pictures.tier_shares.append(tier_shares_of(label, shares, first, r.summary))
+    pictures.topology = topology_bars(groups[:MAX_CONFIGURATIONS])
     return pictures
+
+
+def spread_of(values: np.ndarray) -> Spread:
+    """(mean, min, max) of the finite ``values``; NaNs where none is.
+
+    >>> spread_of(np.array([1.0, np.nan, 3.0]))
+    (2.0, 1.0, 3.0)
+    """
+    finite = values[np.isfinite(values)]
+    if not len(finite):
+        return (np.nan, np.nan, np.nan)
+    return (float(finite.mean()), float(finite.min()), float(finite.max()))
+
+
+def runs_bar(values: np.ndarray, replicas: int, runs: int) -> tuple[Spread, str]:
+    """A bar over a configuration's runs (``values``, one per run, NaN where a run lacks it; ``replicas`` how many
+    of its ``runs`` are replicas): the mean with the replicas' 95 % interval where at least
+    :data:`~simcluster.experiments.uncertainty.MIN_INTERVAL` have the figure, else with the runs' min–max; and
+    what the error bar is.
+
+    >>> runs_bar(np.array([0.1, 0.3]), 0, 2)
+    ((0.2, 0.1, 0.3), 'min–max over seeds')
+    """
+    finite = values[np.isfinite(values)]
+    if replicas >= MIN_INTERVAL and len(finite) >= MIN_INTERVAL:
+        found = interval(finite)
+        return (found.mean, found.low, found.high), INTERVAL
+    return spread_of(values), MIN_MAX_REPLICAS if replicas else MIN_MAX_SEEDS if runs > 1 else ONE_RUN
+
+
+def topology_values(summary: dict[str, Any]) -> dict[tuple[str, str], float] | None:
+    """A run's topology figures, (figure, group) → value (see :class:`TopologyBars`), from its ``summary``; None
+    for a run without a topology.  A figure the run did not record (a run written before it existed) is left out.
+
+    >>> values = topology_values({"topology": {"levels": ["rack", "node"], "jobs_spanning": {"rack": 0.25},
+    ...                           "fit_but_waited": {"share_of_queueing": 0.5}},
+    ...                           "link_contention": {"jobs_sharing_uplink": 0.125}})
+    >>> values[("jobs_spanning", "rack")], values[("queueing", "fit_but_waited")], values[("queueing", "jobs_sharing_uplink")]
+    (0.25, 0.5, 0.125)
+    """
+    topology = summary.get("topology")
+    if not isinstance(topology, dict):
+        return None
+    values = {(figure, str(level)): float(value) for figure in LEVEL_FIGURES
+              for level, value in (topology.get(figure) or {}).items() if value is not None}
+    waited = (topology.get("fit_but_waited") or {}).get("share_of_queueing")
+    if waited is not None:
+        values[(QUEUEING, FIT_BUT_WAITED)] = float(waited)
+    sharing = (summary.get("link_contention") or {}).get(SHARING_UPLINK)
+    if sharing is not None:
+        values[(QUEUEING, SHARING_UPLINK)] = float(sharing)
+    return values
+
+
+def topology_bars(groups: Sequence[Configuration]) -> TopologyBars | None:
+    """The topology bars of the configurations among ``groups`` whose runs had a topology (none: None): per
+    figure and group the mean over each configuration's runs with its spread (:func:`runs_bar`).  Levels are
+    merged top down across topologies in the order first met, ``node`` last."""
+    found = [(g, [topology_values(r.summary) for r in g.runs]) for g in groups]
+    found = [(g, [v for v in values if v is not None]) for g, values in found if any(v is not None for v in values)]
+    if not found:
+        return None
+    named = [str(level) for g, _ in found for r in g.runs for level in (r.summary.get("topology") or {}).get("levels")
+             or []]
+    levels = [*dict.fromkeys(level for level in named if level != "node"), "node"]
+    sharing = any((QUEUEING, SHARING_UPLINK) in v for _, values in found for v in values)
+    groups_of = {**{figure: levels for figure in LEVEL_FIGURES},
+                 QUEUEING: [FIT_BUT_WAITED, *([SHARING_UPLINK] if sharing else [])]}
+    bars: dict[str, dict[str, dict[str, Spread]]] = {figure: {} for figure in groups_of}
+    kinds: set[str] = set()
+    for g, values in found:
+        for figure, names in groups_of.items():
+            for name in names:
+                runs = np.array([v.get((figure, name), np.nan) for v in values], dtype=float)
+                if not np.isfinite(runs).any():
+                    continue
+                bar, kind = runs_bar(runs, len(g.replicas), len(values))
+                bars[figure].setdefault(g.label, {})[name] = bar
+                kinds.add(kind)
+    return TopologyBars(levels, bars, sorted(kinds), sharing, [g for g, _ in found])
 
 
 def gpu_counts_of(label: str, allocations: pd.DataFrame, jobs: pd.DataFrame, summary: dict[str, Any]) -> GpuCounts:

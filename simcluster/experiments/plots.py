@@ -8,6 +8,7 @@ interval over replicas, a min–max over seeds) the caller says in the title.
 
 from __future__ import annotations
 
+import textwrap
 import zlib
 from collections.abc import Mapping, Sequence
 
@@ -45,16 +46,60 @@ Spread = tuple[float, float, float]  # mean, low, high: the error bar's ends (an
 
 
 def _bar(ax: Axes, x: np.ndarray, spreads: Sequence[Spread], width: float, label: str | None = None,
-         horizontal: bool = False) -> None:
+         horizontal: bool = False, color: str | None = None) -> matplotlib.container.BarContainer:
     """Bars at the means, with error bars from low to high where they differ from the mean."""
     mean = np.nan_to_num(np.array([s[0] for s in spreads], dtype=float))
     low = np.nan_to_num(mean - np.array([s[1] for s in spreads], dtype=float)).clip(0)
     high = np.nan_to_num(np.array([s[2] for s in spreads], dtype=float) - mean).clip(0)
     errors = np.vstack([low, high]) if (low.any() or high.any()) else None
     if horizontal:
-        ax.barh(x, mean, width, label=label, xerr=errors, capsize=3)
-    else:
-        ax.bar(x, mean, width, label=label, yerr=errors, capsize=3)
+        return ax.barh(x, mean, width, label=label, xerr=errors, capsize=3, color=color)
+    return ax.bar(x, mean, width, label=label, yerr=errors, capsize=3, color=color)
+
+
+BarPanel = tuple[str, Sequence[tuple[str, str]], Mapping[str, Mapping[str, Spread]]]  # see grouped_shares
+MAX_LABELLED_BARS = 16  # more bars in a panel than this: no value written over each
+
+
+def grouped_shares(panels: Sequence[BarPanel], title: str) -> bytes:
+    """Shares as grouped bars in percent, the panels side by side: each panel (its y label, its groups left to
+    right as (key, name shown), series name → group key → (mean, low, high)) has one bar per series in each group,
+    error bars low–high; a series without a group's key draws no bar there.  A series keeps its colour across
+    panels; the legend, once, is below them.  Each bar carries its value (a share of 0 draws no bar but says 0 %)
+    where a panel has at most :data:`MAX_LABELLED_BARS`."""
+    fig = Figure(figsize=(WIDTH / DPI, HEIGHT / DPI), dpi=DPI, layout="constrained")
+    FigureCanvasAgg(fig)
+    widths = [max(len(groups), 1.5) for _, groups, _ in panels] or [1]
+    axes = fig.subplots(1, max(len(panels), 1), squeeze=False, width_ratios=widths)[0]
+    names = list(dict.fromkeys(name for _, _, series in panels for name in series))
+    n = max(len(names), 1)
+    width = 0.8 / n
+    for ax, (ylabel, groups, series) in zip(axes, panels, strict=False):
+        keys = {key for key, _ in groups}
+        labelled = sum(len(keys & set(by_group)) for by_group in series.values()) <= MAX_LABELLED_BARS
+        for i, name in enumerate(names):
+            drawn = [(k, series[name][key]) for k, (key, _) in enumerate(groups)
+                     if key in series.get(name, {}) and np.isfinite(series[name][key][0])]
+            if drawn:
+                x = np.array([k for k, _ in drawn], dtype=float) + (i - (n - 1) / 2) * width
+                bars = _bar(ax, x, [tuple(100 * v for v in spread) for _, spread in drawn], width,
+                            color=f"C{i % 10}")
+                if labelled:
+                    ax.bar_label(bars, labels=[f"{100 * spread[0]:.3g} %" for _, spread in drawn],
+                                 fontsize="x-small", padding=2)
+        ax.set_xticks(np.arange(len(groups)), [shown for _, shown in groups], fontsize="small")
+        ax.set_xlim(-0.6, len(groups) - 0.4)
+        ax.set_ylim(bottom=0)
+        ax.set_ylabel(ylabel, fontsize="small")
+        ax.grid(True, axis="y", alpha=0.3)
+    if names:
+        labels = [wrapped_label(name, 100) for name in names]
+        handles = [matplotlib.patches.Patch(color=f"C{i % 10}", label=label) for i, label in enumerate(labels)]
+        widest = max(len(line) for label in labels for line in label.splitlines())
+        across = max(1, min(len(names), 3, 120 // widest))  # columns that fit the width
+        fig.legend(handles=handles, loc="outside lower center", ncols=across, fontsize="small")
+    fig.suptitle(title, fontsize="medium")
+    return png_bytes(fig)
 
 
 def queue_by_vc(values: Mapping[str, Mapping[str, Spread]], vcs: Sequence[str],
@@ -76,12 +121,22 @@ def queue_by_vc(values: Mapping[str, Mapping[str, Spread]], vcs: Sequence[str],
     return png_bytes(fig)
 
 
+def wrapped_label(name: str, width: int = 40) -> str:
+    """A series' name in lines of at most ``width`` characters (at spaces), so that a long configuration label
+    (settings, a topology file's path) leaves the plot its room.
+
+    >>> wrapped_label("fifo placement=random topology=/a/long/path.csv", 25)
+    'fifo placement=random\\ntopology=/a/long/path.csv'
+    """
+    return "\n".join(textwrap.wrap(name, width, break_long_words=False, break_on_hyphens=False)) or name
+
+
 def figure_bars(values: Mapping[str, Spread], xlabel: str, title: str) -> bytes:
     """One horizontal bar per series (its mean, error bars low–high), first series on top."""
     fig, ax = new_figure()
     y = np.arange(len(values))[::-1]
     _bar(ax, y, list(values.values()), 0.7, horizontal=True)
-    ax.set_yticks(y, list(values), fontsize="small")
+    ax.set_yticks(y, [wrapped_label(name) for name in values], fontsize="small")
     ax.set_xlabel(xlabel)
     ax.set_title(title, fontsize="medium")
     ax.grid(True, axis="x", alpha=0.3)

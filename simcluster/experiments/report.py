@@ -26,6 +26,12 @@ everything appears together, or nothing does.
   figures also in ``comparison.csv`` and ``runs.csv``), ``gpu_time_by_cause.png`` (GPU-time by cause over time)
   and ``ettr_by_size.png`` (ETTR against job size); a report of runs without them is as before
   (:func:`fill_reliability`).
+- Runs on a cluster with a topology (``run --topology``: docs/topology.md): ``topology_spanning.png``, per
+  configuration and level (top down) the share of the jobs and of the GPU-time that spanned it, and
+  ``topology_stranded.png``, the share of the free GPU-time stranded per level, the share of the queueing during
+  which the job's GPUs were free (``fit_but_waited``) and, where link contention was in play, the share of the jobs
+  sharing an uplink; bars as above, a "Topology" section of ``comparison.md`` showing both (:func:`topology_plots`);
+  a report of runs without a topology is as before.
 - Runs of Kueue's ClusterQueues that wrote ``tiers_timeline.csv`` (:class:`simcluster.metrics.tiers.TierTimeline`):
   ``tiers_share_over_time.png`` (``tiers_share_over_time-N.png`` for each further run, up to six): each queue's
   GPUs in use over time with its nominal quota dashed, and the cluster's allocation rate (:func:`tier_share_plots`).
@@ -58,7 +64,20 @@ from simcluster.experiments.aggregate import (
     size_table,
     trace_of,
 )
-from simcluster.experiments.pictures import Pictures, TierShares, gather
+from simcluster.experiments.pictures import (
+    FIT_BUT_WAITED,
+    INTERVAL,
+    MIN_MAX_REPLICAS,
+    MIN_MAX_SEEDS,
+    ONE_RUN,
+    QUEUEING,
+    SHARING_UPLINK,
+    Pictures,
+    TierShares,
+    gather,
+    runs_bar,
+    spread_of,
+)
 from simcluster.experiments.replicas import FEWEST
 from simcluster.experiments.uncertainty import (
     HEADLINE,
@@ -410,7 +429,9 @@ def _size_lines(sizes: pd.DataFrame) -> list[str]:
 
 
 def markdown(table: pd.DataFrame, found: Uncertainty | None = None, sizes: pd.DataFrame | None = None,
-             reliability: pd.DataFrame | None = None) -> str:
+             reliability: pd.DataFrame | None = None, topology: Mapping[str, str] | None = None) -> str:
+    """``comparison.md``: what the cells show, the table, and the sections that the runs call for — by job size,
+    reliability, topology (``topology``: picture → caption, each shown as an image beside the file), verdicts."""
     columns = shown_columns(table)
     shown = formatted(table, columns)
     left = {"label", "trace", "seeds", "vc", "notes"}
@@ -427,6 +448,11 @@ def markdown(table: pd.DataFrame, found: Uncertainty | None = None, sizes: pd.Da
         lines += ["", "## Reliability", "", RELIABILITY_TEXT, "", "| " + " | ".join(header) + " |",
                   "| " + " | ".join(["---"] + ["---:"] * (len(header) - 1)) + " |"]
         lines += ["| " + " | ".join(v.replace("|", "\\|") for v in row) + " |" for row in cells]
+    if topology:
+        lines += ["", "## Topology", ""]
+        for name, caption in topology.items():
+            lines += [f"![{name}]({name})", "", f"{name}: {caption}", ""]
+        lines.pop()
     if found is not None and found.differences:
         lines += ["", "## Paired differences", "", found.method + ".", ""]
         lines += [f"- {d.verdict}" for d in found.differences]
@@ -522,17 +548,6 @@ def rich_table(table: pd.DataFrame, width: int = 80) -> Any:
 
 # --- plots ---------------------------------------------------------------------------------------------
 
-INTERVAL, MIN_MAX_REPLICAS, MIN_MAX_SEEDS, ONE_RUN = ("95 % interval", "min–max of too few replicas",
-                                                      "min–max over seeds", "one run")
-
-
-def _spread(values: np.ndarray) -> plots.Spread:
-    finite = values[np.isfinite(values)]
-    if not len(finite):
-        return (np.nan, np.nan, np.nan)
-    return (float(finite.mean()), float(finite.min()), float(finite.max()))
-
-
 def bar_of(g: Configuration, name: str, vc: str, found: Uncertainty | None) -> tuple[plots.Spread, str]:
     """A configuration's bar for figure ``name``: (mean, low, high) and what the error bar is — the 95 % interval of
     its replicas' values (:data:`INTERVAL`), their min–max when they are too few for one, or the min–max over its
@@ -542,7 +557,7 @@ def bar_of(g: Configuration, name: str, vc: str, found: Uncertainty | None) -> t
     if found_interval is not None:
         return (found_interval.mean, found_interval.low, found_interval.high), INTERVAL
     kind = MIN_MAX_REPLICAS if n else (MIN_MAX_SEEDS if len(g.runs) > 1 else ONE_RUN)
-    return _spread(g.figure(name, vc)), kind
+    return spread_of(g.figure(name, vc)), kind
 
 
 def bars_caption(what: str, kinds: Sequence[str], groups: Sequence[Configuration]) -> str:
@@ -648,18 +663,11 @@ def reliability_plots(groups: Sequence[Configuration], found: Uncertainty | None
         for bucket in sorted(buckets, key=lambda b: int(b.split("-")[0].rstrip("+"))):
             values = np.array([np.nan if (v := (r.summary.get("per_size_reliability") or {}).get(bucket, {})
                                            .get("ettr_mean")) is None else float(v) for r in g.runs])
-            finite = values[np.isfinite(values)]
-            if not len(finite):
+            if not np.isfinite(values).any():
                 continue
-            if len(g.replicas) >= MIN_INTERVAL and len(finite) >= MIN_INTERVAL:
-                from simcluster.experiments.replicas import interval
-
-                got = interval(finite)
-                points.append((bucket, (got.mean, got.low, got.high)))
-                kinds.add(INTERVAL)
-            else:
-                points.append((bucket, _spread(values)))
-                kinds.add(MIN_MAX_REPLICAS if g.replicas else MIN_MAX_SEEDS if len(g.runs) > 1 else ONE_RUN)
+            point, kind = runs_bar(values, len(g.replicas), len(g.runs))
+            points.append((bucket, point))
+            kinds.add(kind)
         if points:
             lines[g.label] = points
     ettr_caption = bars_caption("ETTR against job size (mean ETTR of the jobs of each size bucket)", sorted(kinds),
@@ -668,6 +676,44 @@ def reliability_plots(groups: Sequence[Configuration], found: Uncertainty | None
                                                              "cluster's GPUs; each configuration's first run)"),
              "ettr_by_size.png": plots.ettr_by_size(lines, _wrapped(ettr_caption, 90))},
             {"gpu_time_by_cause.png": causes_caption, "ettr_by_size.png": ettr_caption})
+
+
+TOPOLOGY_PLOTS = ("topology_spanning.png", "topology_stranded.png")
+_QUEUEING_NAMES = {FIT_BUT_WAITED: "fit but waited\n(share of queueing)",
+                   SHARING_UPLINK: "jobs sharing\nan uplink"}
+
+
+def topology_plots(pictures: Pictures) -> tuple[dict[str, bytes], dict[str, str]]:
+    """``topology_spanning.png`` and ``topology_stranded.png`` of the configurations whose runs had a topology
+    (:class:`~simcluster.experiments.pictures.TopologyBars`; none: nothing), and their captions."""
+    found = pictures.topology
+    if found is None:
+        return {}, {}
+    spanning = bars_caption("Topology: the share of the jobs that started (left) and of the GPU-time held (right) "
+                            "that spanned each level, top down (more than one of its domains; node: more than one "
+                            "node), per configuration", found.kinds, found.groups)
+    sharing = ("; and the share of the jobs that started that shared an uplink with another job (Crux's figure; no "
+               "bar: a run without link contention)" if found.sharing else "")
+    stranded = bars_caption("Topology: left, the share of the free GPU-time stranded at each level, top down (free "
+                            "GPUs in a domain with fewer free than the smallest job waiting in its VC); right, the "
+                            "share of the queueing during which the job's VC had its GPUs free (fit but waited: the "
+                            "queueing the free GPUs alone do not explain)" + sharing, found.kinds, found.groups)
+    bars_said = bars_caption("", found.kinds, found.groups).removeprefix(": ")  # (what the bars are, alone)
+    shown = "Topology per configuration: {}\n" + _wrapped(bars_said, 90)
+    levels = [(level, level) for level in found.levels]
+    queueing = [(name, _QUEUEING_NAMES[name]) for name in (FIT_BUT_WAITED, SHARING_UPLINK)
+                if name != SHARING_UPLINK or found.sharing]
+    images = {
+        "topology_spanning.png": plots.grouped_shares(
+            [("% of the jobs spanning", levels, found.bars["jobs_spanning"]),
+             ("% of the GPU-time spanning", levels, found.bars["gpu_time_spanning"])],
+            shown.format("the jobs (left) and GPU-time (right) spanning each level")),
+        "topology_stranded.png": plots.grouped_shares(
+            [("% of the free GPU-time stranded", levels, found.bars["stranded_share"]),
+             ("share (%)", queueing, found.bars[QUEUEING])],
+            shown.format("free GPU-time stranded per level (left); queueing and uplinks (right)")),
+    }
+    return images, {"topology_spanning.png": spanning, "topology_stranded.png": stranded}
 
 
 def tier_share_plots(pictures: Pictures) -> tuple[dict[str, bytes], dict[str, str]]:
@@ -916,9 +962,12 @@ def write_report(paths: Sequence[Path], out: Path, overwrite: bool = False, base
     tier_images, tier_captions = tier_share_plots(pictures)
     images |= tier_images
     captions |= tier_captions
+    topology_images, topology_captions = topology_plots(pictures)
+    images |= topology_images
+    captions |= topology_captions
     files: dict[str, bytes] = {
         "comparison.csv": table.to_csv(index=False).encode(),
-        "comparison.md": markdown(table, found, sizes, reliability).encode(),
+        "comparison.md": markdown(table, found, sizes, reliability, topology_captions).encode(),
         "runs.csv": runs.to_csv(index=False).encode(),
         **({"sizes.csv": sizes.to_csv(index=False).encode()} if len(sizes) else {}),
         **({"reliability.csv": reliability.to_csv(index=False).encode()} if reliability is not None else {}),
