@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +92,59 @@ def number(value: Any, option: str, *, low: float | None = None, high: float | N
     if high is not None and value > high:
         raise LimitError(f"{option} must be at most {_figure(high)}, got {shown(given)}")
     return value
+
+
+def is_number(text: str) -> bool:
+    """Whether ``text`` reads as a number (``float`` takes it: ``nan`` and ``inf`` too)."""
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+TIME_UNITS = {"d": 86_400.0, "h": 3_600.0, "m": 60.0, "s": 1.0}  # largest first, as a time is written
+_TIME_PART = re.compile(r"\s*(\d+(?:\.\d*)?(?:e[+-]?\d+)?|\.\d+(?:e[+-]?\d+)?)\s*([dhms])\s*", re.IGNORECASE)
+
+
+def duration(value: Any, option: str, *, high: float | None = None) -> float:
+    """A time as seconds: a number of seconds, or a number with a unit or several, largest first (``90m``,
+    ``4h``, ``1h30m``, ``54d``, ``1.5d``, ``2d12h``) as every time option of every command takes it; at least
+    0, finite, at most ``high``; else :class:`LimitError` naming ``option`` and the text as given.
+
+    >>> duration("1h30m", "--until"), duration("54d", "--until"), duration("90", "--until"), duration(60, "--x")
+    (5400.0, 4665600.0, 90.0, 60.0)
+    >>> duration("30m1h", "--checkpoint-interval")
+    Traceback (most recent call last):
+    ...
+    simcluster.limits.LimitError: --checkpoint-interval must be a time: seconds, or with units largest first (30m, 1h30m, 54d), got '30m1h'
+    >>> duration("1e308d", "--faults repair")
+    Traceback (most recent call last):
+    ...
+    simcluster.limits.LimitError: --faults repair must be a finite time, got '1e308d'
+    """
+    if not isinstance(value, str):
+        return number(value, option, low=0, high=high)
+    text = value.strip()
+    if is_number(text):
+        return number(text, option, low=0, high=high)
+    if text.startswith("-") and text[1:].strip():
+        duration(text[1:], option)  # (a time, but negative)
+        raise LimitError(f"{option} must be at least 0, got {shown(value)}")
+    parts = list(_TIME_PART.finditer(text))
+    units = [part[2].lower() for part in parts]
+    order = [list(TIME_UNITS).index(unit) for unit in units]
+    if not parts or "".join(part[0] for part in parts) != text or order != sorted(set(order)):
+        raise LimitError(f"{option} must be a time: seconds, or with units largest first (30m, 1h30m, 54d), got "
+                         f"{shown(value)}")
+    try:
+        seconds = sum(float(part[1]) * TIME_UNITS[unit] for part, unit in zip(parts, units, strict=True))
+    except OverflowError:
+        seconds = math.inf
+    if math.isfinite(seconds) and (high is None or seconds <= high):
+        return seconds
+    bound = "a finite time" if high is None else f"at most {_figure(high)} s"
+    raise LimitError(f"{option} must be {bound}, got {shown(value)}")
 
 
 def _figure(value: float) -> str:

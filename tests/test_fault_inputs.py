@@ -79,7 +79,7 @@ def test_node_mtbf_below_a_second_is_refused_naming_the_option_and_the_value_giv
 
 @pytest.mark.parametrize(("mtbf", "says"), [("1e308d", "at most 31,536,000,000,000 s"),
                                            ("1e300d", "at most 31,536,000,000,000 s"),
-                                           ("0.001", "at least 1 s"), ("soon", "a number")])
+                                           ("0.001", "at least 1 s"), ("soon", "a time")])
 def test_an_absurd_rate_model_mtbf_is_refused_naming_mtbf(mtbf, says):
     """1e308d was 'the mean time between failures (s) must be a finite number, got inf'."""
     output = refused(["run", "--faults", f"mtbf={mtbf}"])

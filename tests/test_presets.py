@@ -34,7 +34,7 @@ def test_the_command_line_overrides_the_config_file_which_overrides_the_preset(t
 
 @pytest.mark.parametrize("text, message", [
     ("quantm = 30\n", "unknown setting 'quantm' (did you mean 'quantum'?)"),
-    ("quantum = 'fast'\n", "setting 'quantum' must be a number, got 'fast'"),
+    ("quantum = 'fast'\n", "setting 'quantum' must be a time (seconds, or with units: 30m, 1h30m, 54d), got 'fast'"),
     ("quantum = -1\n", "setting 'quantum' must be greater than 0"),
     ("lucid_sharing = 'sometimes'\n", "must be one of adaptive, always, never"),
     ("gpus_per_node = 2.5\n", "setting 'gpus_per_node' must be an integer"),

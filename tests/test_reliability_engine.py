@@ -156,7 +156,7 @@ def test_without_reliability_options_nothing_is_added():
 
 
 @pytest.mark.parametrize(("settings", "words"), [
-    ({"checkpoint_interval": "young"}, "checkpoint_interval' must be a number of seconds or young-daly"),
+    ({"checkpoint_interval": "young"}, "checkpoint_interval' must be a time .seconds, or with units.* or young-daly"),
     ({"checkpoint_cost": "nan"}, "checkpoint_cost' must be a finite number"),
     ({"restart_cost": "-1"}, "restart_cost' must be at least 0"),
     ({"spare_swap": "inf"}, "spare_swap' must be a finite number"),

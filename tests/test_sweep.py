@@ -56,7 +56,7 @@ def test_set_values_take_the_type_of_the_settings_default():
 def test_an_unknown_setting_is_an_error_that_lists_the_valid_keys():
     with pytest.raises(SweepError, match="unknown setting 'quantom'.*valid keys: .*quantum"):
         build_grid(["synth:jobs=5"], ["fifo", "srtf"], [0], parse_sets(["quantom=60"]))
-    with pytest.raises(SweepError, match="must be a number"):
+    with pytest.raises(SweepError, match="must be a time"):
         parse_sets(["quantum=fast"])
     with pytest.raises(SweepError, match="use --policy"):
         parse_sets(["policy=fifo"])

@@ -43,8 +43,8 @@ def config_parameters(exclude: Collection[str] = ()) -> list[inspect.Parameter]:
         metavar = {int: "INT", float: "NUMBER", tuple: "N,N…", str: "TEXT"}.get(kind)
         if meta["choices"]:
             metavar = "|".join(meta["choices"])
-        if meta.get("words"):  # a number or a word: the option takes text, coerce() reads it
-            kind, metavar = str, "|".join(("NUMBER", *meta["words"]))
+        if meta.get("words") or meta.get("time"):  # a number, a time or a word: the option takes text, coerce() reads it
+            kind, metavar = str, "|".join(("TIME" if meta.get("time") else "NUMBER", *meta["words"]))
         default = default_of(f)
         option = typer.Option(*names, help=meta["help"], rich_help_panel=meta["panel"],
                               show_default=default is not None, metavar=metavar)

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from simcluster.errors import TraceError
-from simcluster.limits import check_csv, shown
+from simcluster.limits import check_csv, is_number, shown
 
 DAY = 86_400.0
 INFINITEHBD_SERVERS = 400  # the dataset's stated servers (faults/infinitehbd README); its JSON lists only 231
@@ -366,21 +366,13 @@ def _log_times(path: Path, rows: list[tuple[int, str, str, str, dict[str, str]]]
     ISO 8601 timestamps, or Unix epoch seconds (every start at or after 2000-01-01), as seconds since the earliest
     start (noted).  Errors name the line and field."""
     starts = [row[2] for row in rows]
-    if all(_is_number(text) or not text for text in starts):  # (a blank start is refused as a number of seconds)
+    if all(is_number(text) or not text for text in starts):  # (a blank start is refused as a number of seconds)
         numbers = [_time(text, str(path), "start", line=line) for line, _, text, _, _ in rows]
         if numbers and min(numbers) >= EPOCH_FROM:
             return _relative(path, rows, _epoch, notes, "Unix epoch seconds")
         return [(start, None if end == "" else _time(end, str(path), "end", line=line))
                 for start, (line, _, _, end, _) in zip(numbers, rows, strict=True)]
     return _relative(path, rows, _iso, notes, "ISO 8601 timestamps")
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
 
 
 def _epoch(text: str) -> float:

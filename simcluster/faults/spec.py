@@ -19,7 +19,6 @@ was (a log, a fit), for an interval that carries the rate's own uncertainty.
 
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,10 +37,9 @@ from simcluster.faults.models import (
     Repair,
 )
 from simcluster.faults.replay import LogReplay, random_offset
-from simcluster.limits import LimitError, number, shown
+from simcluster.limits import LimitError, duration, number, shown
 from simcluster.settings.reliability import MAX_MTBF_S, MIN_MTBF_S
 
-_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86_400.0}
 RATE_KEYS = ("mtbf", "repair", "shape", "per")
 RANDOM = "random"  # --faults-offset random: each run's own offset, drawn from its seed
 Offset = float | str  # seconds into the log, or RANDOM
@@ -75,8 +73,9 @@ class LogReading:
 
 
 def seconds(text: str, what: str, high: float | None = None) -> float:
-    """``3600``, ``90m``, ``4h``, ``30d`` as seconds, at most ``high``; :class:`LimitError` naming ``what`` and the
-    text as given otherwise (a number that overflows with its unit, ``1e308d``, too).
+    """``3600``, ``90m``, ``4h``, ``1h30m``, ``30d`` as seconds, at most ``high``: :func:`simcluster.limits.duration`,
+    whose :class:`LimitError` names ``what`` and the text as given (a number that overflows with its unit,
+    ``1e308d``, too).
 
     >>> seconds("90m", "--work")
     5400.0
@@ -85,13 +84,7 @@ def seconds(text: str, what: str, high: float | None = None) -> float:
     ...
     simcluster.limits.LimitError: --faults repair must be a finite time, got '1e308d'
     """
-    text = text.strip()
-    scale = _UNITS.get(text[-1:].lower(), None) if text else None
-    value = number(text[:-1] if scale is not None else text, what, low=0) * (scale or 1.0)
-    if math.isfinite(value) and (high is None or value <= high):
-        return value
-    bound = "a finite time" if high is None else f"at most {high:,.0f} s"
-    raise LimitError(f"{what} must be {bound}, got {shown(text)}")
+    return duration(text, what, high=high)
 
 
 def is_rate_spec(spec: str) -> bool:

@@ -28,6 +28,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from simcluster.limits import LimitError, duration
+
 HOUR = 3600.0
 DEFAULT_WAIT_BOUNDS = (4 * HOUR,)
 SLOWDOWN_BOUND = 10.0  # seconds: the usual bound of bounded slowdown in the literature
@@ -39,16 +41,16 @@ _OVER = re.compile(r"queue_over_(\d+(?:\.\d+)?)([smhd])")
 
 
 def parse_seconds(text: str, option: str = "--wait-bound") -> float:
-    """A time given as seconds or with a unit (s, m, h, d), as ``--gantt-window`` takes it: ``14400``, ``90m``,
-    ``4h``, ``1.5d``.
+    """A time given as seconds or with units (s, m, h, d), as ``--gantt-window`` takes it: ``14400``, ``90m``,
+    ``4h``, ``1h30m``, ``1.5d`` (:func:`simcluster.limits.duration`).
 
     >>> parse_seconds("4h"), parse_seconds("90m"), parse_seconds("3600")
     (14400.0, 5400.0, 3600.0)
     """
-    found = re.fullmatch(r"\s*(\d+(?:\.\d*)?)\s*([smhd]?)\s*", str(text))
-    if found is None:
-        raise ValueError(f"{option}: {text!r} is not a time such as 3600, 90m, 4h or 2d")
-    seconds = float(found[1]) * _UNITS[found[2]]
+    try:
+        seconds = duration(str(text), option)
+    except LimitError:
+        raise ValueError(f"{option}: {text!r} is not a time such as 3600, 90m, 4h, 1h30m or 2d") from None
     if not 0 < seconds < 1e12:
         raise ValueError(f"{option}: expected a time above 0 (e.g. 4h), got {text!r}")
     return seconds

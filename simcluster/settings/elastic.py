@@ -13,10 +13,12 @@ class ElasticOptions:
     restart_delay: float = setting(
         30.0, "Seconds an elastic job makes no progress after it starts and after each change of its GPUs (Pollux: "
         "30); a policy may charge its own instead (ElasticFlow's overhead model).", min=0,
+        time=True,
     )
     schedule_interval: float = setting(
         60.0, "Seconds between the re-allocations of the interval-driven elastic policies (pollux, optimus, "
         "tiresias-pollux; Pollux: 60).", above=0,
+        time=True,
     )
     arrivals_wait: bool = setting(
         False, "Interval-driven elastic policies decide only at the ends of intervals (multiples of "

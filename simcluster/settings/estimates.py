@@ -33,7 +33,7 @@ class EstimateOptions:
     retrain_interval: float = setting(
         7 * 86400.0, "Seconds of simulated time between re-trainings of learned estimators.", above=0,
         reads=Reader(lambda run: estimator_of(run) == "ebm",
-                     who="the ebm estimator (lucid's default; qssf with --estimator ebm)"))
+                     who="the ebm estimator (lucid's default; qssf with --estimator ebm)"), time=True)
     retrain_growth: float = setting(
         0.25, "A learned model retrains at its interval only if what it learns from grew by this fraction since its "
         "last training (0: at every interval): the ebm estimator's finished jobs, and the bins of lucid's forecaster "
@@ -50,7 +50,7 @@ class EstimateOptions:
     )
     negative_estimates: float | None = setting(
         None, "An estimate below 0 in --estimates is replaced by this many seconds (the Lucid artifact: 1000); "
-        "unset: used as it is.",
+        "unset: used as it is.", time=True,
     )
     tie_order: str | None = setting(
         None, "CSV with a job_id column (e.g. an artifact's per-job log): jobs of equal priority are taken in the "

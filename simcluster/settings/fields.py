@@ -20,6 +20,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import MISSING, Field, dataclass, field
 from typing import Any
 
+from simcluster.limits import LimitError, duration, is_number
+
 PROVENANCE = "provenance"  # fields that record where settings came from; no option or --set key sets them
 # the policy's own settings (its Settings dataclass): set by --set NAME=VALUE or a config file's [policy] table,
 # not by an option of their own
@@ -67,17 +69,19 @@ def policy_is(test: Callable[[Any], bool]) -> Callable[[RunView], bool]:
 def setting(default: Any, help: str, panel: str | None = None, *, min: float | None = None,
             max: float | None = None, above: float | None = None, choices: tuple[str, ...] = (),
             cli: str | None = None, words: tuple[str, ...] = (), reads: Reader | None = None,
-            parse: Callable[[Any, str], Any] | None = None) -> Any:
+            parse: Callable[[Any, str], Any] | None = None, time: bool = False) -> Any:
     """A settings field: its default, help text, help panel and the values it admits.
 
     ``min``/``max`` are inclusive bounds, ``above`` an exclusive lower bound, ``choices`` the only strings
     allowed, ``cli`` the option's name when it is not ``--field-name``, ``words`` the words a number field
     also takes in place of a number (``--checkpoint-interval young-daly``), ``reads`` which runs read it (default:
     its group's rule), ``parse`` a function ``(value, where)`` that reads a value of a form of its own (``N/DAYS``)
-    and raises :class:`ConfigError` for a bad one.  ``panel`` defaults to its group's (:func:`settings_group`).
+    and raises :class:`ConfigError` for a bad one, ``time`` that the number is seconds and may be written with
+    units (``30m``, ``1h30m``, ``54d``: :func:`simcluster.limits.duration`).  ``panel`` defaults to its group's
+    (:func:`settings_group`).
     """
     meta = {"help": help, "panel": panel, "min": min, "max": max, "above": above, "choices": choices, "cli": cli,
-            "words": words, "reads": reads, "parse": parse}
+            "words": words, "reads": reads, "parse": parse, "time": time}
     return field(default=default, metadata=meta)
 
 
@@ -155,6 +159,11 @@ def coerce(f: Field, value: Any, where: str = "settings") -> Any:
         words = f.metadata.get("words") or ()
         if words and isinstance(value, str) and value.strip().lower() in words:
             return value.strip().lower()
+        if f.metadata.get("time") and isinstance(value, str) and not is_number(value):
+            try:
+                return duration(value, "")
+            except LimitError:
+                raise bad(" or ".join(("a time (seconds, or with units: 30m, 1h30m, 54d)", *words))) from None
         if words and isinstance(value, str):
             try:
                 float(value.strip())

@@ -11,7 +11,7 @@ GAVEL = "Gavel: rounds and job types"  # its panel in `lucid-sim run --help`
 @settings_group(GAVEL, reads=declared)
 class GavelOptions:
     round_seconds: float = setting(360.0, "Round length (s) of the round-based mechanism.", above=0,
-                                   cli="--round")
+                                   cli="--round", time=True)
     throughputs: str | None = setting(
         None, "Throughput table: Gavel's simulation_throughputs.json or a folder with single.csv/pair.csv carrying "
         "a gpu_type column. Default: the shared data's Gavel table.",
@@ -20,6 +20,7 @@ class GavelOptions:
     realloc_interval: float = setting(
         0.0, "Least seconds between allocation recomputations (0: whenever the job set changed; Gavel's simulator "
         "uses 1920).", min=0,
+        time=True,
     )
     midround_release: bool = setting(
         True, "A job finishing mid-round frees its GPUs at once for waiting jobs, and arrivals take idle GPUs at "

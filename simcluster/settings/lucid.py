@@ -11,7 +11,7 @@ LUCID = "Policy: lucid"  # its panel in `lucid-sim run --help`
 class LucidOptions:
     profiler_nodes: int = setting(2, "Nodes in the profiling partition (beside the VCs); 0 = no profiling.", min=0)
     profile_seconds: float = setting(200.0, "Seconds a new job runs on the profiling partition at most (the "
-                                     "authors' Venus setting).", above=0)
+                                     "authors' Venus setting).", above=0, time=True)
     profiler_factor: float = setting(0.5, "Jobs asking for more than factor × the partition's GPUs skip profiling.",
                                      above=0)
     profiler_from_vcs: str | None = setting(

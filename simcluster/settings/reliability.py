@@ -70,10 +70,10 @@ def may_evict(run: RunView) -> bool:
 @settings_group(RELIABILITY, reads=Reader(always))
 class ReliabilityOptions:
     node_mtbf: float = setting(0.0, "Mean seconds between failures of a node; 0 = nodes never fail.", min=0,
-                               parse=mtbf_rule)
+                               parse=mtbf_rule, time=True)
     node_repair: float = setting(3600.0, "Seconds a failed node is down before it is repaired.", min=0,
                                  reads=Reader(lambda run: run.config.node_mtbf > 0,
-                                              who="runs with node failures (--node-mtbf > 0)"))
+                                              who="runs with node failures (--node-mtbf > 0)"), time=True)
     checkpoint_interval: float | str = setting(
         0.0, "Seconds of progress between periodic checkpoints; a failure loses the work since the last one "
         "(0 = only preemptions checkpoint); young-daly: each job at the Young/Daly interval of the failure rate its "
@@ -81,6 +81,7 @@ class ReliabilityOptions:
         reads=Reader(lambda run: failing(run) or run.config.checkpoint_cost > 0 or may_evict(run),
                      who="runs with node failures (--node-mtbf > 0 or --faults), --checkpoint-cost, or evictions of "
                          "preemptible jobs (a policy that orders by tier, docs/tiers.md)"),
+        time=True,
     )
     faults: str | None = setting(
         None, "Failure model: a fault log (InfiniteHBD JSON, or CSV node,start,end[,class]) replayed onto the "
@@ -93,6 +94,7 @@ class ReliabilityOptions:
         "around its end; random: an offset drawn from --seed (uniform over the log's span), so that each seed "
         "replays its own stretch of the log.", min=0, words=("random",),
         reads=REPLAYING,
+        time=True,
     )
     fault_servers: int = setting(
         0, "Servers the --faults log observed, those that never failed included (as `lucid-sim faults fit "
@@ -114,11 +116,13 @@ class ReliabilityOptions:
         reads=Reader(lambda run: run.config.checkpoint_interval != 0 or (run.policy is not None
                                                                            and run.policy.preemptive),
                      who="runs with periodic checkpoints (--checkpoint-interval) or a preemptive policy"),
+        time=True,
     )
     restart_cost: float = setting(
         0.0, "Seconds without progress at every restart after a failure (re-initialisation, loading the "
         "checkpoint), on the GPUs the job restarts on.", min=0, max=MAX_COST_S,
         reads=WITH_FAILURES,
+        time=True,
     )
     spare_nodes: int = setting(
         0, "Hot spare nodes beside the cluster, held out of scheduling: a failed node of a running job is swapped "
@@ -130,6 +134,7 @@ class ReliabilityOptions:
         0.0, "Seconds to swap a spare in for a failed node (the job holds its GPUs, without progress).", min=0,
         max=MAX_COST_S,
         reads=Reader(lambda run: run.config.spare_nodes > 0, who="runs with spares (--spare-nodes)"),
+        time=True,
     )
     exclude_after: str | None = setting(
         None, "N/DAYS: take a server out for good at its N-th fault within DAYS days (reported in summary.json).",

@@ -37,4 +37,5 @@ class RunOptions:
     until: float = setting(
         0.0, "Simulated-time horizon: stop the run this many seconds after the first submission and report the "
         "jobs not finished by then (0 = run until every job finishes).", min=0,
+        time=True,
     )

@@ -65,4 +65,5 @@ class TierOptions:
     eviction_cost: float = setting(
         0.0, "Seconds without progress that a job which evicted others owes when it starts (the victims' time to "
         "leave their GPUs; Alibaba measured 13 s on average, 48 s at the 95th percentile).", min=0, max=86_400,
+        time=True,
     )

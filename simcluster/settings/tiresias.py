@@ -11,7 +11,7 @@ TIRESIAS = "Policy: tiresias"  # its panel in `lucid-sim run --help`
 @settings_group(TIRESIAS, reads=declared)
 class TiresiasOptions:
     quantum: float = setting(60.0, "Seconds between scheduling decisions of quantum-based policies (tiresias).",
-                             above=0)
+                             above=0, time=True)
     thresholds: tuple[float, ...] = setting(
         (18000.0,), "Attained-service thresholds (GPU-seconds) between tiresias' priority queues, comma-separated; "
         "K queues need K-1.",
