@@ -93,11 +93,13 @@ def test_a_report_of_faulty_runs_has_the_reliability_table_pictures_and_interval
     assert comparison.loc[comparison["vc"] == "all", "ettr_mean_low"].notna().all()
     page = (tmp_path / "report" / "report.html").read_text()
     section = page[page.index('<h2 id="reliability">'):]
+    # the answer first: the Reliability section leads, before the table of every figure and the paired differences
+    assert page.index('<h2 id="reliability">') < page.index("<table><thead>") < page.index("Paired differences")
     assert f"{expected.mean:.3f} [{expected.low:.3f}–{expected.high:.3f}]" in section
     assert "gpu_time_by_cause.png: The cluster&#x27;s GPU-time by cause over time" in page
     assert 'alt="ettr_by_size.png"' in page
     markdown = (tmp_path / "report" / "comparison.md").read_text()
-    assert "## Reliability" in markdown and "mean ETTR" in (tmp_path / "report" / "differences.csv").read_text()
+    assert markdown.startswith("## Reliability") and "mean ETTR" in (tmp_path / "report" / "differences.csv").read_text()
     for name in ("gpu_time_by_cause.png", "ettr_by_size.png"):
         assert (tmp_path / "report" / name).read_bytes().startswith(PNG)
 

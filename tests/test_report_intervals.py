@@ -165,3 +165,19 @@ def test_verdicts_say_lower_or_higher_with_the_interval_in_the_figures_terms():
                     "(20 paired replicas)"
     untold = verdict_text("a", "b", "avg_jct", Interval(-5, 5, -10, 4, 20), Interval(-0.01, 0.01, -0.02, 0.01, 20))
     assert untold.startswith("a and b: no difference in avg JCT can be told")
+
+
+def test_pairs_beyond_the_cap_are_said_and_a_baseline_gets_all_its_pairs(replica_sweep, tmp_path, monkeypatch):
+    """A report once wrote 45 of 66 pairs without a word, the one asked about missing (issue 54)."""
+    from simcluster.experiments import uncertainty
+
+    monkeypatch.setattr(uncertainty, "MAX_PAIRS", 0)
+    capped = write_report([replica_sweep], tmp_path / "capped")
+    assert capped.uncertainty.differences == [] and capped.uncertainty.pairs_left_out == 1
+    note = "1 pair(s) of configurations were not compared"
+    assert any(note in line for line in capped.notes)
+    assert note in (tmp_path / "capped" / "comparison.md").read_text()
+    assert note in (tmp_path / "capped" / "report.html").read_text()
+    asked = write_report([replica_sweep], tmp_path / "asked", baseline="fifo")
+    assert asked.uncertainty.pairs_left_out == 0
+    assert {(d.first, d.second) for d in asked.uncertainty.differences} == {("srtf", "fifo")}

@@ -430,32 +430,37 @@ def _size_lines(sizes: pd.DataFrame) -> list[str]:
 
 def markdown(table: pd.DataFrame, found: Uncertainty | None = None, sizes: pd.DataFrame | None = None,
              reliability: pd.DataFrame | None = None, topology: Mapping[str, str] | None = None) -> str:
-    """``comparison.md``: what the cells show, the table, and the sections that the runs call for — by job size,
-    reliability, topology (``topology``: picture → caption, each shown as an image beside the file), verdicts."""
+    """``comparison.md``: the Reliability section first where runs have one (it is what such a report is for),
+    then what the cells show, the table, and the sections that the runs call for — by job size, topology
+    (``topology``: picture → caption, each shown as an image beside the file), verdicts."""
     columns = shown_columns(table)
     shown = formatted(table, columns)
     left = {"label", "trace", "seeds", "vc", "notes"}
-    lines = [what_cells_show(table).replace("`", ""), "",
-             "| " + " | ".join(_header(c) for c in columns) + " |",
-             "| " + " | ".join("---" if c in left else "---:" for c in columns) + " |"]
+    lines = []
+    if reliability is not None and len(reliability):
+        header, cells = _reliability_lines(reliability)
+        lines += ["## Reliability", "", RELIABILITY_TEXT, "", "| " + " | ".join(header) + " |",
+                  "| " + " | ".join(["---"] + ["---:"] * (len(header) - 1)) + " |"]
+        lines += ["| " + " | ".join(v.replace("|", "\\|") for v in row) + " |" for row in cells]
+        lines += ["", "## All figures", ""]
+    lines += [what_cells_show(table).replace("`", ""), "",
+              "| " + " | ".join(_header(c) for c in columns) + " |",
+              "| " + " | ".join("---" if c in left else "---:" for c in columns) + " |"]
     for row in shown.itertuples(index=False):
         lines.append("| " + " | ".join(str(v).replace("|", "\\|") for v in row) + " |")
     if sizes is not None and len(sizes):
         lines += ["", "## By job size (GPUs per job)", "", "Each figure's mean over the runs (min–max).", ""]
         lines += _size_lines(sizes)
-    if reliability is not None and len(reliability):
-        header, cells = _reliability_lines(reliability)
-        lines += ["", "## Reliability", "", RELIABILITY_TEXT, "", "| " + " | ".join(header) + " |",
-                  "| " + " | ".join(["---"] + ["---:"] * (len(header) - 1)) + " |"]
-        lines += ["| " + " | ".join(v.replace("|", "\\|") for v in row) + " |" for row in cells]
     if topology:
         lines += ["", "## Topology", ""]
         for name, caption in topology.items():
             lines += [f"![{name}]({name})", "", f"{name}: {caption}", ""]
         lines.pop()
-    if found is not None and found.differences:
+    if found is not None and (found.differences or found.left_out_note):
         lines += ["", "## Paired differences", "", found.method + ".", ""]
         lines += [f"- {d.verdict}" for d in found.differences]
+        if found.left_out_note:
+            lines += ["", found.left_out_note + "."]
     return "\n".join(lines) + "\n"
 
 
@@ -805,18 +810,20 @@ def html_page(table: pd.DataFrame, images: dict[str, bytes], sources: Sequence[s
                    "(min–max).</p>\n<table><thead><tr>" + "".join(f"<th>{html.escape(_header(c))}</th>"
                                                            for c in columns_by_size)
                    + f"</tr></thead><tbody>\n{body}\n</tbody></table>")
+    first = ""  # (the Reliability section leads a report of reliability runs: it is what such a report is for)
     if reliability is not None and len(reliability):
         header, cells = _reliability_lines(reliability)
         body = "\n".join("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in row) + "</tr>" for row in cells)
-        by_size += ('\n<h2 id="reliability">Reliability</h2>\n<p>' + html.escape(RELIABILITY_TEXT) + "</p>\n"
-                    '<table class="reliability"><thead><tr>' + "".join(f"<th>{html.escape(h)}</th>" for h in header)
-                    + f"</tr></thead><tbody>\n{body}\n</tbody></table>")
+        first = ('<h2 id="reliability">Reliability</h2>\n<p>' + html.escape(RELIABILITY_TEXT) + "</p>\n"
+                 '<table class="reliability"><thead><tr>' + "".join(f"<th>{html.escape(h)}</th>" for h in header)
+                 + f"</tr></thead><tbody>\n{body}\n</tbody></table>\n<h2>All figures</h2>")
     verdicts = ""
-    if found is not None and found.differences:
+    if found is not None and (found.differences or found.left_out_note):
         items = "\n".join(f'<li class="{"told" if d.told else "untold"}">{html.escape(d.verdict, quote=False)}</li>'
                            for d in found.differences)
+        left = f"\n<p>{html.escape(found.left_out_note)}.</p>" if found.left_out_note else ""
         verdicts = (f"<h2>Paired differences</h2>\n<p>{html.escape(found.method)}. A difference is told only when its "
-                    f"95 % interval excludes 0.</p>\n<ul>\n{items}\n</ul>")
+                    f"95 % interval excludes 0.</p>\n<ul>\n{items}\n</ul>{left}")
     live = "\n".join(f'<section class="chart" aria-label="{html.escape(title)}">{chart}</section>'
                       for title, chart in charts)
     script = interactive.plotly_script() if charts else ""
@@ -833,6 +840,7 @@ img {{ max-width: 100%; }}
 section.chart {{ margin: 1em 0; }}
 </style>{script}</head><body>
 <h1>Comparison</h1>
+{first}
 <p>Sources: {html.escape(", ".join(sources))}. Times in seconds. {html.escape(what_cells_show(table).replace("`", ""))}
 Tail: max and p99.9 queueing delay, the share of jobs that waited longer than a bound, bounded slowdown =
 mean of max(1, JCT ÷ max(duration, 10 s)) (simcluster.metrics.tail). Fairness: Jain's index over users of their
@@ -988,4 +996,5 @@ def write_report(paths: Sequence[Path], out: Path, overwrite: bool = False, base
                      "table and plots show their min–max")
     if found is not None:
         notes += [found.method] + [d.verdict for d in found.differences]
+        notes += [found.left_out_note] if found.left_out_note else []
     return Report(table, runs, Path(out), list(files), notes, found)

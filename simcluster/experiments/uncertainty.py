@@ -94,6 +94,16 @@ class Uncertainty:
     method: str  # one sentence: where the replicas come from
     values: dict[str, dict[str, dict[str, dict[int, float]]]]  # label → vc → figure → replica → value
     differences: list[Difference] = field(default_factory=list)
+    pairs_left_out: int = 0  # pairs of configurations not compared (every pair of many, without a baseline)
+
+    @property
+    def left_out_note(self) -> str | None:
+        """What the report says of the pairs it did not compare, so that none is dropped silently."""
+        if not self.pairs_left_out:
+            return None
+        return (f"{self.pairs_left_out:,} pair(s) of configurations were not compared: without a baseline every pair "
+                f"on one trace is, up to {MAX_PAIRS}; give --baseline POLICY to compare each configuration with its "
+                "baseline's, all of them")
 
     def differences_frame(self) -> pd.DataFrame:
         rows = [{"first": d.first, "second": d.second, "figure": d.figure, **vars(d.absolute),
@@ -149,7 +159,7 @@ def replica_uncertainty(groups: Sequence[Configuration], figures: Sequence[str],
     method = (f"{', '.join(sorted(kinds))} replicas simulated by the sweep (docs/uncertainty.md); each figure's "
               "mean over them with its 95 % interval (2.5th–97.5th percentile of the replica values)")
     found = Uncertainty(method, values)
-    found.differences = _differences(groups, found, baseline, metrics)
+    found.differences, found.pairs_left_out = _differences(groups, found, baseline, metrics)
     return _rough(found)
 
 
@@ -169,7 +179,7 @@ def posthoc_uncertainty(groups: Sequence[Configuration], replicas: int, perturb:
               f"{seed}; the schedule held fixed: docs/uncertainty.md); each figure's mean over them with its 95 % "
               "interval (2.5th–97.5th percentile of the replica values)")
     found = Uncertainty(method, {label: {"all": figures} for label, figures in drawn.items()})
-    found.differences = _differences(groups, found, baseline, metrics)
+    found.differences, found.pairs_left_out = _differences(groups, found, baseline, metrics)
     return _rough(found)
 
 
@@ -249,15 +259,17 @@ def _repeated_percentiles(ordered: np.ndarray, times: np.ndarray, qs: Sequence[f
 
 
 def _differences(groups: Sequence[Configuration], found: Uncertainty, baseline: str | None,
-                 metrics: Sequence[str]) -> list[Difference]:
-    """Paired differences of ``metrics``: each configuration against its baseline's, else every pair on one trace."""
+                 metrics: Sequence[str]) -> tuple[list[Difference], int]:
+    """Paired differences of ``metrics``: each configuration against its baseline's (every one: they were asked
+    for), else every pair on one trace up to :data:`MAX_PAIRS`; and how many pairs were left out."""
     if baseline is not None:
         pairs = [(g.label, base.label) for g in groups if g.policy != baseline
                  and (base := baseline_of(g, groups, baseline)) is not None]
     else:
         pairs = [(a.label, b.label) for i, a in enumerate(groups) for b in groups[i + 1:] if a.trace == b.trace]
+    compared = pairs if baseline is not None else pairs[:MAX_PAIRS]
     differences = []
-    for a, b in pairs[:MAX_PAIRS]:
+    for a, b in compared:
         for name in metrics:
             mine = found.values.get(a, {}).get("all", {}).get(name, {})
             theirs = found.values.get(b, {}).get("all", {}).get(name, {})
@@ -272,7 +284,7 @@ def _differences(groups: Sequence[Configuration], found: Uncertainty, baseline: 
                     inverse = interval([theirs[k] / mine[k] - 1 for k in shared])
             differences.append(Difference(a, b, name, absolute, relative,
                                           verdict_text(a, b, name, absolute, relative, inverse)))
-    return differences
+    return differences, len(pairs) - len(compared)
 
 
 def verdict_text(first: str, second: str, name: str, absolute: Interval, relative: Interval | None,
