@@ -274,6 +274,7 @@ class Pool:
         self.free_gpus = self.total_gpus
         self.fractions = Fractions()
         self.topology_levels: tuple[str, ...] = ()  # the names of its nodes' domains' levels (Node.domains)
+        self.topology_block_sizes: tuple[int, ...] = ()  # a block-form topology.conf's BlockSizes (nodes)
         self.free_log: list[int] | None = None  # positions of nodes whose free count changed (watch_free)
         # buckets[k]: bit i set <=> nodes[i] is up and has exactly k free GPUs
         self.buckets = [0] * (self.gpus_per_node + 1)
@@ -470,6 +471,7 @@ class Cluster:
         for vc in self.vcs.values():
             for pool in {id(p): p for p in (vc, *vc.pools.values())}.values():
                 pool.topology_levels = topology.levels
+                pool.topology_block_sizes = topology.block_sizes
 
     @property
     def nodes(self) -> Iterator[Node]:

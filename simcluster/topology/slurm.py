@@ -9,9 +9,11 @@ Slurm allows: a job then never spans two trees) are several domains at ``switch1
 a topology's top level may hold several domains anyway.  A switch with no node below it is no domain.
 
 The block form (topology/block): ``BlockName=b1 Nodes=node[01-18]`` lines make the level ``block``, and
-``BlockSizes=18,36`` (node counts, each a power-of-two multiple of the first, the base block) is kept in
-:attr:`~simcluster.topology.model.Topology.block_sizes` for a placement by blocks.  Without BlockSizes, as
-in Slurm: the first block's node count times 1, 2, 4, 8 and 16, up to the first that covers every block.
+``BlockSizes=18,36`` (node counts, each a power-of-two multiple of the first, the planning base block size) is
+kept in :attr:`~simcluster.topology.model.Topology.block_sizes`, which a run's pools carry to ``slurm-block``
+(:mod:`~simcluster.placement.slurm_topology`).  Without BlockSizes, as in Slurm: the first block's node count
+times 1, 2, 4, 8 and 16, up to the first that covers every block.  A block with fewer nodes than the planning
+base block size is refused, as Slurm refuses it.
 
 As in Slurm, key names are case-insensitive, ``#`` starts a comment, a line ending in ``\\`` goes on in the
 next, node and switch lists are hostlist expressions (:mod:`~simcluster.topology.hostlist`) and
@@ -233,9 +235,13 @@ def _blocks(lines: list[_Line], source: str) -> Topology:
     small = next((block for block in blocks.values() if len(block.nodes) < base), None)
     if small is not None:
         name = small.line.values["blockname"]
-        raise TraceError(source, f"block {name!r} has {len(small.nodes)} nodes, fewer than the base block's "
-                         f"{base}", line=small.line.number,
-                         field=small.line.spelled.get("nodes", small.line.spelled["blockname"]))
+        planned = f"the base block's {base}"
+        if sizes:  # Slurm plans every block at the first BlockSize and refuses one smaller
+            given = next(line for line in lines if line.kind == "blocksizes")
+            planned = (f"the planning base block size {base}, the first of BlockSizes={given.values['blocksizes']} "
+                       f"(line {given.number}): Slurm refuses a block smaller than it")
+        raise TraceError(source, f"block {name!r} has {len(small.nodes)} nodes, fewer than {planned}",
+                         line=small.line.number, field=small.line.spelled.get("nodes", small.line.spelled["blockname"]))
     if not sizes:  # Slurm's default: 1, 2, 4, 8 and 16 base blocks, up to the first covering them all
         sizes = tuple(base << level for level in range(5) if level == 0 or 1 << (level - 1) < len(blocks))
     nodes = [node for block in blocks.values() for node in block.nodes]
