@@ -70,16 +70,22 @@ def has_job_types(trace: Any) -> bool:
     return trace.format == "gavel"
 
 
+def trace_columns(trace: Any) -> frozenset[str] | None:
+    """The columns of a trace's jobs (None without a trace: not known)."""
+    frame = getattr(trace, "frame", None)
+    return None if frame is None else frozenset(map(str, frame.columns))
+
+
 def unused_settings(config: SimConfig, names: Iterable[str] | None = None, job_types: bool = False, *,
-                    policy: type[Policy] | None = None) -> list[Unused]:
+                    policy: type[Policy] | None = None, columns: frozenset[str] | None = None) -> list[Unused]:
     """The settings among ``names`` (default: every setting that is not its default) that a run of
     ``config`` does not read (``job_types``: on a trace with job types; ``policy``: the run's policy class, where
-    it is resolved already, else the one ``config.policy`` names).  A sweep may pass its ``--set`` keys as
-    ``names``."""
+    it is resolved already, else the one ``config.policy`` names; ``columns``: the trace's, where known).  A sweep
+    may pass its ``--set`` keys as ``names``."""
     defaults = SimConfig()
     if names is None:
         names = [n for n in knobs() if getattr(config, n) != getattr(defaults, n)]
-    run = RunView(policy or _policy_of(config), config, job_types)
+    run = RunView(policy or _policy_of(config), config, job_types, columns)
     found = []
     for name in names:
         rule = reader(name)
@@ -112,10 +118,11 @@ def why_seed_is_ignored(config: SimConfig) -> str:
     return f"{config.policy} with {config.placement} placement and no node failures draws no random numbers"
 
 
-def check_settings(config: SimConfig, job_types: bool = False, *, policy: type[Policy] | None = None) -> list[str]:
+def check_settings(config: SimConfig, job_types: bool = False, *, policy: type[Policy] | None = None,
+                   columns: frozenset[str] | None = None) -> list[str]:
     """Raise :class:`~simcluster.settings.ConfigError` for a given setting the run would ignore where that
     changes what is simulated; return the warnings for the harmless ones."""
-    unused = unused_settings(config, job_types=job_types, policy=policy)
+    unused = unused_settings(config, job_types=job_types, policy=policy, columns=columns)
     errors = [str(u) for u in unused if u.error]
     if errors:
         raise ConfigError("; ".join(errors))

@@ -199,3 +199,14 @@ def test_priority_classes_from_a_file_order_any_policy_and_unknown_ones_are_refu
     empty.write_text("apiVersion: kueue.x-k8s.io/v1beta1\nkind: ResourceFlavor\nmetadata: {name: default}\n")
     with pytest.raises(ValueError, match="no WorkloadPriorityClass or PriorityClass in it"):
         simulate(load_trace(frame, nodes=1), SimConfig(policy="sjf", priority_classes=str(empty)))
+
+
+def test_priority_classes_given_for_a_trace_without_the_column_are_warned_of_not_silently_unread(tmp_path):
+    classes = tmp_path / "classes.yaml"
+    classes.write_text(PRIORITY_CLASSES)
+    frame = pd.DataFrame({"gpu_num": [8], "submit_time": [0], "duration": [10]})
+    result = simulate(load_trace(frame, nodes=1), SimConfig(policy="sjf", priority_classes=str(classes)))
+    assert any("--priority-classes" in w and "priority_class column" in w for w in result.summary["warnings"])
+    with_column = frame.assign(priority_class=["prod"])
+    result = simulate(load_trace(with_column, nodes=1), SimConfig(policy="sjf", priority_classes=str(classes)))
+    assert not any("--priority-classes" in w for w in result.summary["warnings"])

@@ -23,7 +23,7 @@ from simcluster.faults.models import FailureModel
 from simcluster.faults.spec import model_of
 from simcluster.plugins import Kind, Origin, name_of, resolve_plugins
 from simcluster.run.resolved import InPlay, Plugin, ResolvedRun, ResolvedSettings
-from simcluster.scope import check_settings, has_job_types
+from simcluster.scope import check_settings, has_job_types, trace_columns
 from simcluster.settings.reliability import check_reliability, reliability_mode
 from simcluster.tables import load_tables
 from simcluster.throughputs import ThroughputTable
@@ -53,7 +53,8 @@ def resolve_run(trace: Trace | None = None, config: SimConfig | ResolvedSettings
     """
     settled = config if isinstance(config, ResolvedSettings) else resolve_settings(config)
     config, policy_class = settled.config, settled.policy.cls
-    warnings = check_settings(config, trace is not None and has_job_types(trace), policy=policy_class)
+    warnings = check_settings(config, trace is not None and has_job_types(trace), policy=policy_class,
+                              columns=trace_columns(trace))
     if trace is not None:
         config = files_beside_trace(config, trace)
         if config.throughput_history is None and trace.throughput_history:  # the cluster's own log, for lucid

@@ -34,12 +34,18 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True)
 class RunView:
-    """What a reader looks at: the policy's class (None: unknown), the settings, and whether the trace's
-    jobs have job types with per-GPU-type throughputs (a Gavel trace: ``--throughputs`` is read)."""
+    """What a reader looks at: the policy's class (None: unknown), the settings, whether the trace's jobs have job
+    types with per-GPU-type throughputs (a Gavel trace: ``--throughputs`` is read), and the trace's columns (None:
+    not known, as in a sweep's check of its keys; a reader then takes the column to be there)."""
 
     policy: Any  # type[Policy] | None (classes are read by their declared attributes: reads, shares_gpus, ...)
     config: Any  # SimConfig
     job_types: bool = False
+    columns: frozenset[str] | None = None
+
+    def has_column(self, name: str) -> bool:
+        """Whether the trace has column ``name``, or may have it (its columns not known)."""
+        return self.columns is None or name in self.columns
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,8 @@ class TierOptions:
         "WorkloadPriorityClasses or Kubernetes PriorityClasses, as kubectl get workloadpriorityclasses,"
         "priorityclasses -o yaml writes them (--kueue's files' classes count too). Any policy that orders by "
         "priority reads them.",
+        reads=Reader(lambda run: run.has_column("priority_class") or bool(run.config.kueue),
+                     who="runs of a trace with a priority_class column, or of --kueue's queues"),
     )
     fair_sharing: str = setting(
         "auto", "Kueue's fair sharing: on, off, or auto (as the Configuration document among --kueue's files "
