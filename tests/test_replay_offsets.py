@@ -103,7 +103,7 @@ def test_run_takes_faults_offset_random_and_each_seed_replays_its_own_stretch(tm
 def test_the_setting_reads_random_or_seconds_and_needs_a_log():
     assert SimConfig.from_settings({"faults": "x.csv", "faults_offset": "random"}).faults_offset == "random"
     assert SimConfig.from_settings({"faults": "x.csv", "faults_offset": "3600"}).faults_offset == 3600.0
-    with pytest.raises(ConfigError, match="faults_offset' must be a number of seconds or random"):
+    with pytest.raises(ConfigError, match="faults_offset' must be a time .seconds, or with units.* or random"):
         SimConfig.from_settings({"faults_offset": "sometime"})
     with pytest.raises(ConfigError, match="faults_offset' must be at least 0"):
         SimConfig.from_settings({"faults_offset": "-1"})

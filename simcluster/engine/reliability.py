@@ -33,6 +33,10 @@ job stays where it was.
 **Exclusion.** ``--exclude-after N/DAYS``: a server's N-th fault within DAYS days takes it out for good; its
 slot takes a spare when one is ready (after the swap time), else stays down.
 
+**A run that can never end.** Where the waiting job that needs the most GPUs cannot start, the model's outages
+are read ahead (:class:`Hopeless`, :class:`ReadAhead`): if they never leave enough up in a VC large enough for it
+before the faults' horizon, the run stops at once with the no-progress error it would have reached there.
+
 **Checkpoints.** A fixed-size job checkpoints after every τ seconds of progress (``--checkpoint-interval``, or
 ``young-daly``: Daly's interval for the rate λ × its nodes and the cost δ), never at its end.  With a cost
 δ > 0 it makes no progress for δ seconds at each (an event at each boundary); a failure during those δ
@@ -48,9 +52,11 @@ from __future__ import annotations
 
 import heapq
 import math
+from bisect import bisect_left
 from collections import deque
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import TYPE_CHECKING, Any
 
 import simpy
@@ -202,6 +208,9 @@ class Reliability:
         self.faults = self.swaps = self.spare_faults = 0
         self.down_slots = 0
         self.replacement = _replacement_of(sim, config)
+        self.up_gpus: dict[str, int] = {}  # VC → GPUs of its slots up (what a run that may never end watches)
+        for node in self.slots:
+            self.up_gpus[node.vc.name] = self.up_gpus.get(node.vc.name, 0) + (node.gpu_count if node.up else 0)
 
     # --- checkpoints ---------------------------------------------------------------------------------
     def costs_of(self, job: Job) -> Costs:
@@ -304,23 +313,17 @@ class Reliability:
 
     def replay(self, env: simpy.Environment, start: float) -> Generator[simpy.Event, Any, None]:
         """A SimPy process: the model's outages in time order, each server's fault and repair (repairs first
-        among events of one instant)."""
-        stream = self.outages()
-        ups: list[tuple[float, int, int]] = []  # (up at, order, server)
-        following = next(stream, None)
-        order = 0
-        while following is not None or ups:
-            if ups and (following is None or ups[0][0] <= following.down_at):
-                at, _, server = heapq.heappop(ups)
-                yield env.timeout(max(0.0, start + at - env.now))
-                self.up(server)
+        among events of one instant).  Where a waiting job needs more servers than can be up, the outages ahead
+        are read (:class:`Hopeless`): if they never leave enough up, the run stops at once."""
+        hopeless = Hopeless(self, start) if self.config.until <= 0 else None  # (with --until no error comes)
+        for replayed, (at, server, failed) in enumerate(replay_order(self.outages())):
+            yield env.timeout(max(0.0, start + at - env.now))
+            if failed:
+                self.down(server)
             else:
-                assert following is not None
-                yield env.timeout(max(0.0, start + following.down_at - env.now))
-                self.down(following.node)
-                heapq.heappush(ups, (following.up_at, order, following.node))
-                order += 1
-                following = next(stream, None)
+                self.up(server)
+            if hopeless is not None and hopeless.blocked():
+                hopeless.check(replayed, env.now)
         if self.config.until <= 0 and env.now >= MAX_HORIZON_S / 2 and not self.sim.finished_every_job():
             self._starved(env.now)  # (a model whose faults end early, a log replayed once, proves nothing)
 
@@ -365,6 +368,7 @@ class Reliability:
             return
         if node.up:
             self.sim._node_down(node)
+            self.up_gpus[node.vc.name] -= node.gpu_count
         self.seating.pop(slot, None)  # (a spare that failed while swapped in: the swap is void)
         if self.pool:
             self._fill(slot)
@@ -390,12 +394,7 @@ class Reliability:
         """Whether this fault is ``server``'s N-th within the window (it is then taken out for good)."""
         if self.rule is None:
             return False
-        count, window = self.rule
-        times = self.fault_times.setdefault(server, deque())
-        times.append(now)
-        while times and times[0] < now - window:
-            times.popleft()
-        return len(times) >= count
+        return nth_within(self.fault_times.setdefault(server, deque()), now, self.rule)
 
     def _fill(self, slot: int) -> None:
         """The spare ready longest takes ``slot``; the server it held, once repaired, is a spare.  A slot that is
@@ -424,8 +423,10 @@ class Reliability:
 
     def _slot_up(self, slot: int) -> None:
         self.waiting.pop(slot, None)
-        if not self.slots[slot].up:
-            self.sim._node_up(self.slots[slot])
+        node = self.slots[slot]
+        if not node.up:
+            self.up_gpus[node.vc.name] += node.gpu_count
+            self.sim._node_up(node)
 
     def record(self) -> ReliabilityRecord:
         """What the run's metrics read once it ended."""
@@ -446,6 +447,319 @@ class Reliability:
                                          for server, (at, where) in self.excluded.items()]
             found["excluded"] = len(self.excluded)
         return found
+
+
+Event = tuple[float, int, bool]  # (at, server, failed): a fault, or its repair, seconds from the run's start
+
+
+def replay_order(outages: Iterable[Outage]) -> Iterator[Event]:
+    """Each outage as a fault at its start and a repair at its end, in the order a run replays them: by time,
+    repairs first among the events of one instant, faults in the stream's order.
+
+    >>> list(replay_order([Outage(0, 0.0, 5.0, "GPU"), Outage(1, 5.0, 6.0, "NIC")]))
+    [(0.0, 0, True), (5.0, 0, False), (5.0, 1, True), (6.0, 1, False)]
+    """
+    stream = iter(outages)
+    ups: list[tuple[float, int, int]] = []  # (up at, order, server)
+    following = next(stream, None)
+    order = 0
+    while following is not None or ups:
+        if ups and (following is None or ups[0][0] <= following.down_at):
+            at, _, server = heapq.heappop(ups)
+            yield at, server, False
+        else:
+            assert following is not None
+            yield following.down_at, following.node, True
+            heapq.heappush(ups, (following.up_at, order, following.node))
+            order += 1
+            following = next(stream, None)
+
+
+def nth_within(times: deque[float], now: float, rule: tuple[int, float]) -> bool:
+    """``--exclude-after``'s test: note a server's fault at ``now`` among its faults ``times`` and say whether it is
+    its N-th within the window, ``rule`` being (N, window in seconds).
+
+    >>> times: deque[float] = deque()
+    >>> [nth_within(times, t, (2, 10.0)) for t in (0.0, 20.0, 25.0)]
+    [False, False, True]
+    """
+    count, window = rule
+    times.append(now)
+    while times and times[0] < now - window:
+        times.popleft()
+    return len(times) >= count
+
+
+class ReadAhead:
+    """The run's faults and repairs read ahead of its replay: the most GPUs that can be up at once within one of
+    ``vcs`` after each event.  It reads the model a second time (a model is seeded: the same outages again), in
+    the replay's order (:func:`replay_order`, inlined: it reads a century of faults where a run is hopeless), and
+    keeps only what bounds the slots up: the servers down or taken out for good (``--exclude-after``, whose test
+    depends on fault times only).  A slot up holds a sound server, and a spare's swap only delays it: without
+    spares a slot holds its own server, so a VC's GPUs up are at most those of its slots whose servers are sound;
+    with spares any sound server may hold any slot, so a VC has at most as many slots up as servers are sound
+    (its largest slots, at most all of them).
+
+    The state after the last event never counts: where the faults run to the horizon (half a century or more)
+    the replay raises the no-progress error at once after it, before any pass.  The states from the last fault
+    on (only repairs follow: the *drain*) are kept apart, with their times, since a job that starts there must
+    also end before the last repair.  Reading stops at the first state before the drain that leaves ``need``
+    GPUs up, so a run that waits for a repair reads no further than it; the drain (at most one repair per
+    server) is read to its end.
+
+    >>> from simcluster.cluster import Cluster
+    >>> slots = list(Cluster({"a": 2}, 8).nodes)
+    >>> outages = [Outage(0, 0.0, 50.0, "GPU"), Outage(1, 40.0, 90.0, "GPU")]
+    >>> ahead = ReadAhead(iter(outages), slots, ["a"], spares=0, rule=None, start=0.0)
+    >>> ahead.most_from(0, need=16), ahead.drain, ahead.ended_at  # 8 GPUs up before the last fault (at 40 s)
+    (8, [(1, 40.0, 0), (2, 50.0, 8)], 90.0)
+    """
+
+    def __init__(self, outages: Iterator[Outage], slots: list[Node], vcs: list[str], spares: int,
+                 rule: tuple[int, float] | None, start: float) -> None:
+        self.stream, self.rule, self.vcs, self.spares = outages, rule, vcs, spares
+        self.following = next(outages, None)
+        self.ups: list[tuple[float, int, int]] = []  # (up at, order, server), as the replay keeps them
+        self.order = 0
+        self.clock = start  # as the replay's clock reads after each event (its own arithmetic: the same float)
+        self.start = start
+        self.index = -1  # the last event read
+        self.gone = 0  # servers down or out for good
+        self.excluded: set[int] = set()
+        self.fault_times: dict[int, deque[float]] = {}
+        self.peaks: deque[tuple[int, int]] = deque()  # (event, GPUs up) of the states read before the drain,
+        # each more than any after it: the first from an event on is the most from there
+        self.last_fault = -1 if self.following is None else None  # the event of the last fault, once read
+        self.drain: list[tuple[int, float, int]] = []  # (event, time, GPUs up) of the states from it on
+        self.ended_at: float | None = None  # the clock at the last event, once read
+        place = {name: i for i, name in enumerate(vcs)}
+        tables = [largest_first(slots, name) for name in vcs]
+        # with spares: sound servers → the most GPUs up in one of vcs
+        self.most = [max((table[min(x, len(table) - 1)] for table in tables), default=-1)
+                     for x in range(len(slots) + spares + 1)]
+        # without: each server stays in its slot, and a VC's sound GPUs are counted exactly
+        self.where = [place.get(node.vc.name, -1) for node in slots]  # server → its VC's place in vcs
+        self.gpus = [node.gpu_count for node in slots]
+        self.sound = [table[-1] for table in tables]
+        self.up = self.most[-1]  # the most GPUs up in one of vcs after the last event read
+
+    def most_from(self, index: int, need: int) -> int:
+        """The most GPUs that can be up at once within one of the VCs in the states before the drain from event
+        ``index`` on (the replay's, just replayed), reading on until ``need`` can be or the faults end; -1 where
+        none is left."""
+        if self.index < index:
+            self._read(index - self.index, need=None)
+        peaks = self.peaks
+        while peaks and peaks[0][0] < index:
+            peaks.popleft()
+        if not peaks or peaks[0][1] < need:
+            self._read(-1, need)
+        return peaks[0][1] if peaks else -1
+
+    def drained(self, index: int, need: int) -> tuple[int, float | None]:
+        """In the drain's states from event ``index`` on (once read to the end): the most GPUs up short of
+        ``need``, and when ``need`` first are (None: never).
+
+        >>> from simcluster.cluster import Cluster
+        >>> ahead = ReadAhead(iter([Outage(0, 0.0, 50.0, "GPU"), Outage(1, 40.0, 90.0, "GPU")]),
+        ...                   list(Cluster({"a": 2}, 8).nodes), ["a"], spares=0, rule=None, start=0.0)
+        >>> _ = ahead.most_from(0, need=16)
+        >>> ahead.drained(0, need=8), ahead.drained(0, need=16)
+        ((0, 50.0), (8, None))
+        """
+        states = [(at, up) for event, at, up in self.drain if event >= index]
+        return max((up for _, up in states if up < need), default=-1), next((at for at, up in states if up >= need),
+                                                                             None)
+
+    def _read(self, count: int, need: int | None) -> None:
+        """Read ``count`` events (-1: any), or until a state before the drain leaves ``need`` GPUs up, or to the
+        end.  One loop over locals: the hot path of a hopeless run."""
+        stream, ups, peaks, excluded, rule = self.stream, self.ups, self.peaks, self.excluded, self.rule
+        spares, most, where, gpus, sound = self.spares, self.most, self.where, self.gpus, self.sound
+        following, order, clock, start = self.following, self.order, self.clock, self.start
+        index, gone, up, servers = self.index, self.gone, self.up, len(self.most) - 1
+        hit = False
+        while count and not hit:
+            if ups and (following is None or ups[0][0] <= following.down_at):
+                at, _, server = heapq.heappop(ups)
+                failed = False
+            elif following is not None:
+                at, server, failed = following.down_at, following.node, True
+                heapq.heappush(ups, (following.up_at, order, server))
+                order += 1
+                following = next(stream, None)
+                if following is None:
+                    self.last_fault = index + 1
+            else:
+                self.ended_at = clock
+                break
+            if index >= 0:  # the state before counts now: it was not the last
+                if self.last_fault is not None and index >= self.last_fault:
+                    self.drain.append((index, clock, up))
+                else:
+                    while peaks and peaks[-1][1] <= up:
+                        peaks.pop()
+                    peaks.append((index, up))
+                    hit = need is not None and up >= need
+            delay = start + at - clock
+            clock += max(0.0, delay)
+            if server not in excluded:  # (an excluded server's faults are not replayed, and it stays out)
+                gone += 1 if failed else -1
+                if not spares and where[server] >= 0:
+                    sound[where[server]] += -gpus[server] if failed else gpus[server]
+                if failed and rule is not None and nth_within(self.fault_times.setdefault(server, deque()), clock,
+                                                              rule):
+                    excluded.add(server)
+            index += 1
+            up = most[servers - gone] if spares else max(sound)
+            count -= 1
+        self.following, self.order, self.clock, self.index, self.gone, self.up = following, order, clock, index, gone, up
+
+
+def largest_first(slots: list[Node], vc: str) -> list[int]:
+    """The GPUs of ``vc``'s k largest slots, k = 0 … its slots.
+
+    >>> from simcluster.cluster import Cluster
+    >>> largest_first(Cluster({"a": 3}, 8).nodes, "a")
+    [0, 8, 16, 24]
+    """
+    return list(accumulate(sorted((node.gpu_count for node in slots if node.vc.name == vc), reverse=True),
+                           initial=0))
+
+
+def job_need(job: Job) -> int:
+    """The fewest GPUs ``job`` can start on: an elastic job's one, a job of GPU fractions as many whole GPUs as
+    its fractions fill, else its GPUs.
+
+    >>> job_need(Job(index=0, job_id="j", vc="a", gpu_num=16, submit_time=0, duration=10))
+    16
+    """
+    if job.elastic is not None:
+        return 1
+    if job.gpu_milli < 1000:
+        return max(1, -(-job.gpu_num * job.gpu_milli // 1000))
+    return job.gpu_num
+
+
+class Hopeless:
+    """Stops a run that can only end in the no-progress error at the faults' horizon, as soon as that is certain:
+    the unfinished job that needs the most GPUs, waiting (submitted before now: a pass has seen it), can never
+    have them up at once within one VC under the model, read ahead to its end (:class:`ReadAhead`), before the
+    faults end, nor for as long as its work left (at most 1× speed: alone on its fastest GPU type) while the last
+    of them are repaired.  Without it such a run replays a century of faults, one scheduler pass per repair.
+
+    The caller asks :meth:`blocked` after each replayed event (no VC able to hold that job has its GPUs up now)
+    and :meth:`check` only then, so a run whose jobs fit never reads ahead.  A job that needs fewer GPUs can
+    never start only where this one cannot either, so this one is the only one to check.  Any VC counts whose
+    slots hold the job's :func:`job_need` (a policy may move a job to another VC: fifo-backfill lends them,
+    lucid profiles in a partition).  Not made with ``--until``, where no such error comes.  A plug-in policy
+    that would turn the job away later (``decline``) is not waited for.
+    """
+
+    def __init__(self, reliability: Reliability, start: float) -> None:
+        self.reliability, self.start = reliability, start
+        self.sizes: dict[str, int] = {}  # VC → its GPUs
+        for node in reliability.slots:
+            self.sizes[node.vc.name] = self.sizes.get(node.vc.name, 0) + node.gpu_count
+        self.jobs: list[Job] | None = None  # by need, the most first (sorted at the first check)
+        self.next = 0  # the first of them not finished
+        self.need = 0  # that job's GPUs (a bound until sorted), and the VCs that can hold them
+        self.vcs: list[str] = []
+        self._needs(max((job.gpu_num for job in reliability.sim.jobs), default=0))
+        self.ahead: ReadAhead | None = None
+
+    def _needs(self, gpus: int) -> None:
+        self.need = gpus
+        self.vcs = [name for name, size in self.sizes.items() if size >= gpus]
+
+    def blocked(self) -> bool:
+        """Whether no VC that can hold that job has as many GPUs up now (then it cannot start now)."""
+        up, need = self.reliability.up_gpus, self.need
+        for name in self.vcs:
+            if up[name] >= need:
+                return False
+        return need > 0
+
+    def check(self, index: int, now: float) -> None:
+        """After the replay's event ``index``, at ``now``: raise :class:`NoProgressError` where it is certain."""
+        job = self._candidate()
+        if job is None or job.state is JobState.RUNNING or job.submit_time >= now or not self.blocked():
+            return  # (a job not yet seen by a pass may yet be turned away: ElasticFlow's admission)
+        ahead = self._ahead()
+        most = ahead.most_from(index, self.need)
+        ended = ahead.ended_at
+        if ended is None or most >= self.need:
+            return  # enough GPUs can be up before the faults end
+        if ended < MAX_HORIZON_S / 2:
+            self._needs(0)  # the faults end early and every sound server comes back: never certain, never again
+            self.next = len(self.jobs or ())
+            return
+        drained, late = ahead.drained(index, self.need)
+        if late is not None and (job.elastic is not None or ended - late >= job.work_left):
+            return  # (it may start as the last faults are repaired, and end before the last repair)
+        if max(most, drained) >= 0:  # (else this is the last event: the replay says so next)
+            raise self._error(job, max(most, drained), now, late)
+
+    def _ahead(self) -> ReadAhead:
+        """The read-ahead for the VCs that can hold the job checked (read again from the start where they
+        changed: a smaller job has more of them, at most once per VC)."""
+        if self.ahead is None or self.ahead.vcs != self.vcs:
+            reliability = self.reliability
+            self.ahead = ReadAhead(reliability.outages(), reliability.slots, self.vcs,
+                                   reliability.spares, reliability.rule, self.start)
+        return self.ahead
+
+    def _candidate(self) -> Job | None:
+        """The unfinished job that needs the most GPUs (its need and VCs set); None where all ended."""
+        sim = self.reliability.sim
+        if self.jobs is None:
+            self.jobs = sorted(sim.jobs, key=lambda job: (-job_need(job), job.index))
+        jobs = self.jobs
+        while self.next < len(jobs):
+            job = jobs[self.next]
+            if job.state is not JobState.FINISHED and job not in sim.abandoned and job not in sim.declined:
+                if job_need(job) != self.need:
+                    self._needs(job_need(job))
+                return job
+            self.next += 1
+        self._needs(0)
+        return None
+
+    def _error(self, job: Job, most: int, now: float, late: float | None) -> Exception:
+        """Why it is certain, in words: the job, what it needs, the most that can be up (``late``: when enough
+        are, once the faults ended)."""
+        from simcluster.engine.failures import NoProgressError
+
+        reliability, ahead = self.reliability, self.ahead
+        assert ahead is not None and ahead.ended_at is not None
+        where = (f"its VC {self.vcs[0]!r}" if len(self.vcs) == 1 else
+                 f"any of the {len(self.vcs):,} VCs large enough" if self.vcs else "any VC")
+        sizes = {node.gpu_count for node in reliability.slots if node.vc.name in self.vcs}
+        servers = f" ({_servers_text(most // sizes.pop())})" if len(sizes) == 1 else ""
+        spares = f", its {_servers_text(reliability.spares, 'spare')} counted," if reliability.spares else ""
+        out = (f"; --exclude-after takes {len(ahead.excluded):,} server(s) out for good" if ahead.excluded else "")
+        drain = ("" if late is None else
+                 f" until the last faults are repaired, from t={late:,.0f} s: {ahead.ended_at - late:,.0f} s before the "
+                 f"last repair, less than its {job.work_left:,.0f} s of work left")
+        return NoProgressError(
+            f"no progress under faults: job {job.job_id} ({job.gpu_num:,} GPUs, on at least "
+            f"{_servers_text(self._servers(job_need(job)))}), submitted at t={job.submit_time:,.0f} s, can never "
+            f"{'start' if late is None else 'finish'}: the fault model's outages, read ahead to its horizon ({MAX_HORIZON_S / 86_400 / 365:,.0f} "
+            f"years), leave at most {most:,} GPUs{servers} up at once in {where}{spares} from t={now:,.0f} s "
+            f"on{drain}{out}, so the run could only end there with this error; it stops now. Give --spare-nodes K "
+            f"(a job on every server of a fleet needs spares: in the InfiniteHBD log about 2.3 % of the servers are "
+            f"down at any moment), smaller jobs, or --until SECONDS.")
+
+    def _servers(self, gpus: int) -> int:
+        """The fewest slots of one VC whose GPUs hold ``gpus`` (of the cluster's largest where no VC's do)."""
+        slots = self.reliability.slots
+        fewest = [bisect_left(largest_first(slots, name), gpus) for name in self.vcs]
+        return min(fewest, default=-(-gpus // max(node.gpu_count for node in slots)))
+
+
+def _servers_text(count: int, kind: str = "") -> str:
+    """``3 servers``, ``1 spare server``."""
+    return f"{count:,} {kind + ' ' if kind else ''}server{'' if count == 1 else 's'}"
 
 
 def _replacement_of(sim: Simulation, config: SimConfig) -> DomainReplacement | None:
