@@ -20,8 +20,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import MISSING, Field, dataclass, field
 from typing import Any
 
-from simcluster.limits import LimitError, duration, is_number
-
 PROVENANCE = "provenance"  # fields that record where settings came from; no option or --set key sets them
 # the policy's own settings (its Settings dataclass): set by --set NAME=VALUE or a config file's [policy] table,
 # not by an option of their own
@@ -165,7 +163,11 @@ def coerce(f: Field, value: Any, where: str = "settings") -> Any:
         words = f.metadata.get("words") or ()
         if words and isinstance(value, str) and value.strip().lower() in words:
             return value.strip().lower()
-        if f.metadata.get("time") and isinstance(value, str) and not is_number(value):
+        if f.metadata.get("time") and isinstance(value, str):
+            from simcluster.limits import LimitError, duration, is_number  # (here: not at --help)
+
+            if is_number(value):
+                return _number(value, bad)
             try:
                 return duration(value, "")
             except LimitError:
