@@ -85,4 +85,4 @@ def test_reliability_prints_one_json_document(tmp_path):
     assert found["settings"]["checkpoint_cost_s"] == 60 and found["settings"]["node_rate_per_day"] == 0.2
     csv = (tmp_path / "study" / "reliability.csv").read_text().splitlines()
     assert len(csv) == 1 + len(rows) and sorted(found["written"]) == sorted(
-        str(tmp_path / "study" / name) for name in ("reliability.csv", "reliability.png"))
+        str(tmp_path / "study" / name) for name in ("reliability.csv", "reliability.png", "reliability.html"))

@@ -289,3 +289,39 @@ def ettr_by_size(lines: Mapping[str, Sequence[tuple[str, Spread]]], title: str) 
     if lines:
         ax.legend(loc="lower left", fontsize="small")
     return png_bytes(fig)
+
+
+def against_spares(lines: Mapping[str, Sequence[tuple[str, Spread, Spread]]], title: str) -> bytes:
+    """ETTR (left panel) and wall-clock days (right) against hot spares: one line per series (name → (spares as
+    given, ETTR's (mean, low, high), days' (mean, low, high)) in spares order), the spares values as categories on
+    the x axis, error bars from low to high.  A series' infinite days (a job that never finished in some run) are
+    a ▲ at the top of the right panel, its ETTR drawn as it is."""
+    fig = Figure(figsize=(WIDTH / DPI, HEIGHT / DPI), dpi=DPI, layout="constrained")
+    FigureCanvasAgg(fig)
+    ettr_ax, days_ax = fig.subplots(1, 2)
+    categories = list(dict.fromkeys(spares for points in lines.values() for spares, _, _ in points))
+    place = {spares: i for i, spares in enumerate(categories)}
+    shift = 0.06 * (np.arange(len(lines)) - (len(lines) - 1) / 2)
+    for i, (offset, (name, points)) in enumerate(zip(shift, lines.items(), strict=True)):
+        x = np.array([place[spares] for spares, _, _ in points], dtype=float) + offset
+        for ax, k in ((ettr_ax, 1), (days_ax, 2)):
+            spreads = np.array([point[k] for point in points], dtype=float).reshape(-1, 3)
+            finite = np.isfinite(spreads).all(axis=1)
+            mean, low, high = spreads[finite].T
+            ax.errorbar(x[finite], mean, yerr=[np.clip(mean - low, 0, None), np.clip(high - mean, 0, None)],
+                        marker="o", capsize=3, color=f"C{i % 10}", label=wrapped_label(name, 60) if k == 1 else None)
+            if k == 2 and not finite.all():
+                ax.plot(x[~finite], np.full((~finite).sum(), 0.97), marker="^", linestyle="none", color=f"C{i % 10}",
+                        transform=ax.get_xaxis_transform(), clip_on=False)
+    for ax, label in ((ettr_ax, "ETTR (productive ÷ wall time)"), (days_ax, "wall-clock of the job (days)")):
+        ax.set_xticks(range(len(categories)), categories)
+        ax.set_xlim(-0.5, len(categories) - 0.5)
+        ax.set_xlabel("hot spares (nodes, or a share of the job's nodes)")
+        ax.set_ylabel(label)
+        ax.grid(True, alpha=0.3)
+    ettr_ax.set_ylim(0, 1.02)
+    days_ax.set_ylim(bottom=0)
+    if lines:
+        fig.legend(loc="outside lower center", ncols=min(len(lines), 3), fontsize="small")
+    fig.suptitle(title, fontsize="small", wrap=True)
+    return png_bytes(fig)
