@@ -30,7 +30,10 @@ class TopologyAware(Placement):
 
     Each pool's free GPUs per domain are kept up to date as they change (:class:`DomainFree`), so a decision
     costs the domains it looks at: a job of one pod walks one level's domains and one domain's children per
-    level below; a larger one is Kueue's assignment over the nodes' free pods.
+    level below; a larger one with a level reads the levels' domains and the chosen domains' children
+    (:meth:`DomainFree.place_pods`, BalancedPlacement included); a job that asks for more pods than the pool
+    holds is refused off the pool's free-count buckets; only jobs in slices are Kueue's assignment over every
+    node's free pods.
     """
 
     topology_aware: ClassVar[bool] = True
@@ -40,31 +43,51 @@ class TopologyAware(Placement):
     def __init__(self, rng: random.Random | None = None) -> None:
         super().__init__(rng)
         self._states: dict[int, DomainFree] = {}  # a pool's tallies, by the pool (its nodes never change)
+        self._routes: dict[tuple, tuple[int, int, str, int]] = {}  # by pool, request and GPUs (_route)
 
     def place(self, job: Job, vc: Pool) -> Plan | None:
         if job.gpu_num > vc.free_gpus:
             return None
         state = self._state_of(vc)
         request = job.topology
-        pod = request.pod_size(job.gpu_num, vc.gpus_per_node) if request else pod_gpus(job.gpu_num, vc.gpus_per_node)
-        pods = job.gpu_num // pod
-        level: dict[str, Any] = request.assignment if request else {}
-        if pods == 1 and not (self.algorithm == "balanced" and "preferred" in level):
-            # one pod: every algorithm takes the domain with the fewest such pods free, level by level
-            named = request.level if request and request.mode else None
-            position = state.one_pod(pod, state.tree.level(named) if named else state.leaf)
+        route = self._routes.get((id(vc), request, job.gpu_num)) or self._route(job, vc, state)
+        pod, pods, kind, level = route
+        if kind == "one pod":  # every algorithm takes the domain with the fewest such pods free, level by level
+            position = state.one_pod(pod, level)
             return None if position is None else [(vc.nodes[position], job.gpu_num)]
-        if not level:  # anywhere (Kueue's default profile: LeastFreeCapacity), node by node off the buckets
+        if pods > 1 and state.total_pods(pod) < pods:  # (no room anywhere, whatever the request)
+            return None
+        if kind == "anywhere":  # (Kueue's default profile: LeastFreeCapacity), node by node off the buckets
             chosen = state.spread(pod, pods, self.algorithm in ("least-free", "kueue"))
-        else:
+        elif kind == "level":  # a level, no slices: off the tallies
+            algorithm = "best-fit" if self.algorithm == "kueue" else self.algorithm
+            chosen = state.place_pods(pod, pods, request.mode, level, algorithm)  # type: ignore[union-attr]
+        else:  # slices: Kueue's assignment over every domain
             sums = state.level_pods(pod)
+            given: dict[str, Any] = request.assignment  # type: ignore[union-attr]
             if self.algorithm == "kueue":
-                chosen = kueue_tas(state.tree, sums[-1], pods, level_pods=sums, **level)
+                chosen = kueue_tas(state.tree, sums[-1], pods, level_pods=sums, **given)
             else:
-                chosen = assign(state.tree, sums[-1], pods, algorithm=self.algorithm, level_pods=sums, **level)
+                chosen = assign(state.tree, sums[-1], pods, algorithm=self.algorithm, level_pods=sums, **given)
         if chosen is None:
             return None
         return [(vc.nodes[leaf], count * pod) for leaf, count in sorted(chosen.items()) if count]
+
+    def _route(self, job: Job, vc: Pool, state: DomainFree) -> tuple[int, int, str, int]:
+        """How a job of its GPUs and request is placed in ``vc``, worked out once per kind of job: its pod size,
+        pods, which path (one pod, anywhere, a level, slices) and the index of its level in the tree."""
+        request = job.topology
+        pod = request.pod_size(job.gpu_num, vc.gpus_per_node) if request else pod_gpus(job.gpu_num, vc.gpus_per_node)
+        pods = job.gpu_num // pod
+        level = state.tree.level(request.level) if request and request.mode else state.leaf
+        if pods == 1 and not (self.algorithm == "balanced" and request and request.mode == "preferred"):
+            kind = "one pod"
+        elif request is None or not request.assignment:
+            kind = "anywhere"
+        else:
+            kind = "slices" if request.slice_size else "level"
+        route = self._routes[(id(vc), request, job.gpu_num)] = (pod, pods, kind, level)
+        return route
 
     def room_class(self, job: Job, vc: Pool) -> tuple:
         """Jobs among which finding no room is monotone in their GPUs (:class:`Placement`): those of one pod

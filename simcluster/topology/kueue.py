@@ -27,7 +27,7 @@ from functools import cached_property
 
 import numpy as np
 
-__all__ = ["ALGORITHMS", "Tree", "assign", "kueue_tas"]
+__all__ = ["ALGORITHMS", "Tree", "assign", "evenness", "kueue_tas"]
 
 ALGORITHMS = ("best-fit", "least-free", "balanced")
 DEFAULT_LEVELS = ("zone", "block", "rack", "host")  # from_nested names the lowest levels of a tree with these
@@ -343,9 +343,16 @@ def _fewest_smallest(pods: np.ndarray, slices: np.ndarray, order: np.ndarray, ne
     return np.array(chosen[::-1], dtype=np.int64)
 
 
-def _entropy(values: np.ndarray) -> float:
-    total = int(values.sum())
-    return -sum(v / total * math.log2(v / total) for v in values.tolist() if v > 0) if total else 0.0
+def evenness(values: Sequence[int]) -> float:
+    """Balanced placement's tie-break between domains: the Shannon entropy, in bits, of their children's free
+    pods (higher: more even).  Summed in the order given, so that every caller gets the same float.
+
+    >>> evenness([4, 4]), round(evenness([1, 2, 1]), 3), evenness([6, 2]) < evenness([4, 4])
+    (1.0, 1.5, True)
+    """
+    counts = [int(v) for v in values]
+    total = sum(counts)
+    return -sum(v / total * math.log2(v / total) for v in counts if v > 0) if total else 0.0
 
 
 def _balanced(tree: Tree, caps: tuple[list[np.ndarray], list[np.ndarray]],
@@ -397,8 +404,9 @@ def _balanced(tree: Tree, caps: tuple[list[np.ndarray], list[np.ndarray]],
         return None
     threshold, _, domains, group_pods, group_slices, kids, owner, keep = best
     if below:
-        evenness = np.array([_entropy(pods[top + 1][kids][(owner == i) & keep]) for i in range(len(domains))])
-        order = np.lexsort((domains, -evenness, -group_slices))
+        evenness_of = np.array([evenness(pods[top + 1][kids][(owner == i) & keep].tolist())
+                                for i in range(len(domains))])
+        order = np.lexsort((domains, -evenness_of, -group_slices))
         chosen = _fewest_smallest(group_pods, group_slices, order, need, size)
         if chosen is None:
             return None
