@@ -3,6 +3,7 @@
     python benchmarks/bench_scale.py                   # start-up, then fifo on 10k, 100k and 1M jobs
     python benchmarks/bench_scale.py --ten-million     # ... and 10M jobs (5-10 minutes, ~11 GiB)
     python benchmarks/bench_scale.py --no-startup --sizes 10000,100000
+    python benchmarks/bench_scale.py --no-startup --sizes "" --series --series-sizes 1024,2048 --json out.json
 
 Start-up: `lucid-sim --help` and `lucid-sim run` on the embedded default trace (what `make run` does),
 wall seconds from the shell, best of 3, and whether each imported pandas or scipy.
@@ -18,15 +19,24 @@ users table) and to write the folder; wall seconds of load + simulation, peak RS
 its parent's peak) and that peak less the interpreter's own after imports, per job, the write included.
 Writing the trace is not timed.
 
-Policies by cluster size (``--series``): fifo and every event-driven built-in policy on one synthetic trace
-per size — by default 8,192/16,384/32,768/65,536 GPUs (one VC of 8-GPU nodes) with 12.2 jobs per GPU (100k …
-800k jobs), GPU counts powers of two up to 256 (multi-node jobs hold most of the GPU time), log-normal
-durations up to 3 days, Poisson arrivals, realised offered load held at 0.9 (:mod:`simcluster.traces.synth`),
-seed 1 — each run in a fresh interpreter that draws the trace (not timed) and simulates it: sim CPU-s, its
-ratio to fifo's at the same size, and the growth exponent (the slope of log CPU over log GPUs, least
-squares over the series), with each run's peak memory per job, preemptions and avg JCT.  A run that passes
-``--series-timeout`` is reported as such.  ``--series-policies`` and ``--series-sizes`` (GPUS/JOBS,…) pick
-others.
+Policies by cluster size (``--series``): every built-in policy (the policy registry's; those that cannot run
+on a synthetic trace, the elastic ones, are left out with the reason printed) on one synthetic trace per shape
+and size (:mod:`simcluster.traces.synth`, one VC of 8-GPU nodes, Poisson arrivals, realised offered load held,
+seed 1), each run in a fresh interpreter that draws the trace (not timed) and simulates it.  The shapes
+(``--series-shapes``, all three by default; :data:`SHAPES` spells them):
+
+- ``series``: GPU counts powers of two up to 256 (multi-node jobs hold most of the GPU time), log-normal
+  durations up to 3 days, load 0.9; 8,192/16,384/32,768/65,536 GPUs with 12.2 jobs per GPU (100k … 800k jobs);
+- ``congested``: 1 to 1,024 GPUs, 40 % single-GPU, a quarter multi-node, log-normal durations of minutes to a
+  day (median 50 minutes), load 1.0; 4,096/8,192/16,384 GPUs with 50k/100k/200k jobs;
+- ``sharing``: the llm-era preset's durations and sizes to 64 GPUs, its tail moved down to 128–512 GPUs (its
+  1,024–16,384 fit no 4k-GPU VC), load 0.9; 4,096/8,192/16,384 GPUs with 6k/12k/24k jobs.
+
+One table per shape: each policy's sim CPU-s and its ratio to fifo's at the same size, the growth exponent
+(the slope of log CPU over log GPUs, least squares over the sizes it ran at), and at the largest size its
+peak memory per job, preemptions and avg JCT.  A run that passes ``--series-timeout`` is reported as such and
+its policy is not run at the larger sizes of that shape.  ``--series-policies`` and ``--series-sizes``
+(GPUS/JOBS, or GPUS alone: jobs at each shape's own density) pick others; ``--json OUT`` writes every figure.
 
 A 10M-job run may also be split by VC across processes (``lucid-sim sweep --split-vcs always``, see the
 manual's Performance page, docs/performance.md); ``--split-recipe`` measures that command: wall time and the peak of the
@@ -43,7 +53,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -92,11 +104,16 @@ def main() -> None:
     parser.add_argument("--load", type=float, default=0.7)
     parser.add_argument("--policy", default="fifo")
     parser.add_argument("--series", action="store_true", help="Every policy by cluster size (see above).")
-    parser.add_argument("--series-policies", default=",".join(SERIES_POLICIES))
-    parser.add_argument("--series-sizes", default=",".join(f"{g}/{j}" for g, j in SERIES_SIZES),
-                        help="GPUS/JOBS, comma-separated.")
-    parser.add_argument("--series-trace", default=SERIES_TRACE, help="The synthetic trace's shape and load.")
-    parser.add_argument("--series-timeout", type=float, default=3600.0, help="Seconds a run may take.")
+    parser.add_argument("--series-shapes", default=",".join(SHAPES),
+                        help=f"Trace shapes, comma-separated, from {', '.join(SHAPES)}.")
+    parser.add_argument("--series-policies", default="all",
+                        help="Policies, comma-separated; all: every built-in that can run on a synthetic trace.")
+    parser.add_argument("--series-sizes", default="",
+                        help="GPUS/JOBS or GPUS (jobs at each shape's own density), comma-separated, for every "
+                             "shape; default: each shape's own.")
+    parser.add_argument("--series-timeout", type=float, default=3600.0,
+                        help="Wall seconds a run may take (on a shared machine, more than its CPU-s).")
+    parser.add_argument("--json", metavar="OUT", help="Also write every figure of the series to this file.")
     args = parser.parse_args()
     console = Console(width=150)
     console.print("[dim]CPU seconds from time.process_time; wall seconds and memory on a shared machine "
@@ -109,7 +126,7 @@ def main() -> None:
     if args.split_recipe:
         console.print(recipe_table(args))
     if args.series:
-        console.print(series_table(args, console))
+        run_series(args, console)
 
 
 def startup_table() -> Table:
@@ -174,11 +191,49 @@ def scale_table(sizes: list[int], args: argparse.Namespace, console: Console) ->
     return table
 
 
-SERIES_POLICIES = ("fifo", "sjf", "qssf", "srtf", "tiresias", "tiresias-gittins", "fifo-backfill", "easy-backfill",
-                   "slurm", "sjf-ffs", "sjf-bsbf", "srtf-ars", "srtf-wrs", "lucid")
-SERIES_SIZES = ((8_192, 100_000), (16_384, 200_000), (32_768, 400_000), (65_536, 800_000))
-SERIES_TRACE = ("sizes=pow2:256,decay=1.6,durations=lognormal:mu=7,sigma=1.8,max=259200,arrivals=poisson,"
-                "load=0.9,vcs=1,seed=1")
+@dataclass(frozen=True)
+class Shape:
+    """A trace shape of the series: a synthetic spec less its jobs and nodes, and its own GPUS/JOBS sizes."""
+
+    name: str
+    trace: str  # simcluster.traces.synth's spec text, without jobs= and nodes=
+    sizes: tuple[tuple[int, int], ...]
+
+    def spec(self, gpus: int, jobs: int) -> str:
+        """The full synthetic spec at one size (8-GPU nodes).
+
+        >>> SHAPES["series"].spec(1024, 12500)[:31]
+        'jobs=12500,nodes=128,sizes=pow2'
+        """
+        return f"jobs={jobs},nodes={gpus // 8},{self.trace}"
+
+    def jobs_at(self, gpus: int) -> int:
+        """Jobs on ``gpus`` GPUs at the jobs per GPU of the shape's own first size, so a smaller run keeps the
+        shape's density.
+
+        >>> SHAPES["sharing"].jobs_at(1024), SHAPES["congested"].jobs_at(2048)
+        (1500, 25000)
+        """
+        own_gpus, own_jobs = self.sizes[0]
+        return round(gpus * own_jobs / own_gpus)
+
+
+# The three shapes of issue 55: the series' own (multi-node jobs hold most GPU time), congested multi-node jobs
+# at full load, and the GPU-sharing family's few short jobs per GPU.
+SHAPES = {shape.name: shape for shape in (
+    Shape("series", "sizes=pow2:256,decay=1.6,durations=lognormal:mu=7,sigma=1.8,max=259200,arrivals=poisson,"
+                    "load=0.9,vcs=1,seed=1",
+          ((8_192, 100_000), (16_384, 200_000), (32_768, 400_000), (65_536, 800_000))),
+    # 1-1,024 GPUs, 40 % single-GPU, a quarter of the jobs multi-node; median 50 minutes, 2 minutes to a day
+    Shape("congested", "sizes=1:0.4,2:0.1,4:0.1,8:0.15,16:0.08,32:0.06,64:0.05,128:0.03,256:0.02,512:0.007,"
+                       "1024:0.003,durations=lognormal:mu=8,sigma=1.5,max=86400,arrivals=poisson,load=1.0,vcs=1,seed=1",
+          ((4_096, 50_000), (8_192, 100_000), (16_384, 200_000))),
+    # the llm-era preset's durations and arrivals; its sizes to 64 GPUs as given, its tail (1,024-4,096 GPUs,
+    # which no 4k-GPU VC holds) moved down to 128-512 with the same weights
+    Shape("sharing", "preset=llm-era,sizes=1:0.55,2:0.07,4:0.07,8:0.17,16:0.06,32:0.04,64:0.03,128:0.0003,"
+                     "256:0.00015,512:0.00008,load=0.9,vcs=1,seed=1",
+          ((4_096, 6_000), (8_192, 12_000), (16_384, 24_000))),
+)}
 
 SERIES_RUN = r"""
 import json, re, sys, time
@@ -195,49 +250,212 @@ print(json.dumps(dict(sim_cpu=s["sim_cpu_seconds"], avg_jct=s["avg_jct"], avg_qu
     preemptions=s["preemptions"], jobs=s["jobs"], peak_mib=rss_mib(), base_mib=base)))
 """
 
+Run = dict[str, Any] | str  # a run's figures, or what became of it (timed out, failed, not run)
 
-def series_table(args: argparse.Namespace, console: Console) -> Table:
-    """Each policy's sim CPU at each size, its ratio to fifo's and its growth exponent."""
+
+def series_shapes(text: str) -> list[Shape]:
+    """The shapes ``--series-shapes`` names, or an error listing the known ones.
+
+    >>> [s.name for s in series_shapes("sharing,series")]
+    ['sharing', 'series']
+    >>> series_shapes("venus")
+    Traceback (most recent call last):
+    ...
+    SystemExit: --series-shapes: unknown shape 'venus'; choose from series, congested, sharing
+    """
+    names = [n for n in text.split(",") if n]
+    for name in names:
+        if name not in SHAPES:
+            raise SystemExit(f"--series-shapes: unknown shape {name!r}; choose from {', '.join(SHAPES)}")
+    return [SHAPES[n] for n in names]
+
+
+def series_sizes(text: str, shape: Shape) -> list[tuple[int, int]]:
+    """``--series-sizes`` for one shape, smallest first: GPUS/JOBS or GPUS alone (jobs at the shape's own
+    density, :meth:`Shape.jobs_at`); empty text: the shape's own sizes.
+
+    >>> series_sizes("2048,1024/9999", SHAPES["sharing"])
+    [(1024, 9999), (2048, 3000)]
+    >>> series_sizes("256/100", SHAPES["congested"])
+    Traceback (most recent call last):
+    ...
+    SystemExit: --series-sizes: 256/100 for the congested shape: sizes '1:0.4,...': a job of 1,024 GPUs does not fit ...
+    >>> series_sizes("1020", SHAPES["series"])
+    Traceback (most recent call last):
+    ...
+    SystemExit: --series-sizes: '1020' must be GPUS (a positive multiple of 8: nodes of 8 GPUs) or GPUS/JOBS
+    """
+    from simcluster.traces.synth import spec_from_text
+
+    sizes = []
+    for item in filter(None, text.split(",")):
+        gpus_text, _, jobs_text = item.partition("/")
+        try:
+            gpus = int(gpus_text)
+            jobs = int(jobs_text) if jobs_text else shape.jobs_at(gpus)
+        except ValueError:
+            gpus = jobs = 0
+        if gpus <= 0 or gpus % 8 or jobs <= 0:
+            raise SystemExit(f"--series-sizes: {item!r} must be GPUS (a positive multiple of 8: nodes of 8 GPUs) "
+                             "or GPUS/JOBS")
+        sizes.append((gpus, jobs))
+    sizes = sorted(sizes) if sizes else list(shape.sizes)
+    for gpus, jobs in sizes:  # a size the shape cannot have fails here, not in every policy's run
+        try:
+            spec_from_text(shape.spec(gpus, jobs))
+        except ValueError as error:
+            raise SystemExit(f"--series-sizes: {gpus}/{jobs} for the {shape.name} shape: {error}") from None
+    return sizes
+
+
+def series_policies(text: str) -> tuple[list[str], dict[str, str]]:
+    """The policies to run (fifo first: the others' ratios are to it) and those left out, with why.
+
+    ``all`` is every built-in the registry holds, so a new one is measured without editing this script.
+    """
+    from simcluster.policies import POLICIES
+
+    names = POLICIES.names() if text == "all" else [p for p in text.split(",") if p]
+    unknown = [p for p in names if p not in POLICIES]
+    if unknown:
+        raise SystemExit(f"--series-policies: unknown policy {unknown[0]!r}; choose from all, "
+                         f"{', '.join(POLICIES.names())}")
+    left_out = {p: why for p in names if (why := cannot_run(POLICIES.get(p)))}
+    kept = [p for p in names if p not in left_out]
+    return ["fifo", *[p for p in kept if p != "fifo"]], left_out
+
+
+def cannot_run(policy: type) -> str | None:
+    """Why a policy cannot run on a synthetic trace, or None.
+
+    >>> from simcluster.policies import POLICIES
+    >>> cannot_run(POLICIES.get("srtf")), cannot_run(POLICIES.get("pollux"))[:30]
+    (None, 'resizes jobs while they run, s')
+    """
+    if policy.elastic:  # the engine refuses them: simcluster.elastic.work.attach_models
+        return ("resizes jobs while they run, so it needs jobs with scaling models (a Pollux or ElasticFlow "
+                "trace); a synthetic trace has none")
+    return None
+
+
+def series_run(spec: str, policy: str, timeout: float) -> Run:
+    """One policy on one synthetic trace, in a fresh interpreter (its peak memory its own)."""
+    try:
+        done = subprocess.run([sys.executable, "-c", SERIES_RUN, spec, policy], cwd=ROOT, check=False,
+                              capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return f"> {timeout:,.0f} s"
+    if done.returncode:
+        return f"failed: {' '.join(done.stderr.strip().splitlines()[-1:])}"
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def shape_runs(shape: Shape, sizes: list[tuple[int, int]], policies: list[str], timeout: float,
+               console: Console) -> dict[tuple[str, int], Run]:
+    """Every policy at every size of one shape; a policy that ran out of time is not run at larger sizes."""
+    runs: dict[tuple[str, int], Run] = {}
+    too_slow: dict[str, int] = {}  # policy → the GPUs at which it ran out of time
+    for gpus, jobs in sizes:
+        for policy in policies:
+            if policy in too_slow:
+                runs[policy, gpus] = f"not run (> {timeout:,.0f} s at {too_slow[policy]:,} GPUs)"
+                continue
+            with console.status(f"{shape.name}: {policy} on {gpus:,} GPUs, {jobs:,} jobs"):
+                run = runs[policy, gpus] = series_run(shape.spec(gpus, jobs), policy, timeout)
+            if isinstance(run, str) and run.startswith(">"):
+                too_slow[policy] = gpus
+            console.print(f"[dim]{shape.name}: {policy} on {gpus:,} GPUs: " + (
+                f"{run['sim_cpu']:.2f} sim CPU-s, avg JCT {run['avg_jct']:,.0f} s" if isinstance(run, dict) else run)
+                + "[/]")
+    return runs
+
+
+def shape_figures(sizes: list[tuple[int, int]], policies: list[str],
+                  runs: dict[tuple[str, int], Run]) -> dict[str, dict[str, Any]]:
+    """Per policy: each size's run with its ratio to fifo's sim CPU, and the growth exponent over the sizes
+    it ran at (None with fewer than two).
+
+    >>> run = lambda cpu: dict(sim_cpu=cpu, avg_jct=1.0, preemptions=0, jobs=10, peak_mib=2.0, base_mib=1.0)
+    >>> runs = {("fifo", 8): run(1.0), ("fifo", 16): run(2.0), ("srtf", 8): run(3.0), ("srtf", 16): "> 9 s"}
+    >>> figures = shape_figures([(8, 10), (16, 20)], ["fifo", "srtf"], runs)
+    >>> round(figures["fifo"]["exponent"], 6), figures["srtf"]["exponent"], figures["srtf"]["sizes"][0]["ratio"]
+    (1.0, None, 3.0)
+    >>> figures["srtf"]["sizes"][1]
+    {'gpus': 16, 'jobs': 20, 'outcome': '> 9 s'}
+    """
     import math
 
-    policies = [p for p in args.series_policies.split(",") if p]
-    sizes = [tuple(int(v) for v in size.split("/")) for size in args.series_sizes.split(",") if size]
-    runs: dict[tuple[str, int], dict | str] = {}
-    for gpus, jobs in sizes:
-        spec = f"jobs={jobs},nodes={gpus // 8},{args.series_trace}"
-        for policy in ["fifo", *[p for p in policies if p != "fifo"]]:
-            with console.status(f"{policy} on {gpus:,} GPUs, {jobs:,} jobs"):
-                try:
-                    done = subprocess.run([sys.executable, "-c", SERIES_RUN, spec, policy], cwd=ROOT, check=False,
-                                          capture_output=True, text=True, timeout=args.series_timeout)
-                    runs[policy, gpus] = (json.loads(done.stdout.strip().splitlines()[-1]) if done.returncode == 0
-                                          else f"failed: {done.stderr.strip().splitlines()[-1:]}")
-                except subprocess.TimeoutExpired:
-                    runs[policy, gpus] = f"> {args.series_timeout:,.0f} s"
-            shown = runs[policy, gpus]
-            console.print(f"[dim]{policy} on {gpus:,} GPUs: " + (f"{shown['sim_cpu']:.1f} sim CPU-s, avg JCT "
-                          f"{shown['avg_jct']:,.0f} s" if isinstance(shown, dict) else shown) + "[/]")
-    table = Table(title=f"Policies by cluster size ({args.series_trace}); sim CPU-s (× fifo)", title_justify="left")
-    table.add_column("policy")
-    for gpus, jobs in sizes:
-        table.add_column(f"{gpus // 1024}k GPUs / {jobs // 1000}k jobs", justify="right")
-    for col in ("exponent", "bytes / job (largest)", "preemptions (largest)", "avg JCT s (largest)"):
-        table.add_column(col, justify="right")
-    for policy in ["fifo", *[p for p in policies if p != "fifo"]]:
-        cells, points = [], []
-        for gpus, _ in sizes:
+    figures = {}
+    for policy in policies:
+        rows, points = [], []
+        for gpus, jobs in sizes:
             run, fifo = runs[policy, gpus], runs["fifo", gpus]
             if not isinstance(run, dict):
-                cells.append(str(run))
+                rows.append({"gpus": gpus, "jobs": jobs, "outcome": run})
                 continue
+            ratio = run["sim_cpu"] / fifo["sim_cpu"] if isinstance(fifo, dict) and fifo["sim_cpu"] > 0 else None
+            bytes_per_job = (run["peak_mib"] - run["base_mib"]) * 2**20 / max(run["jobs"], 1)
+            rows.append({"gpus": gpus, "jobs": jobs, **run, "ratio": ratio, "bytes_per_job": bytes_per_job})
             points.append((math.log(gpus), math.log(max(run["sim_cpu"], 1e-9))))
-            ratio = f" ({run['sim_cpu'] / fifo['sim_cpu']:.1f}×)" if isinstance(fifo, dict) else ""
-            cells.append(f"{run['sim_cpu']:,.1f}{ratio}")
-        last = runs[policy, sizes[-1][0]]
-        extra = [f"{(last['peak_mib'] - last['base_mib']) * 2**20 / last['jobs']:,.0f}", f"{last['preemptions']:,}",
-                 f"{last['avg_jct']:,.0f}"] if isinstance(last, dict) else ["", "", ""]
-        table.add_row(policy, *cells, f"{growth_exponent(points):.2f}" if len(points) > 1 else "", *extra)
+        figures[policy] = {"sizes": rows, "exponent": growth_exponent(points) if len(points) > 1 else None}
+    return figures
+
+
+def shape_table(shape: Shape, figures: dict[str, dict[str, Any]], timeout: float) -> Table:
+    """One shape's figures: sim CPU-s (× fifo) at each size, the exponent, and the largest size's others."""
+    sizes = [(row["gpus"], row["jobs"]) for row in next(iter(figures.values()))["sizes"]]
+    table = Table(title=f"{shape.name}: {shape.trace}; sim CPU-s (× fifo), runs cut at {timeout:,.0f} s",
+                  title_justify="left")
+    table.add_column("policy")
+    for gpus, jobs in sizes:
+        table.add_column(f"{count(gpus, 1024)} GPUs / {count(jobs, 1000)} jobs", justify="right")
+    for col in ("exponent", "bytes / job (largest)", "preemptions (largest)", "avg JCT s (largest)"):
+        table.add_column(col, justify="right")
+    for policy, figure in figures.items():
+        cells = [shorten(row["outcome"]) if "outcome" in row else
+                 f"{row['sim_cpu']:,.2f}" + (f" ({row['ratio']:.1f}×)" if row["ratio"] is not None else "")
+                 for row in figure["sizes"]]
+        last = figure["sizes"][-1]
+        extra = (["", "", ""] if "outcome" in last else
+                 [f"{last['bytes_per_job']:,.0f}", f"{last['preemptions']:,}", f"{last['avg_jct']:,.0f}"])
+        exponent = "" if figure["exponent"] is None else f"{figure['exponent']:.2f}"
+        table.add_row(policy, *cells, exponent, *extra)
     return table
+
+
+def shorten(outcome: str, most: int = 40) -> str:
+    """What became of a run, cut to fit a cell (the console's line above and ``--json`` keep all of it).
+
+    >>> shorten("failed: ValueError: " + "x" * 50)
+    'failed: ValueError: xxxxxxxxxxxxxxxxxxx…'
+    """
+    return outcome if len(outcome) <= most else outcome[:most - 1] + "…"
+
+
+def count(n: int, unit: int) -> str:
+    """A size as a column names it: thousands (of 1,024 GPUs, of 1,000 jobs) where there are some.
+
+    >>> count(16384, 1024), count(1500, 1000), count(512, 1024)
+    ('16k', '1.5k', '512')
+    """
+    return f"{n / unit:g}k" if n >= unit else str(n)
+
+
+def run_series(args: argparse.Namespace, console: Console) -> None:
+    """Every chosen policy on every chosen shape: one table per shape, and with ``--json`` every figure."""
+    policies, left_out = series_policies(args.series_policies)
+    for policy, why in left_out.items():
+        console.print(f"[yellow]left out {policy}: {why}[/]")
+    report: dict[str, Any] = {"command": sys.argv, "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+                              "timeout_s": args.series_timeout, "left_out": left_out, "shapes": {}}
+    plan = [(shape, series_sizes(args.series_sizes, shape)) for shape in series_shapes(args.series_shapes)]
+    for shape, sizes in plan:  # every shape's sizes checked before the first run
+        runs = shape_runs(shape, sizes, policies, args.series_timeout, console)
+        figures = shape_figures(sizes, policies, runs)
+        console.print(shape_table(shape, figures, args.series_timeout))
+        report["shapes"][shape.name] = {"trace": shape.trace, "sizes": sizes, "policies": figures}
+        if args.json:  # after each shape, so a long series keeps what it measured
+            Path(args.json).write_text(json.dumps(report, indent=1))
 
 
 def growth_exponent(points: list[tuple[float, float]]) -> float:
