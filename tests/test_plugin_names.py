@@ -109,7 +109,7 @@ def test_build_grid_takes_policy_classes_and_plain_setting_values(tmp_path):
 
 
 @pytest.mark.parametrize(("kwargs", "said"), [
-    ({"sets": {"quantum": "soon"}}, "sets['quantum']: setting 'quantum' must be a number"),
+    ({"sets": {"quantum": "soon"}}, "sets['quantum']: setting 'quantum' must be a time"),
     ({"sets": {"no_such": [1, 2]}}, "sets['no_such']: unknown setting 'no_such'"),
     ({"sets": {"quantum": []}}, "sets['quantum']: an empty list"),
     ({"sets": {"seed": [1]}}, "sets['seed']: give the seeds as build_grid's seeds argument"),

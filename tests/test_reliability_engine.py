@@ -273,7 +273,7 @@ def test_lucid_sim_run_takes_the_fault_options(tmp_path):
     assert {"interruptions", "checkpoint_s", "restart_s", "ettr"} <= set(jobs.columns)
     bad = CliRunner().invoke(app, ["run", "--trace", str(trace), "--nodes", "4", "--checkpoint-interval", "daily",
                                    "--out", str(tmp_path / "bad"), "--quiet"])
-    assert bad.exit_code == 2 and "checkpoint_interval" in bad.output and "young-daly" in bad.output
+    assert bad.exit_code == 2 and "--checkpoint-interval" in bad.output and "young-daly" in bad.output
 
 
 def test_a_job_that_never_finds_enough_servers_up_is_an_error_not_a_century_late_result():

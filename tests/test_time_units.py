@@ -64,7 +64,7 @@ def test_run_reliability_and_fault_models_take_units_on_the_command_line(tmp_pat
     config = json.loads(ran.stdout)["config"]
     assert (config["until"], config["node_mtbf"], config["checkpoint_interval"]) == (5400.0, 2_592_000.0, 1800.0)
     bad = runner.invoke(app, ["run", "--until", "30m1h"])
-    assert bad.exit_code != 0 and "'until' must be a time" in bad.output
+    assert bad.exit_code == 2 and "'--until': must be a time" in bad.output
     assert "TIME" in runner.invoke(app, ["run", "--help"]).output
     model = rate_model("mtbf=1d12h,repair=1h30m")
     assert repr(model.classes[0].repair) == "Repair.fixed(5400)" and model.node_rate(8) == 1 / 129_600

@@ -43,14 +43,33 @@ def config_parameters(exclude: Collection[str] = ()) -> list[inspect.Parameter]:
         metavar = {int: "INT", float: "NUMBER", tuple: "N,N…", str: "TEXT"}.get(kind)
         if meta["choices"]:
             metavar = "|".join(meta["choices"])
+        callback = None
         if meta.get("words") or meta.get("time"):  # a number, a time or a word: the option takes text, coerce() reads it
             kind, metavar = str, "|".join(("TIME" if meta.get("time") else "NUMBER", *meta["words"]))
+            callback = _read_as(f)
         default = default_of(f)
         option = typer.Option(*names, help=meta["help"], rich_help_panel=meta["panel"],
-                              show_default=default is not None, metavar=metavar)
+                              show_default=default is not None, metavar=metavar, callback=callback)
         params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=_cli_default(default),
                                         annotation=Annotated[_TYPES[str if default is None else kind], option]))
     return params
+
+
+def _read_as(f: Any) -> Callable[[Any], Any]:
+    """A Click callback reading an option's text as its setting reads it (``30m``, ``young-daly``), so that a bad
+    value is refused naming the option, as Click refuses a bad number."""
+    from simcluster.settings.fields import ConfigError, coerce
+
+    def read(value: Any) -> Any:
+        if not isinstance(value, str):
+            return value  # (the default, not given)
+        try:
+            return coerce(f, value)
+        except ConfigError as exc:
+            text = str(exc)
+            raise typer.BadParameter(text[text.find("must be"):] if "must be" in text else text) from None
+
+    return read
 
 
 def config_source_parameters() -> list[inspect.Parameter]:
