@@ -214,11 +214,12 @@ class Kueue(Policy):
             yield heads[0]
             return
         if not self.fair.enabled:
+            would_borrow, first_flavor = tree.would_borrow, self._first_flavor
+
             def classical(entry: Entry) -> Any:
                 job = entry[3]
-                queue = self._queue_of(job)
-                return (tree.would_borrow(queue, self._first_flavor(job), job.gpu_num), -job.priority,
-                        job.pending_since, job.index)
+                return (would_borrow(job.cluster_queue or job.queue_vc, first_flavor(job), job.gpu_num),
+                        -job.priority, job.pending_since, job.index)
             yield from sorted(heads, key=classical)
             return
         left = {entry[2]: entry for entry in heads}
@@ -230,6 +231,8 @@ class Kueue(Policy):
         """The flavor a head would be admitted on: the first of its queue's where it fits, else the first."""
         queue = self._queue_of(job)
         flavors = self._flavors[queue]
+        if len(flavors) == 1:
+            return flavors[0]  # (whether it fits or not: asking would cost a walk up the tree per head per cycle)
         return next((f for f in flavors if self.tree.fits(queue, f, job.gpu_num)), flavors[0] if flavors else "")
 
     def _workload(self, job: JobView, flavor: str, now: float) -> Workload:
@@ -242,7 +245,11 @@ class Kueue(Policy):
         flavors = self._flavors[queue]
         tree, now = self.tree, ctx.now
         self._placement_failed = False
-        chosen = next((f for f in flavors if tree.fits(queue, f, job.gpu_num)), None)
+        chosen = None
+        for flavor in flavors:
+            if tree.fits(queue, flavor, job.gpu_num):
+                chosen = flavor
+                break
         victims: list[Workload] = []
         if chosen is None:
             for flavor in flavors:

@@ -7,8 +7,8 @@ tree only for type checking: the tree imports it, and an import cycle would run.
 
 A search costs what it reads, not the admitted workloads of the tree: each queue's candidates come from the
 tree's index in preemption order (:meth:`~simcluster.tiers.quota_tree.QuotaTree.in_preemption_order`, a prefix per
-policy), merged across queues only as far as an attempt goes; a search that found nothing is remembered until the
-cohort tree changes; fair sharing works out a target's share once per size of workload evicted.
+policy), merged across queues only as far as an attempt goes; a search's answer (targets or none) is remembered
+until the cohort tree changes; fair sharing works out a target's share once per size of workload evicted.
 
 >>> from simcluster.tiers.model import ClusterQueueSpec, FlavorQuota, KueueConfig, Preemption
 >>> from simcluster.tiers.quota_tree import QuotaTree
@@ -22,7 +22,6 @@ cohort tree changes; fair sharing works out a target's share once per size of wo
 from __future__ import annotations
 
 import heapq
-from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
@@ -71,7 +70,8 @@ def preemption_targets(tree: QuotaTree, incoming: Workload,
     as is, None when no allowed preemption makes it fit.  ``fair_sharing`` (default: the config's) chooses
     Kueue's fair-sharing preemption (``fairPreemptions``) over the classical one.  A search that found nothing
     is remembered until the cohort tree next changes (:meth:`QuotaTree.facts`): the answer is a function of the
-    tree's admitted workloads and the incoming's queue, flavor, GPUs, priority and queueing time."""
+    tree's admitted workloads and the incoming's queue, flavor, GPUs, priority and queueing time.  So is a search
+    that found targets: a head whose targets' GPUs would not hold it asks again when another tree frees GPUs."""
     cq = tree.queue_node(incoming.cluster_queue)
     if incoming.flavor not in cq.quotas:
         return None
@@ -79,22 +79,22 @@ def preemption_targets(tree: QuotaTree, incoming: Workload,
         return []
     fair_sharing = fair_sharing if fair_sharing is not None else tree.config.fair_sharing
     fair = fair_sharing is not None and fair_sharing.enabled
-    failed = (_NO_TARGETS, fair and fair_sharing.preemption_strategies, incoming.cluster_queue, incoming.flavor,
-              incoming.gpus, incoming.priority, incoming.admitted_at)
+    asked = (_SEARCHED, fair and fair_sharing.preemption_strategies, incoming.cluster_queue, incoming.flavor,
+             incoming.gpus, incoming.priority, incoming.admitted_at)
     facts = tree.facts(incoming.cluster_queue)
-    if failed in facts:
-        return None
+    if asked in facts:
+        known = facts[asked]
+        return None if known is None else list(known)
     with tree.trial():
         if fair:
             found = _fair_preemptions(tree, incoming, fair_sharing.preemption_strategies)
         else:
             found = _classical_preemptions(tree, incoming)
-    if found is None:
-        facts[failed] = True
+    facts[asked] = None if found is None else tuple(found)
     return found
 
 
-_NO_TARGETS = "no preemption targets"  # (the tag of a failed search among a tree's facts)
+_SEARCHED = "preemption targets"  # (the tag of a search's answer among a tree's facts: None, or its targets)
 
 
 def _fill_back(tree: QuotaTree, incoming: Workload, targets: list[Workload], borrowing: bool) -> list[Workload]:
@@ -231,8 +231,11 @@ def _minimal_set(tree: QuotaTree, incoming: Workload, groups: Iterable[list[Sour
     is read in ``CandidatesOrdering`` by merging its queues' ordered candidates, only as far as the attempt
     goes; a queue whose candidate is no longer valid is left for the rest of the attempt, since none of its
     later ones is valid either (its queue and cohorts only go down in usage; a reclaim without borrowing stays
-    one for higher priorities)."""
+    one for higher priorities).  Evicting F GPUs raises what the incoming's queue may take by at most F, so the
+    fit is not asked until the GPUs removed could close the gap there was before the first removal."""
     targets: list[Workload] = []
+    queue, flavor, gpus = incoming.cluster_queue, incoming.flavor, incoming.gpus
+    reach = tree.available(queue, flavor) + _ROUNDING  # (at least what the queue may take, removals so far in)
     with tree.trial():
         for group in groups:
             heap = [(entries[0][0], entries[0][1], i, 0) for i, (entries, _, _) in enumerate(group)]
@@ -247,13 +250,17 @@ def _minimal_set(tree: QuotaTree, incoming: Workload, groups: Iterable[list[Sour
                     continue
                 tree.remove_usage(w)
                 targets.append(w)
-                if tree.fits(incoming.cluster_queue, incoming.flavor, incoming.gpus, borrowing):
+                reach += w.gpus
+                if reach >= gpus and tree.fits(queue, flavor, gpus, borrowing):
                     return _fill_back(tree, incoming, targets, borrowing)
                 if pos + 1 < len(entries):
                     heapq.heapreplace(heap, (entries[pos + 1][0], entries[pos + 1][1], i, pos + 1))
                 else:
                     heapq.heappop(heap)
     return None
+
+
+_ROUNDING = 1e-6  # (GPU amounts are whole or dyadic, so exact; a margin in case a trace's are not)
 
 
 # -- fair-sharing preemption ---------------------------------------------------------------------------
@@ -310,13 +317,15 @@ def _take(tree: QuotaTree, incoming: Workload, w: Workload, targets: list[Worklo
 
 
 def _first_strategy(tree: QuotaTree, incoming: Workload, candidates: dict[str, list[Workload]],
-                    strategy: str) -> tuple:
+                    strategy: str) -> tuple[bool, list[Workload], dict[str, Workload]]:
     """``runFirstFsStrategy``: own-queue candidates go unconditionally, and so do others' while the
     preemptor stays within nominal (FairSharingPreemptWithinNominal, on by default); otherwise a candidate
-    goes when ``strategy`` holds on the almost-lowest-common-ancestors' shares."""
+    goes when ``strategy`` holds on the almost-lowest-common-ancestors' shares.  Returns whether the incoming
+    fits, the targets, and each queue's first candidate passed by (the second strategy reads no other): a
+    queue's candidates passed by are stepped over, not listed, since a busy queue has hundreds."""
     ordering = _FairOrdering(tree, incoming, candidates)
     targets: list[Workload] = []
-    retry: list[Workload] = []
+    retry: dict[str, Workload] = {}  # queue → its first candidate passed by
     within_nominal = not tree.would_borrow(incoming.cluster_queue, incoming.flavor, 0)
     for queue in ordering:
         if queue.name == incoming.cluster_queue or within_nominal:
@@ -324,13 +333,19 @@ def _first_strategy(tree: QuotaTree, incoming: Workload, candidates: dict[str, l
                 return True, targets, retry
             continue
         preemptor_new, target_old = ordering.shares(queue)
-        if preemptor_new.key()[0] == 1 and target_old.key()[0] == 0:  # fsStrategyUnsatisfiable
-            while ordering.has_workload(queue):
-                retry.append(ordering.pop(queue))
+        name = queue.name
+        listed = ordering.queue_of.get(name, [])
+        at = ordering.next_of[name]
+        if preemptor_new.key()[0] == 1 and target_old.key()[0] == 0:  # fsStrategyUnsatisfiable: all passed by
+            if at < len(listed):
+                retry.setdefault(name, listed[at])
+            ordering.next_of[name] = len(listed)
             continue
         holds_after: dict[float, bool] = {}  # GPUs evicted → whether the strategy holds (usage is unchanged here)
-        while ordering.has_workload(queue):
-            w = ordering.pop(queue)
+        chosen = None
+        while at < len(listed):
+            w = listed[at]
+            at += 1
             holds = holds_after.get(w.gpus)
             if holds is None:
                 with tree.trial():
@@ -338,21 +353,22 @@ def _first_strategy(tree: QuotaTree, incoming: Workload, candidates: dict[str, l
                     target_new = ordering.target_share(queue)
                 holds = holds_after[w.gpus] = _strategy_holds(strategy, preemptor_new, target_old, target_new)
             if holds:
-                if _take(tree, incoming, w, targets):
-                    return True, targets, retry
-                break  # the shares changed: the ordering may now pick another queue
-            retry.append(w)
+                chosen = w
+                break
+            retry.setdefault(name, w)
+        ordering.next_of[name] = at
+        if chosen is not None and _take(tree, incoming, chosen, targets):
+            return True, targets, retry
+        # (taken or not, the shares changed: the ordering may now pick another queue)
     return False, targets, retry
 
 
-def _second_strategy(tree: QuotaTree, incoming: Workload, retry: list[Workload],
+def _second_strategy(tree: QuotaTree, incoming: Workload, retry: dict[str, Workload],
                      targets: list[Workload]) -> bool:
     """``runSecondFsStrategy`` (rule S2-b): per queue in order, its first retry candidate goes if the
-    preemptor's new share is below the target's current one; then the queue is dropped."""
-    by_queue: dict[str, list[Workload]] = defaultdict(list)
-    for w in retry:
-        by_queue[w.cluster_queue].append(w)
-    ordering = _FairOrdering(tree, incoming, by_queue)
+    preemptor's new share is below the target's current one; then the queue is dropped (so a queue's first
+    retry candidate is all it is given)."""
+    ordering = _FairOrdering(tree, incoming, {name: [w] for name, w in retry.items()})
     for queue in ordering:
         preemptor_new, target_old = ordering.shares(queue)
         w = ordering.pop(queue)

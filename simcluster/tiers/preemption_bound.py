@@ -32,14 +32,20 @@ class PreemptionBound:
         self.tree, self.kueue = tree, tree.config
         self.gpus: dict[tuple[str, str], dict[int, float]] = defaultdict(lambda: defaultdict(float))
         self.tree_mates = {queue: tree.tree_mates(queue) for queue in self.kueue.cluster_queues}
-        self.changes = 0  # (admissions and releases told: a remembered answer holds while this and the tree hold)
+        # admissions and releases told, per cohort tree (its first queue stands for it): an answer, which reads
+        # one tree only, holds while that tree's count and the tree itself hold
+        self._tree_of = {queue: mates[0] for queue, mates in self.tree_mates.items()}
+        self.changes: dict[str, int] = dict.fromkeys(self._tree_of.values(), 0)
+        # each queue's tree mates but itself, with their nodes and nominal quotas (read at every test)
+        self._others = {queue: [(mate, tree.queue_node(mate), tree.queue_node(mate).quotas) for mate in mates
+                                if mate != queue] for queue, mates in self.tree_mates.items()}
 
     def admit(self, w: Workload) -> None:
-        self.changes += 1
+        self.changes[self._tree_of[w.cluster_queue]] += 1
         self.gpus[w.cluster_queue, w.flavor][w.priority] += w.gpus
 
     def release(self, w: Workload) -> None:
-        self.changes += 1
+        self.changes[self._tree_of[w.cluster_queue]] += 1
         by_priority = self.gpus[w.cluster_queue, w.flavor]
         by_priority[w.priority] -= w.gpus
         if by_priority[w.priority] <= 1e-9:
@@ -60,11 +66,12 @@ class PreemptionBound:
         """Whether evicting everything ``incoming``'s queue may evict could make room for it (False: it cannot
         fit by preemption; True: the search may find targets).  Under fair sharing a queue that borrows may
         reclaim too (by the shares), so the nominal-quota rule of classical preemption is not applied.  The answer
-        is remembered among the tree's facts (:meth:`QuotaTree.facts`) until the tree or this bound changes: a
-        busy queue's heads ask it again at every pass."""
+        is remembered among the tree's facts (:meth:`QuotaTree.facts`) until the cohort tree or this bound's count
+        of it changes: a busy queue's heads ask it again at every pass, and at every change in another tree."""
         facts = self.tree.facts(incoming.cluster_queue)
-        asked = ("could fit", self.changes, incoming.cluster_queue, incoming.flavor, incoming.gpus, incoming.priority,
-                 fair_sharing)
+        queue = incoming.cluster_queue
+        asked = ("could fit", self.changes[self._tree_of[queue]], queue, incoming.flavor, incoming.gpus,
+                 incoming.priority, fair_sharing)
         known = facts.get(asked)
         if known is None:
             known = facts[asked] = self._could_fit(incoming, fair_sharing)
@@ -86,8 +93,8 @@ class PreemptionBound:
         within_nominal = tree.usage(queue, flavor) - own + gpus <= tree.nominal(queue, flavor)
         if not fair_sharing and not nested and not within_nominal and rules.borrow_within_cohort == "Never":
             return False
-        others = sum(self._evictable(mate, flavor, rules.reclaim_within_cohort, incoming.priority)
-                     for mate in self.tree_mates[queue] if mate != queue
-                     and tree.usage(mate, flavor) > tree.nominal(mate, flavor))  # (only borrowers are reclaimed)
-        return room + own + others >= gpus
+        policy, priority = rules.reclaim_within_cohort, incoming.priority
+        others = sum([self._evictable(mate, flavor, policy, priority) for mate, node, quotas in self._others[queue]
+                      if node.usage.get(flavor, 0.0) > (quotas[flavor].nominal if flavor in quotas else 0.0)])
+        return room + own + others >= gpus  # (only borrowers, above their nominal quota, are reclaimed)
 

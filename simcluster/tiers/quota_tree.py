@@ -91,6 +91,8 @@ class QuotaTree:
         self._facts: dict[str, tuple[int, dict]] = {}  # root -> (its epoch, what holds until the next change)
         self._borrowers: dict[tuple[str, str], dict[str, QuotaNode]] = defaultdict(dict)  # (root, flavor) -> CQs
         self._journals: list[dict[tuple[QuotaNode, str], float]] = []  # one per open trial, innermost last
+        self._paths = {(name, flavor): self._path_down(node, flavor)
+                       for name, node in self._cqs.items() for flavor in node.quotas}
 
     # -- building --------------------------------------------------------------------------------------------
 
@@ -334,17 +336,14 @@ class QuotaTree:
         else:
             borrowers.pop(node.name, None)
 
-    def _record(self, node: QuotaNode, flavor: str) -> float:
-        """The node's usage, its old value journalled first when inside a trial."""
-        old = node.usage.get(flavor, 0.0)
-        if self._journals:
-            self._journals[-1].setdefault((node, flavor), old)
-        return old
-
     def _add_usage(self, node: QuotaNode | None, flavor: str, amount: float) -> None:
-        """``addUsage``: a node takes what its guaranteed quota still holds; the rest goes to its parent."""
+        """``addUsage``: a node takes what its guaranteed quota still holds; the rest goes to its parent.  Inside a
+        trial each node's old usage is journalled first (inline: preemption's trials call this millions of times)."""
+        journal = self._journals[-1] if self._journals else None
         while node is not None:
-            old = self._record(node, flavor)
+            old = node.usage.get(flavor, 0.0)
+            if journal is not None:
+                journal.setdefault((node, flavor), old)
             local_available = max(0.0, node.guaranteed.get(flavor, 0.0) - old)
             node.usage[flavor] = old + amount
             if amount <= local_available:
@@ -353,9 +352,12 @@ class QuotaTree:
             node = node.parent
 
     def _remove_usage(self, node: QuotaNode | None, flavor: str, amount: float) -> None:
-        """``removeUsage``: the parent gives back at most what the node had stored in it."""
+        """``removeUsage``: the parent gives back at most what the node had stored in it (journalled inline)."""
+        journal = self._journals[-1] if self._journals else None
         while node is not None:
-            old = self._record(node, flavor)
+            old = node.usage.get(flavor, 0.0)
+            if journal is not None:
+                journal.setdefault((node, flavor), old)
             stored_in_parent = old - node.guaranteed.get(flavor, 0.0)
             node.usage[flavor] = old - amount
             if stored_in_parent <= 0:
@@ -399,17 +401,43 @@ class QuotaTree:
             from_parent = min(from_parent, stored_in_parent - used_in_parent + quota.borrowing_limit)
         return max(0.0, guaranteed - usage) + from_parent
 
+    @staticmethod
+    def _path_down(node: QuotaNode, flavor: str) -> tuple[QuotaNode, list[tuple[QuotaNode, float, float | None,
+                                                                                float]]]:
+        """What :meth:`_available` reads of ``node``'s path that never changes: its root, then each node below
+        the root down to ``node`` with its guaranteed quota, borrowing limit (None: none) and the quota it stores
+        in its parent; only the usages are read as :meth:`available` is asked."""
+        path = [node, *node.ancestors()]
+        below = []
+        for step in reversed(path[:-1]):
+            quota = step.quotas.get(flavor)
+            guaranteed = step.guaranteed.get(flavor, 0.0)
+            limit = quota.borrowing_limit if quota is not None else None
+            below.append((step, guaranteed, limit, step.subtree_quota.get(flavor, 0.0) - guaranteed))
+        return path[-1], below
+
     def available(self, cluster_queue: str, flavor: str) -> float:
         """GPUs the ClusterQueue may still take on ``flavor``, borrowing included (``ClusterQueueSnapshot.
         Available``: never below 0).  A flavor it lists no quota for: 0 (Kueue only assigns listed flavors).
+        :meth:`_available`'s arithmetic, in its order, walked down the path kept for the queue and flavor (a
+        busy cluster asks it millions of times, inside preemption's trials too).
 
         >>> QuotaTree(KueueConfig({"a": ClusterQueueSpec("a", quotas=(FlavorQuota("f", 4),))})).available("a", "g")
         0.0
         """
-        node = self._cqs[cluster_queue]
-        if flavor not in node.quotas:
+        path = self._paths.get((cluster_queue, flavor))
+        if path is None:
+            if cluster_queue not in self._cqs:
+                raise KeyError(cluster_queue)
             return 0.0
-        return max(0.0, self._available(node, flavor))
+        root, below = path
+        value = root.subtree_quota.get(flavor, 0.0) - root.usage.get(flavor, 0.0)
+        for node, guaranteed, limit, stored_in_parent in below:
+            usage = node.usage.get(flavor, 0.0)
+            if limit is not None:
+                value = min(value, stored_in_parent - max(0.0, usage - guaranteed) + limit)
+            value = max(0.0, guaranteed - usage) + value
+        return max(0.0, value)
 
     def fits(self, cluster_queue: str, flavor: str, gpus: float, borrowing: bool = True) -> bool:
         """Would ``gpus`` more fit now (``workloadFits``)?  Without ``borrowing`` it must also stay within the
@@ -420,7 +448,9 @@ class QuotaTree:
         >>> tree.fits("a", "f", 6), tree.fits("a", "f", 6, borrowing=False), tree.fits("a", "f", 9)
         (True, False, False)
         """
-        if flavor not in self._cqs[cluster_queue].quotas:
+        if (cluster_queue, flavor) not in self._paths:
+            if cluster_queue not in self._cqs:
+                raise KeyError(cluster_queue)
             return False
         if not borrowing and self.would_borrow(cluster_queue, flavor, gpus):
             return False
