@@ -38,13 +38,14 @@ from simcluster.settings.lucid import LUCID, LucidOptions
 from simcluster.settings.preemption import PREEMPTION, PreemptionOptions
 from simcluster.settings.reliability import MAX_COST_S, RELIABILITY, ReliabilityOptions, exclusion_rule
 from simcluster.settings.run import POLICY, RunOptions
+from simcluster.settings.spot import SPOT, SpotOptions
 from simcluster.settings.tiers import TIERS, TierOptions
 from simcluster.settings.tiresias import TIRESIAS, TiresiasOptions
 from simcluster.settings.topology import TOPOLOGY, TopologyOptions
 
 __all__ = [
     "CLUSTER", "DEADLINES", "ELASTIC", "ESTIMATES", "GAVEL", "GPU_TYPES", "LUCID", "MAX_COST_S", "POLICY",
-    "POLICY_SETTINGS", "PREEMPTION", "PROVENANCE", "RELIABILITY", "SHARING", "TIERS", "TIRESIAS", "TOPOLOGY", "ConfigError", "SimConfig",
+    "POLICY_SETTINGS", "PREEMPTION", "PROVENANCE", "RELIABILITY", "SHARING", "SPOT", "TIERS", "TIRESIAS", "TOPOLOGY", "ConfigError", "SimConfig",
     "base_type", "coerce", "config_fields", "deadline_range", "default_of", "exclusion_rule", "knobs", "setting",
     "settings_pairs",
 ]
@@ -53,13 +54,13 @@ __all__ = [
 # of its bases from its last base to its first, so SimConfig names them in the reverse order.
 GROUPS = (RunOptions, ClusterOptions, ReliabilityOptions, PreemptionOptions, TiresiasOptions, EstimateOptions,
           ColocationOptions, GpuTypeOptions, GavelOptions, LucidOptions, DeadlineOptions, ElasticOptions,
-          TopologyOptions, TierOptions)
+          TopologyOptions, TierOptions, SpotOptions)
 
 
 @dataclass(frozen=True)
-class SimConfig(TierOptions, TopologyOptions, ElasticOptions, DeadlineOptions, LucidOptions, GavelOptions, GpuTypeOptions,
-                ColocationOptions, EstimateOptions, TiresiasOptions, PreemptionOptions, ReliabilityOptions,
-                ClusterOptions, RunOptions):
+class SimConfig(SpotOptions, TierOptions, TopologyOptions, ElasticOptions, DeadlineOptions, LucidOptions, GavelOptions,
+                GpuTypeOptions, ColocationOptions, EstimateOptions, TiresiasOptions, PreemptionOptions,
+                ReliabilityOptions, ClusterOptions, RunOptions):
     """Every setting of ``lucid-sim run``, by its option's name with ``_`` (``--node-mtbf`` is ``node_mtbf``).
 
     ``policy`` and ``placement`` may also be classes (the Python API: ``SimConfig(policy=MyPolicy)``); resolving

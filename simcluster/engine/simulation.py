@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import random
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from operator import attrgetter
@@ -130,6 +130,8 @@ class Simulation(JobLife):
         speed_terms: Iterable[SpeedTerm] = (),
         queue_rank: Callable[[Job], Any] | None = None,
         pass_steps: Iterable[PassStep] = (),
+        processes: Iterable[Callable[[Simulation], Generator[Any, Any, None]]] = (),
+        wrap_placement: Callable[[Placement, Cluster], Placement] | None = None,
     ) -> None:
         """``resolved``: the run (its cluster's nodes per VC, its colocation model for sharing policies, its
         throughput table whose pairs time jobs sharing GPUs, its failure model).  ``policy`` and ``placement``:
@@ -139,7 +141,9 @@ class Simulation(JobLife):
         running (the features' :class:`~simcluster.engine.terms.SpeedTerm`: jobs sharing an uplink).
         ``queue_rank``: what orders waiting jobs before the policy's own key (a tier's priority; the feature gives
         it only where the policy's class lets it, ``Policy.priority_first``); ``pass_steps``: what acts on a VC after each of the policy's
-        passes there (the tiers' evictions), given the VC and its context."""
+        passes there (the tiers' evictions), given the VC and its context; ``processes``: SimPy processes started with
+        the run, each given the engine (spot nodes' reclaims); ``wrap_placement``: what wraps the run's placement,
+        given the cluster (spot nodes kept for the jobs that may use them)."""
         self.resolved = resolved
         self.config = config = resolved.config
         colocation, throughputs = resolved.tables.colocation, resolved.tables.throughputs
@@ -169,6 +173,8 @@ class Simulation(JobLife):
         self.cluster = self._build_cluster(resolved.cluster, throughputs)
         placement_class = resolved.placement.cls
         self.placement = placement if placement is not None else placement_class(random.Random(config.seed))
+        if wrap_placement is not None:
+            self.placement = wrap_placement(self.placement, self.cluster)
         self._monotone_placement = self.placement.monotone
         builtin = resolved.placement.builtin and placement is None
         self._room_class = self.placement.room_class if builtin and not self.placement.monotone else None
@@ -212,6 +218,7 @@ class Simulation(JobLife):
         self._own_contexts = {name: VcContext(self, vc) for name, vc in self.cluster.vcs.items()}  # (unwrapped)
         self._contexts: dict[str, SchedulingContext] = dict(self._own_contexts)
         self._pass_steps = list(pass_steps)
+        self._processes = list(processes)
         if guarded:
             wrap_context = partial(CheckedContext, label=label, shares=self.policy.shares_gpus,
                                    guard=self.plugin_guard)
@@ -299,6 +306,8 @@ class Simulation(JobLife):
         else:
             for node in self.cluster.nodes if self.config.node_mtbf > 0 else ():  # a node that never fails has no life
                 env.process(node_life(env, node, self.config, self._node_down, self._node_up))
+        for process in self._processes:
+            env.process(process(self))
         if self._unfinished:
             stop: simpy.Event = self._all_done
             if self.config.until > 0:

@@ -13,6 +13,7 @@ from simcluster.features.fragmentation import Fragmentation
 from simcluster.features.gpu_types import GpuTypes
 from simcluster.features.links import LinkContentionFeature
 from simcluster.features.reliability import Reliability
+from simcluster.features.spot import Spot
 from simcluster.features.tiers import Tiers
 from simcluster.features.topology import ClusterTopologyFeature
 
@@ -25,6 +26,7 @@ FEATURES: tuple[Feature, ...] = (
     Fragmentation(),
     GpuTypes(),
     Tiers(),  # (before the topology: it pools the VCs' nodes, which the topology then matches)
+    Spot(),
     ClusterTopologyFeature(),
     LinkContentionFeature(),
 )

@@ -11,26 +11,28 @@ features are plugins on the hook specifications outside plugins use: the model h
 
 >>> from simcluster.features import FEATURES
 >>> [feature.name for feature in FEATURES]
-['deadlines', 'elastic', 'fairness', 'reliability', 'colocation', 'fragmentation', 'gpu_types', 'tiers', 'topology',
- 'links']
+['deadlines', 'elastic', 'fairness', 'reliability', 'colocation', 'fragmentation', 'gpu_types', 'tiers', 'spot',
+ 'topology', 'links']
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from simcluster.cluster import Cluster
     from simcluster.cluster_spec import ClusterSpec
     from simcluster.config import SimConfig
     from simcluster.engine.context import PassStep
-    from simcluster.engine.simulation import RunOutcome
+    from simcluster.engine.simulation import RunOutcome, Simulation
     from simcluster.engine.terms import SpeedTerm
     from simcluster.job import Job
     from simcluster.metrics.observer import Observer
+    from simcluster.placement import Placement
     from simcluster.run.resolved import ResolvedRun
     from simcluster.traces.base import Trace
 
@@ -79,6 +81,10 @@ class Contribution:
     # what orders waiting jobs before the policy's own key; given only where its class lets it (Policy.priority_first)
     queue_rank: Callable[[Job], Any] | None = None
     pass_steps: Sequence[PassStep] = ()  # what acts on a VC after each of the policy's passes there (evictions)
+    # SimPy processes started with the run, each given the engine (what takes spot nodes away and gives them back)
+    processes: Sequence[Callable[[Simulation], Generator[Any, Any, None]]] = ()
+    # the run's placement wrapped, given the engine's cluster (what keeps some jobs off some nodes: spot nodes)
+    wrap_placement: Callable[[Placement, Cluster], Placement] | None = None
 
     def columns(self, ended: Ended, jobs: pd.DataFrame) -> pd.DataFrame:
         """``jobs.csv`` with this feature's columns added (one row per job, in trace order)."""
@@ -107,14 +113,23 @@ class Contribution:
 
 def engine_hooks(parts: Sequence[Contribution]) -> dict[str, Any]:
     """What the contributions give the engine itself, as :class:`~simcluster.engine.Simulation` takes it: their speed
-    terms and pass steps, and the one rank of waiting jobs (two features ranking them would contradict each other).
+    terms, pass steps and processes, the one rank of waiting jobs (two features ranking them would contradict each
+    other) and the one wrapper of the placement (likewise).
+
+    >>> engine_hooks([Contribution()])["processes"], engine_hooks([])["wrap_placement"]
+    ([], None)
     """
     ranks = [part.queue_rank for part in parts if part.queue_rank is not None]
     if len(ranks) > 1:
         raise ValueError(f"{len(ranks)} features rank the waiting jobs: at most one may")
+    wrappers = [part.wrap_placement for part in parts if part.wrap_placement is not None]
+    if len(wrappers) > 1:
+        raise ValueError(f"{len(wrappers)} features wrap the placement: at most one may")
     return {"speed_terms": [term for part in parts for term in part.speed_terms],
             "pass_steps": [step for part in parts for step in part.pass_steps],
-            "queue_rank": ranks[0] if ranks else None}
+            "queue_rank": ranks[0] if ranks else None,
+            "processes": [process for part in parts for process in part.processes],
+            "wrap_placement": wrappers[0] if wrappers else None}
 
 
 @dataclass(frozen=True)

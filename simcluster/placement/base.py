@@ -31,6 +31,10 @@ class Placement:
     ``room_class(job, vc)``: a placement monotone only among jobs of one class (a topology-aware one: jobs that
     require one rack are placed by other rules than those that may spread) says each job's class, and the engine
     skips, class by class, what ``monotone`` skips for all; None (the default) for a placement that is neither.
+
+    ``may_use(job, node)``: a placement that keeps some jobs off some nodes (spot nodes kept for preemptible jobs)
+    says whether ``job`` may run on ``node``, which an eviction for the job asks before it frees the node; None (the
+    default): any job on any node of its pool.
     """
 
     name: str = "?"
@@ -43,6 +47,7 @@ class Placement:
 
     # or a method: (job, its VC) → its class (see above); built-in placements only, as ``monotone``
     room_class: Callable[[Job, Pool], Hashable] | None = None
+    may_use: Callable[[Job, Node], bool] | None = None  # (see above)
 
     def place(self, job: Job, vc: Pool) -> Plan | None:
         """GPUs for ``job`` on ``vc`` now, or None if it cannot be placed now.

@@ -27,6 +27,7 @@ victims, so a pass's evictions end.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from simcluster.job import Job, JobState
@@ -127,7 +128,7 @@ class Evictions(Observer):
             if not pools or vc.free_gpus + sum(gpus[pool] for pool in pools) < head.gpus:
                 return
             candidates = [(job, since) for pool in pools for job, since in self._pools[vc.name][pool].items()]
-            victims = self._victims_for(head, candidates, vc, ctx.now)
+            victims = self._victims_for(head, candidates, vc, ctx.now, ctx.sim.placement.may_use)
             if victims is None or not self._evict_for(head, victims, ctx):
                 self._stuck[vc.name] = (head, self._epoch)
                 return
@@ -153,10 +154,11 @@ class Evictions(Observer):
         self.gpu_seconds_lost += (victim.lost_work - lost_before) * victim.gpus
 
     def _victims_for(self, head: Job, candidates: list[tuple[Job, float]], vc: VirtualCluster,
-                     now: float) -> list[Job] | None:
+                     now: float, may_use: Callable[[Job, Node], bool] | None = None) -> list[Job] | None:
         """The victims to evict for ``head``, chosen by node as a placement that keeps jobs together needs the room:
         for a job of one node's GPUs or fewer, the node where the rule's cheapest victims free enough; for a larger
-        one, the cheapest nodes that can be freed whole.  None where no choice gives it room."""
+        one, the cheapest nodes that can be freed whole.  Only nodes ``head`` may use count (``may_use``: the
+        placement's, where it keeps some jobs off some nodes: spot nodes).  None where no choice gives it room."""
         keys = {job: self._key(job, since, now) for job, since in sorted(candidates, key=lambda c: c[0].index)}
         by_key = sorted(keys, key=lambda job: (keys[job], job.index))
         size = vc.gpus_per_node
@@ -171,7 +173,7 @@ class Evictions(Observer):
         on_node: dict[Node, list[Job]] = {}
         for job in by_key:
             for node, ids in job.allocation:
-                if node.up:
+                if node.up and (may_use is None or may_use(head, node)):
                     on_node.setdefault(node, []).append(job)
         if head.gpu_num <= size:
             best: tuple[Any, int, list[Job]] | None = None
@@ -185,7 +187,9 @@ class Evictions(Observer):
                 if free >= head.gpu_num and (best is None or (self._cost(chosen, keys), node.slot) < best[:2]):
                     best = (self._cost(chosen, keys), node.slot, chosen)
             return best[2] if best is not None else None
-        needed = -(-head.gpu_num // size) - vc.buckets[size].bit_count()  # whole nodes still to free
+        idle = (vc.buckets[size].bit_count() if may_use is None else
+                sum(may_use(head, node) for node in vc.nodes_with_free(size)))
+        needed = -(-head.gpu_num // size) - idle  # whole nodes still to free
         whole = sorted((self._cost(jobs, keys), node.slot, jobs) for node, jobs in on_node.items()
                        if node.gpu_count == size and node.free_gpus + sum(_gpus_on(j, node) for j in jobs) == size)
         if needed <= 0 or len(whole) < needed:
