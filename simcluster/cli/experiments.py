@@ -28,7 +28,9 @@ def sweep(
     seed: Annotated[str, typer.Option(help="Seeds, comma-separated (1,2,3).")] = "0",
     settings: Annotated[list[str] | None, typer.Option("--set", help="SETTING=v1,v2: a `lucid-sim run` setting "
                                                        "(SimConfig field, e.g. quantum, placement, node_mtbf) and "
-                                                       "its values; repeat for several. Tuples: thresholds=a/b.")] = None,
+                                                       "its values; repeat for several. Tuples: thresholds=a/b. A value of "
+                                                       "key=value pairs is one value (faults=mtbf=1d,repair=9h); "
+                                                       "separate several with ';'.")] = None,
     backend: Annotated[str, typer.Option(help="local (a process pool) or ray (Ray tasks; needs the ray extra).")] = "local",
     workers: Annotated[int | None, typer.Option(min=1, help="Processes (local) or CPUs of a started Ray instance. "
                                                 "Default: every CPU.")] = None,

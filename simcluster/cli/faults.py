@@ -97,6 +97,9 @@ def faults_fit(log: LogArgument,
 
         if out_file.is_dir():
             fail(f"--out {out_file}: is a folder; give a file name such as {out_file / 'fitted.json'}")
+        if out_file.exists() and out_file.resolve() == log.resolve():
+            fail(f"--out {out_file}: is the fault log being fit (the same file named twice); writing the fit there "
+                 f"would overwrite the log: give another file, such as {out_file.with_name('fitted.json')}")
         try:
             fit.save(out_file)
         except OutputError as exc:

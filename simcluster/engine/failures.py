@@ -32,7 +32,25 @@ if TYPE_CHECKING:  # pragma: no cover
 class NoProgressError(ValueError):
     """A job keeps being evicted by node failures without its checkpointed progress advancing: under
     these settings (failure rate, checkpoint interval) the run would not end.  A ValueError, as bad
-    settings are: the command line reports it with exit code 2, a sweep records the run as failed."""
+    settings are: the command line reports it with exit code 2, a sweep records the run as failed.
+
+    ``finding`` is what was found without the advice (which names ``run``'s options: a command with other
+    options, ``lucid-sim reliability``, words its own).
+
+    >>> NoProgressError("job j never finishes. Give --until SECONDS.", finding="job j never finishes.").finding
+    'job j never finishes.'
+    """
+
+    def __init__(self, message: str, finding: str | None = None) -> None:
+        # (both in args: SimPy raises a process's exception again as type(exc)(*exc.args), a pool pickles it)
+        super().__init__(message, message if finding is None else finding)
+
+    @property
+    def finding(self) -> str:
+        return str(self.args[1]) if len(self.args) > 1 else str(self.args[0])
+
+    def __str__(self) -> str:
+        return str(self.args[0])
 
 
 def node_life(env: simpy.Environment, node: Node, config: SimConfig, down: Callable[[Node], None],
@@ -152,7 +170,11 @@ class NoProgressGuard:
         self.futile: dict[Job, tuple[float, int]] = {}
 
     def gives_up_on(self, job: Job, nodes: int, now: float) -> bool:
-        """After ``job``'s eviction from ``nodes`` nodes: True to abandon it (raises under ``stop``)."""
+        """After ``job``'s eviction from ``nodes`` nodes: True to abandon it (raises under ``stop``).  Under a
+        rate model of faults a job that can practically never finish is given up on at once, whatever the limit
+        (:class:`~simcluster.engine.reliability.FinishChance`)."""
+        if self.reliability is not None and self._never_finishes(job, nodes, now):
+            return True
         limit = self.config.restart_limit
         if not limit:
             return False
@@ -163,7 +185,17 @@ class NoProgressGuard:
         if in_a_row < limit:
             return False
         if self.config.on_no_progress == "stop":
-            raise NoProgressError(self.message(job, nodes, in_a_row, now))
+            finding, advice = self.message(job, nodes, in_a_row, now)
+            raise NoProgressError(finding + advice, finding=finding)
+        return True
+
+    def _never_finishes(self, job: Job, nodes: int, now: float) -> bool:
+        """Whether ``job`` can practically never finish (raises under ``stop``; True: abandon it)."""
+        chance = self.reliability.chance.judge(job, nodes, now)  # type: ignore[union-attr]
+        if chance is None:
+            return False
+        if self.config.on_no_progress == "stop":
+            raise self.reliability.chance.error(chance, now)  # type: ignore[union-attr]
         return True
 
     def forget(self, job: Job) -> None:
@@ -171,23 +203,25 @@ class NoProgressGuard:
         if self.futile:
             self.futile.pop(job, None)
 
-    def message(self, job: Job, nodes: int, evictions: int, now: float) -> str:
+    def message(self, job: Job, nodes: int, evictions: int, now: float) -> tuple[str, str]:
+        """Why the guard gave up, in words: what it found, and the advice (``run``'s options)."""
         c = self.config
         if self.reliability is not None:
             return self._costed_message(job, nodes, evictions, now)
         need = min(c.checkpoint_interval or job.work_left, job.work_left)  # failure-free seconds it needs
         survives = math.exp(-nodes * need / c.node_mtbf)
-        return (f"no progress under node failures: job {job.job_id} ({job.gpu_num} GPUs on {nodes} node(s)) was "
+        return ((f"no progress under node failures: job {job.job_id} ({job.gpu_num} GPUs on {nodes} node(s)) was "
                 f"evicted {evictions} times in a row (t={now:,.0f} s) without its checkpointed progress "
                 f"advancing beyond {job.progress:,.0f} of {job.duration:,} s. A run must last {need:,.0f} s to "
                 f"keep progress; with --node-mtbf {c.node_mtbf:g} it survives on {nodes} node(s) with probability "
-                f"exp(-{nodes}×{need:.0f}/{c.node_mtbf:g}) = {survives:.2g}. Raise --node-mtbf, shorten "
-                f"--checkpoint-interval, or give --on-no-progress abandon (such jobs are reported unfinished) or "
-                f"--until SECONDS; --restart-limit {c.restart_limit} sets this guard (0: off).")
+                f"exp(-{nodes}×{need:.0f}/{c.node_mtbf:g}) = {survives:.2g}."),
+                (f" Raise --node-mtbf, shorten --checkpoint-interval, or give --on-no-progress abandon (such jobs are "
+                f"reported unfinished) or --until SECONDS; --restart-limit {c.restart_limit} sets this guard (0: off)."))
 
-    def _costed_message(self, job: Job, nodes: int, evictions: int, now: float) -> str:
+    def _costed_message(self, job: Job, nodes: int, evictions: int, now: float) -> tuple[str, str]:
         """:meth:`message` under a fault model or checkpoint and restart costs: a run must get through an
-        interval and its checkpoint without a fault (its restart before that is exposed too)."""
+        interval and its checkpoint without a fault (its restart before that is exposed too); the advice ends
+        with the fleet warning of a replayed log, if any."""
         c, rel = self.config, self.reliability
         assert rel is not None
         interval = rel.interval(job)
@@ -197,11 +231,12 @@ class NoProgressGuard:
         rate = rel.node_rate * nodes
         survives = math.exp(-rate * exposed)
         source = rel.source
-        return (f"no progress under node failures: job {job.job_id} ({job.gpu_num} GPUs on {nodes} node(s)) was "
+        return ((f"no progress under node failures: job {job.job_id} ({job.gpu_num} GPUs on {nodes} node(s)) was "
                 f"stopped {evictions} times in a row (t={now:,.0f} s) without its checkpointed progress advancing "
                 f"beyond {job.progress:,.0f} of {job.duration:,} s. To keep progress it must run {exposed:,.0f} s "
                 f"without a fault (restart {c.restart_cost:g} s, {need:,.0f} s of work, checkpoint {cost:g} s); "
                 f"under {source} its {nodes} node(s) fail {rate * 86_400:.3g} times a day, so it survives that "
-                f"with probability {survives:.2g}. Lower --checkpoint-cost or --restart-cost, shorten "
-                f"--checkpoint-interval, or give --on-no-progress abandon (such jobs are reported unfinished) or "
-                f"--until SECONDS; --restart-limit {c.restart_limit} sets this guard (0: off).")
+                f"with probability {survives:.2g}."),
+                (f" Lower --checkpoint-cost or --restart-cost, shorten --checkpoint-interval, or give --on-no-progress "
+                f"abandon (such jobs are reported unfinished) or --until SECONDS; --restart-limit {c.restart_limit} "
+                f"sets this guard (0: off).{rel.doubt_text()}"))

@@ -35,7 +35,9 @@ slot takes a spare when one is ready (after the swap time), else stays down.
 
 **A run that can never end.** Where the waiting job that needs the most GPUs cannot start, the model's outages
 are read ahead (:class:`Hopeless`, :class:`ReadAhead`): if they never leave enough up in a VC large enough for it
-before the faults' horizon, the run stops at once with the no-progress error it would have reached there.
+before the faults' horizon, the run stops at once with the no-progress error it would have reached there.  Under a
+rate model, a job whose every run must outlast its nodes' faults for so long that it finishes before the horizon
+with probability at most 1e-9 (:class:`FinishChance`) stops the run as soon as a fault stops it, or while it waits.
 
 **Checkpoints.** A fixed-size job checkpoints after every τ seconds of progress (``--checkpoint-interval``, or
 ``young-daly``: Daly's interval for the rate λ × its nodes and the cost δ), never at its end.  With a cost
@@ -211,6 +213,9 @@ class Reliability:
         self.up_gpus: dict[str, int] = {}  # VC → GPUs of its slots up (what a run that may never end watches)
         for node in self.slots:
             self.up_gpus[node.vc.name] = self.up_gpus.get(node.vc.name, 0) + (node.gpu_count if node.up else 0)
+        self.replay_start = sim.env.now  # when the model's faults begin (its horizon counts from here)
+        self.chance = FinishChance(self)
+        self._doubt: list[str | None] = []  # the fleet warning, once worked out
 
     # --- checkpoints ---------------------------------------------------------------------------------
     def costs_of(self, job: Job) -> Costs:
@@ -315,6 +320,7 @@ class Reliability:
         """A SimPy process: the model's outages in time order, each server's fault and repair (repairs first
         among events of one instant).  Where a waiting job needs more servers than can be up, the outages ahead
         are read (:class:`Hopeless`): if they never leave enough up, the run stops at once."""
+        self.replay_start = start
         hopeless = Hopeless(self, start) if self.config.until <= 0 else None  # (with --until no error comes)
         for replayed, (at, server, failed) in enumerate(replay_order(self.outages())):
             yield env.timeout(max(0.0, start + at - env.now))
@@ -327,22 +333,46 @@ class Reliability:
         if self.config.until <= 0 and env.now >= MAX_HORIZON_S / 2 and not self.sim.finished_every_job():
             self._starved(env.now)  # (a model whose faults end early, a log replayed once, proves nothing)
 
+    def doubt_text(self) -> str:
+        """The fleet warning of a replayed CSV log whose failing servers were taken for the fleet
+        (:func:`~simcluster.faults.spec.fleet_doubt`), as a sentence to end an error with; empty where none.  A
+        run that ends in an error writes no summary.json, where the warning is otherwise given."""
+        if not self._doubt:
+            from simcluster.faults.spec import LogReading, fleet_doubt
+
+            self._doubt.append(fleet_doubt(self.model, LogReading.of(self.config), len(self.slots)))
+        doubt = self._doubt[0]
+        return f" Note: {doubt}" if doubt else ""
+
     def _starved(self, now: float) -> None:
-        """The model's horizon passed with jobs still waiting: at no moment in a century of faults were enough
-        servers up for them (a job on every server of a fleet, without spares).  Running on past the faults
-        would report them finished a century late, as if that were a result."""
+        """The model's horizon passed with jobs unfinished: a job the faults stopped again and again never got
+        through a run (named as such), or at no moment in a century of faults were enough servers up for the
+        largest (a job on every server of a fleet, without spares).  Running on past the faults would report them
+        finished a century late, as if that were a result."""
         from simcluster.engine.failures import NoProgressError
 
         waiting = [j for j in self.sim.unfinished() if j.state is not JobState.FINISHED]
-        largest = max(waiting, key=lambda j: (j.gpu_num, -j.index), default=None)
-        which = (f"; the largest, job {largest.job_id} of {largest.gpu_num:,} GPUs, was submitted at "
-                 f"t={largest.submit_time:,.0f} s" if largest is not None else "")
-        raise NoProgressError(
-            f"no progress under faults: the fault model's horizon ({now / 86_400 / 365:,.0f} years) passed with "
-            f"{len(waiting):,} job(s) unfinished{which}; at no moment were enough of the cluster's "
-            f"{len(self.slots):,} servers up at once for them. Give --spare-nodes K (a job on every server of a "
-            f"fleet needs spares: in the InfiniteHBD log about 2.3 % of the servers are down at any moment), "
-            f"smaller jobs, or --until SECONDS.")
+        horizon = f"the fault model's horizon ({now / 86_400 / 365:,.0f} years) passed with {len(waiting):,} job(s) unfinished"
+        stopped = [j for j in waiting if j in self.costs and self.costs[j].interruptions]
+        if stopped:
+            job = max(stopped, key=lambda j: (self.costs[j].interruptions, -j.index))
+            tau = self.interval(job)
+            finding = (f"no progress under faults: {horizon}; job {job.job_id} ({job.gpu_num:,} GPUs, "
+                       f"{job.progress:,.0f} of {job.duration:,.0f} s done, "
+                       f"{f'checkpoints every {tau:,.0f} s of work' if tau > 0 else 'no checkpoints'}) was stopped "
+                       f"{self.costs[job].interruptions:,} times by faults under {self.source}: its runs seldom last "
+                       f"long enough without a fault to keep progress.")
+            advice = (" Shorten --checkpoint-interval, lower --restart-cost or --checkpoint-cost, give a lower fault "
+                      "rate, or --until SECONDS.")
+        else:
+            largest = max(waiting, key=lambda j: (j.gpu_num, -j.index), default=None)
+            which = (f"; the largest, job {largest.job_id} of {largest.gpu_num:,} GPUs, was submitted at "
+                     f"t={largest.submit_time:,.0f} s" if largest is not None else "")
+            finding = (f"no progress under faults: {horizon}{which}; at no moment were enough of the cluster's "
+                       f"{len(self.slots):,} servers up at once for them.")
+            advice = (" Give --spare-nodes K (a job on every server of a fleet needs spares: in the InfiniteHBD log "
+                      "about 2.3 % of the servers are down at any moment), smaller jobs, or --until SECONDS.")
+        raise NoProgressError(finding + advice + self.doubt_text(), finding=finding)
 
     def down(self, server: int) -> None:
         """``server`` failed: a spare ready takes its slot at once; else the slot is down until its server is
@@ -667,6 +697,7 @@ class Hopeless:
         self.vcs: list[str] = []
         self._needs(max((job.gpu_num for job in reliability.sim.jobs), default=0))
         self.ahead: ReadAhead | None = None
+        self._fewest: dict[tuple[int, tuple[str, ...]], int] = {}
 
     def _needs(self, gpus: int) -> None:
         self.need = gpus
@@ -681,10 +712,14 @@ class Hopeless:
         return need > 0
 
     def check(self, index: int, now: float) -> None:
-        """After the replay's event ``index``, at ``now``: raise :class:`NoProgressError` where it is certain."""
+        """After the replay's event ``index``, at ``now``: raise :class:`NoProgressError` where it is certain, or
+        where the job could start but practically never finish (:class:`FinishChance`; abandoned instead under
+        ``--on-no-progress abandon``)."""
         job = self._candidate()
         if job is None or job.state is JobState.RUNNING or job.submit_time >= now or not self.blocked():
             return  # (a job not yet seen by a pass may yet be turned away: ElasticFlow's admission)
+        if self._never_finishes(job, now):
+            return
         ahead = self._ahead()
         most = ahead.most_from(index, self.need)
         ended = ahead.ended_at
@@ -699,6 +734,22 @@ class Hopeless:
             return  # (it may start as the last faults are repaired, and end before the last repair)
         if max(most, drained) >= 0:  # (else this is the last event: the replay says so next)
             raise self._error(job, max(most, drained), now, late)
+
+    def _never_finishes(self, job: Job, now: float) -> bool:
+        """Whether waiting ``job`` was given up on (abandoned) as one that can practically never finish, on the
+        fewest servers that hold it (raises under ``--on-no-progress stop``)."""
+        reliability = self.reliability
+        if not reliability.chance.on:
+            return False
+        chance = reliability.chance.judge(job, self._servers(job_need(job)), now)
+        if chance is None:
+            return False
+        if reliability.config.on_no_progress != "abandon":
+            raise reliability.chance.error(chance, now)
+        from simcluster.engine.causes import Abandoned
+
+        reliability.sim.interrupt(job, Abandoned(), reliability.sim.cluster.vcs[job.queue_vc])
+        return True
 
     def _ahead(self) -> ReadAhead:
         """The read-ahead for the VCs that can hold the job checked (read again from the start where they
@@ -741,20 +792,26 @@ class Hopeless:
         drain = ("" if late is None else
                  f" until the last faults are repaired, from t={late:,.0f} s: {ahead.ended_at - late:,.0f} s before the "
                  f"last repair, less than its {job.work_left:,.0f} s of work left")
-        return NoProgressError(
+        finding = (
             f"no progress under faults: job {job.job_id} ({job.gpu_num:,} GPUs, on at least "
             f"{_servers_text(self._servers(job_need(job)))}), submitted at t={job.submit_time:,.0f} s, can never "
             f"{'start' if late is None else 'finish'}: the fault model's outages, read ahead to its horizon ({MAX_HORIZON_S / 86_400 / 365:,.0f} "
             f"years), leave at most {most:,} GPUs{servers} up at once in {where}{spares} from t={now:,.0f} s "
-            f"on{drain}{out}, so the run could only end there with this error; it stops now. Give --spare-nodes K "
-            f"(a job on every server of a fleet needs spares: in the InfiniteHBD log about 2.3 % of the servers are "
-            f"down at any moment), smaller jobs, or --until SECONDS.")
+            f"on{drain}{out}, so the run could only end there with this error; it stops now.")
+        advice = (" Give --spare-nodes K (a job on every server of a fleet needs spares: in the InfiniteHBD log about "
+                  "2.3 % of the servers are down at any moment), smaller jobs, or --until SECONDS.")
+        return NoProgressError(finding + advice + reliability.doubt_text(), finding=finding)
 
     def _servers(self, gpus: int) -> int:
-        """The fewest slots of one VC whose GPUs hold ``gpus`` (of the cluster's largest where no VC's do)."""
-        slots = self.reliability.slots
-        fewest = [bisect_left(largest_first(slots, name), gpus) for name in self.vcs]
-        return min(fewest, default=-(-gpus // max(node.gpu_count for node in slots)))
+        """The fewest slots of one VC whose GPUs hold ``gpus`` (of the cluster's largest where no VC's do); worked
+        out once per need (asked after every event while the job waits)."""
+        key = (gpus, tuple(self.vcs))
+        found = self._fewest.get(key)
+        if found is None:
+            slots = self.reliability.slots
+            fewest = [bisect_left(largest_first(slots, name), gpus) for name in self.vcs]
+            found = self._fewest[key] = min(fewest, default=-(-gpus // max(node.gpu_count for node in slots)))
+        return found
 
 
 def _servers_text(count: int, kind: str = "") -> str:
@@ -773,3 +830,165 @@ def _replacement_of(sim: Simulation, config: SimConfig) -> DomainReplacement | N
     from simcluster.engine.failures import DomainReplacement
 
     return DomainReplacement(getattr(placement, "algorithm", "best-fit"))
+
+
+NEVER_FINISHES = 1e-9  # a job whose chance to finish before the faults end is at most this is given up on at once
+
+
+def longest_stretch(progress: float, duration: float, interval: float, cost: float) -> float:
+    """The longest stretch a job at ``progress`` of ``duration`` seconds of work must still run without a fault:
+    from a checkpoint it keeps to its next one (``interval`` seconds of work apart, each written in ``cost``
+    seconds, never at its end), or to its end; ``interval`` 0: none, the whole work left in one go.
+
+    >>> longest_stretch(0, 86_400, 0, 60)  # no checkpoints: a day in one go
+    86400
+    >>> longest_stretch(0, 7_200, 1_800, 60)  # four half hours, the first three each with its checkpoint
+    1860
+    >>> longest_stretch(1_000, 2_000, 1_800, 60)  # off its grid (a preemption kept 1,000 s): 800 s + δ, then 200 s
+    860
+    """
+    left = duration - progress
+    if interval <= 0:
+        return left
+    boundary = (math.floor((progress + _EPS) / interval) + 1) * interval
+    if boundary >= duration - _EPS:
+        return left
+    after = interval + cost if boundary + interval < duration - _EPS else duration - boundary
+    return max(boundary - progress + cost, after)
+
+
+def finish_chance(rate: float, exposed: float, horizon_left: float) -> float:
+    """At most the chance that a job whose every run must last ``exposed`` seconds without a fault, on nodes that
+    fail at ``rate`` per second together, finishes within ``horizon_left`` seconds.
+
+    A run survives with probability p = exp(−rate·exposed) whatever came before (the faults are a Poisson
+    process: memoryless).  A run begins at the job's start and after each fault that stops it, so the runs begun
+    within the horizon are at most 1 + its nodes' faults there, rate·H + 1 on average; by Wald's identity the runs
+    that survive are (rate·H + 1)·p at most on average, and the chance that one does is no more than that.
+
+    >>> f"{finish_chance(1 / 3600, 86_400, 100 * 365 * 86_400):.2g}"  # 1 node, MTBF 1 h, a day without checkpoints
+    '3.3e-05'
+    >>> f"{finish_chance(2 / 3600, 86_400, 100 * 365 * 86_400):.2g}"  # 2 nodes
+    '2.5e-15'
+    """
+    if rate <= 0:
+        return 1.0
+    survives = math.exp(-rate * exposed)
+    return min(1.0, (rate * max(0.0, horizon_left) + 1.0) * survives)
+
+
+@dataclass(frozen=True)
+class Chance:
+    """Why a job can practically never finish: the seconds each of its runs must last without a fault (restart,
+    work, checkpoint), its nodes' fault rate, the chance that one run survives and that it ever finishes."""
+
+    job: Job
+    nodes: int
+    restart: float
+    work: float
+    checkpoint: float
+    rate: float  # faults per second of its nodes together
+    survives: float
+    finishes: float
+    horizon_left: float
+
+    @property
+    def exposed(self) -> float:
+        return self.restart + self.work + self.checkpoint
+
+
+class FinishChance:
+    """Gives up on a job that can practically never finish under a rate model of faults (:func:`finish_chance` at
+    most :data:`NEVER_FINISHES` before the faults' horizon): a day-long job without checkpoints on nodes that fail
+    hourly restarts for a century of simulated faults, one scheduler pass per fault, and then ends in the
+    no-progress error anyway.  Judged at each fault that stops a job (the no-progress guard asks, whatever
+    ``--restart-limit``) and for a waiting job that cannot start (:class:`Hopeless`).
+
+    Sound only where a job keeps progress at its checkpoints alone and runs begin only at faults, so it applies
+    only where: the faults are a Poisson process (a rate model of Weibull shape 1: a replayed log or a Weibull
+    model is not memoryless, and is left to the guard and the read-ahead); the run has no ``--until`` (where an
+    unfinished job is a result, not an error); the policy is built in and never stops a running job to keep its
+    progress (not ``preemptive``, not elastic, not Gavel's rounds); the job is fixed-size, waits in its own VC
+    (lucid's profiler moves a job on with its progress) and is not one a tier may evict (each eviction begins a
+    run too).
+    """
+
+    def __init__(self, reliability: Reliability) -> None:
+        self.reliability = reliability
+        self._on: bool | None = None  # (worked out at the first question: the run's policy is made by then)
+        config = reliability.config
+        # (spot nodes' reclaims would evict too, but a run with spot nodes has no node failures)
+        self.evicts_any = config.evict == "lower-priority"
+        self.evicts_preemptible = config.evict == "preemptible"
+
+    @property
+    def on(self) -> bool:
+        """Whether the rule applies in this run (the class docstring says where)."""
+        if self._on is None:
+            rel = self.reliability
+            self._on = _memoryless(rel.model) and rel.config.until <= 0 and _keeps_only_checkpoints(rel.sim)
+        return self._on
+
+    def judge(self, job: Job, nodes: int, now: float) -> Chance | None:
+        """``job``'s :class:`Chance` where it can practically never finish from ``now`` on ``nodes`` nodes (the
+        fewest it can run on, for a job that waits); None where it may."""
+        if not self.on or job.elastic is not None or job.queue_vc != job.vc or nodes <= 0 or self._evictable(job):
+            return None
+        rel = self.reliability
+        interval = rel.interval(job)
+        work = longest_stretch(job.progress, job.duration, interval, 0.0)
+        stretch = longest_stretch(job.progress, job.duration, interval, rel.cost)
+        restart = rel.restart if rel.costs_of(job).interruptions else 0.0  # (its first run owes none)
+        rate = rel.node_rate * nodes
+        left = rel.replay_start + MAX_HORIZON_S - now
+        finishes = finish_chance(rate, restart + stretch, left)
+        if finishes > NEVER_FINISHES:
+            return None
+        return Chance(job, nodes, restart, work, stretch - work, rate, math.exp(-rate * (restart + stretch)),
+                      finishes, left)
+
+    def _evictable(self, job: Job) -> bool:
+        return self.evicts_any or (self.evicts_preemptible and job.preemptible)
+
+    def error(self, chance: Chance, now: float) -> Exception:
+        """The no-progress error, in words: the job, the seconds it must survive, the chances, what helps."""
+        from simcluster.engine.failures import NoProgressError
+
+        rel, job = self.reliability, chance.job
+        parts = [f"{chance.restart:,.0f} s restart" if chance.restart else "",
+                 f"{chance.work:,.0f} s of work", f"{chance.checkpoint:,.0f} s checkpoint" if chance.checkpoint else ""]
+        what = ", ".join(part for part in parts if part)
+        checkpoints = (f"its checkpoints every {rel.interval(job):,.0f} s of work" if rel.interval(job) > 0 else
+                       "no checkpoints")
+        finding = (
+            f"no progress under faults: job {job.job_id} ({job.gpu_num:,} GPU(s) on {chance.nodes:,} node(s), "
+            f"{job.progress:,.0f} of {job.duration:,.0f} s done, {checkpoints}) can practically never finish "
+            f"(t={now:,.0f} s): each of its runs must last {chance.exposed:,.0f} s without a fault ({what}); under "
+            f"{rel.source} its {chance.nodes:,} node(s) fail {chance.rate * 86_400:.3g} times a day, so a run survives "
+            f"with probability exp(-{chance.rate * chance.exposed:.4g}) = {chance.survives:.2g}, and within the "
+            f"{chance.horizon_left / 86_400 / 365:,.0f} years of faults left (at most {chance.rate * chance.horizon_left + 1:,.3g} "
+            f"runs on average) it finishes with probability at most {chance.finishes:.2g}, below {NEVER_FINISHES:g}: "
+            f"the run could only end in this error when the faults end, so it stops now.")
+        rate = "a lower fault rate in --faults" if rel.config.faults else "a higher --node-mtbf"
+        advice = (f" Shorten --checkpoint-interval (young-daly: Daly's interval for its nodes), lower --restart-cost "
+                  f"or --checkpoint-cost, give {rate}, --on-no-progress abandon (such jobs are reported unfinished) "
+                  f"or --until SECONDS.")
+        return NoProgressError(finding + advice + rel.doubt_text(), finding=finding)
+
+
+def _memoryless(model: FailureModel | None) -> bool:
+    """Whether ``model``'s faults are a Poisson process: a rate model of Weibull shape 1."""
+    from simcluster.faults.models import RateModel
+
+    return isinstance(model, RateModel) and model.shape == 1.0 and model.node_rate() > 0
+
+
+def _keeps_only_checkpoints(sim: Simulation) -> bool:
+    """Whether the run's policy never stops a running job but to lose its work (a fault, an eviction): a built-in
+    policy that is not preemptive, not elastic and not one of Gavel's rounds (which preempt at no cost without
+    declaring it).  A plug-in may do anything."""
+    from simcluster.policies.gavel.rounds import RoundPolicy
+
+    policy, resolved = sim.policy, sim.resolved.policy
+    return (resolved.builtin and type(policy) is resolved.cls and not policy.preemptive and not policy.elastic
+            and not isinstance(policy, RoundPolicy))

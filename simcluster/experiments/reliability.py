@@ -622,8 +622,8 @@ def _one_run(config: SimConfig, model: FailureModel, offsets: list[float] | None
     sim = Simulation([job], resolve_run(config=replace(config, seed=seed), cluster={"job": nodes}, faults=seeded))
     try:
         sim.run()
-    except NoProgressError as stopped:
-        return Replica(0.0, math.inf, _interruptions(sim, job), offset, str(stopped))
+    except NoProgressError as stopped:  # (what was found: its advice names run's options, not the study's)
+        return Replica(0.0, math.inf, _interruptions(sim, job), offset, stopped.finding)
     wall = job.end_time - job.start_time
     return Replica(work / wall, wall, _interruptions(sim, job), offset)
 
@@ -646,11 +646,17 @@ def unfinished_reason(error: str) -> str:
 
     >>> unfinished_reason("… can never start: … from t=9 s on; --exclude-after takes 3 server(s) out for good …")
     'the exclusion rule takes out more servers than the spares replace'
+    >>> unfinished_reason("… can practically never finish (t=0 s): each of its runs must last 2,160 s …")
+    'a run between its checkpoints practically never outlasts the faults of its nodes'
     """
     if not error:
         return ""
+    if "can practically never finish" in error:
+        return "a run between its checkpoints practically never outlasts the faults of its nodes"
     if "--exclude-after takes" in error:
         return "the exclusion rule takes out more servers than the spares replace"
+    if "times by faults under" in error:  # (the horizon passed while it was stopped again and again)
+        return "evicted again and again without its checkpointed progress advancing"
     if "can never start" in error or "horizon" in error:
         return "at no moment are all its nodes up: too few spares"
     return "evicted again and again without its checkpointed progress advancing"

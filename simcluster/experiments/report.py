@@ -297,9 +297,41 @@ def fill_reliability(records: Sequence[RunRecord]) -> bool:
         if "ettr_mean" not in r.summary:
             continue
         found = True
+        check_reliability_figures(r.summary, r.folder / "summary.json")
         for cause, share in (r.summary.get("gpu_share_by_cause") or {}).items():
             r.summary.setdefault(f"gpu_share_{cause}", share)
     return found
+
+
+def check_reliability_figures(summary: dict[str, Any], path: Path) -> None:
+    """Refuse a summary whose reliability figures no run could have written (a file edited by hand, or
+    another program's): an ETTR or a share of GPU time outside [0, 1], a count of interruptions below 0 — a
+    :class:`ReportError` naming the file and the field, rather than a report that copies the figure.
+
+    >>> check_reliability_figures({"ettr_mean": 7.5}, Path("run/summary.json"))
+    Traceback (most recent call last):
+    ...
+    simcluster.experiments.report.ReportError: run/summary.json: ettr_mean is 7.5, but an ETTR is a ratio from 0 to 1 (productive time over the time held); the file was not written so by a run
+    """
+    shares = summary.get("gpu_share_by_cause")
+    sizes = summary.get("per_size_reliability")
+    ratios = [("ettr_mean", summary.get("ettr_mean"), "an ETTR"),
+              ("ettr_gpu_weighted", summary.get("ettr_gpu_weighted"), "an ETTR"),
+              *((f"gpu_share_by_cause.{cause}", value, "a share of GPU time")
+                for cause, value in (shares.items() if isinstance(shares, dict) else ())),
+              *((f"per_size_reliability.{size}.ettr_mean", (value or {}).get("ettr_mean"), "an ETTR")
+                for size, value in (sizes.items() if isinstance(sizes, dict) else ()) if isinstance(value, dict))]
+    for field, value, what in ratios:
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+            raise ReportError(f"{path}: {field} is {value!r}, but {what} is a ratio from 0 to 1 (productive time "
+                              f"over the time held); the file was not written so by a run")
+    count = summary.get("interruptions")
+    number = not isinstance(count, bool) and isinstance(count, (int, float))
+    if count is not None and not (number and 0 <= count < float("inf")):
+        raise ReportError(f"{path}: interruptions is {count!r}, but it counts the faults that stopped jobs: a whole "
+                          "number from 0")
 
 
 def runs_table(records: Sequence[RunRecord], groups: Sequence[Configuration],

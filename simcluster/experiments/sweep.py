@@ -110,6 +110,31 @@ def split_list(text: str, what: str) -> list[str]:
     return items
 
 
+def split_values(text: str, what: str) -> list[str]:
+    """A ``--set`` key's values: comma-separated, or, where a value is itself a list of ``key=value`` pairs (a
+    fault model, ``faults=mtbf=1d,repair=9h``; a log's ``fault_columns``), separated by ``;``.  A rate model
+    cannot be swept pair by pair: each value is one whole model.
+
+    >>> split_values("60,120", "--set quantum"), split_values("mtbf=1d,repair=9h", "--set faults")
+    (['60', '120'], ['mtbf=1d,repair=9h'])
+    >>> split_values("mtbf=1d,repair=9h; mtbf=2d,repair=9h", "--set faults")
+    ['mtbf=1d,repair=9h', 'mtbf=2d,repair=9h']
+    """
+    if "=" not in text:
+        return split_list(text, what)
+    items = [v.strip() for v in text.split(";") if v.strip()]
+    if not items:
+        raise SweepError(f"{what}: expected values separated by ';', got {text!r}")
+    for item in items:
+        keys = [pair.partition("=")[0].strip() for pair in item.split(",") if "=" in pair]
+        twice = next((key for i, key in enumerate(keys) if key in keys[:i]), None)
+        if twice is not None:
+            raise SweepError(f"{what}: {twice!r} is given twice in {item!r}; a value of key=value pairs is one "
+                             f"value, several are separated by ';' ({what.removeprefix('--set ')}="
+                             f"{twice}=…,…;{twice}=…,…)")
+    return items
+
+
 def parse_seeds(text: str) -> list[int]:
     try:
         return [int(v) for v in split_list(text, "--seed")]
@@ -126,9 +151,14 @@ def parse_sets(items: Iterable[str]) -> dict[str, list[tuple[str, Any]]]:
 
     Values are converted to the field's type as a config file's would be
     (:func:`simcluster.config.coerce`); a tuple field (``thresholds``) takes
-    its elements separated by ``/`` (``thresholds=3600/7200,18000``).  A key that is no SimConfig field
+    its elements separated by ``/`` (``thresholds=3600/7200,18000``).  A value that is itself a list of
+    ``key=value`` pairs, a fault model, is one value; several are separated by ``;``
+    (``faults=mtbf=1d,repair=9h;mtbf=2d,repair=9h``: :func:`split_values`).  A key that is no SimConfig field
     may be a policy's own setting: its values stay as given (``build_grid`` gives them to the policies that
     declare it, whose Settings type them).
+
+    >>> parse_sets(["faults=mtbf=1d,repair=9h"])
+    {'faults': [('mtbf=1d,repair=9h', 'mtbf=1d,repair=9h')]}
     """
     by_name = knobs()
     valid = [k for k in by_name if k not in FIXED_SETTINGS]
@@ -145,13 +175,35 @@ def parse_sets(items: Iterable[str]) -> dict[str, list[tuple[str, Any]]]:
         if key not in by_name:
             if not key.isidentifier():
                 raise SweepError(f"--set {item!r}: unknown setting {key!r}; valid keys: {', '.join(valid)}")
-            sets[key] = [(raw, raw) for raw in split_list(values, f"--set {key}")]  # a policy's own, maybe
+            sets[key] = [(raw, raw) for raw in split_values(values, f"--set {key}")]  # a policy's own, maybe
             continue
         try:
-            sets[key] = [(raw, coerce(by_name[key], raw, f"--set {key}")) for raw in split_list(values, f"--set {key}")]
+            sets[key] = [(raw, coerce(by_name[key], raw, f"--set {key}"))
+                         for raw in split_values(values, f"--set {key}")]
         except ConfigError as exc:
             raise SweepError(str(exc)) from None
+        if key == "faults":
+            check_rate_models([raw for raw, _ in sets[key]])
     return sets
+
+
+def check_rate_models(values: Sequence[str]) -> None:
+    """Refuse a ``--set faults`` rate model that every run would refuse (``mtbf=1d,shape=0.006``) before the
+    sweep starts, in the words ``run`` uses; a log or a fitted model is read by each run.
+
+    >>> check_rate_models(["mtbf=1d,shape=0.006"])
+    Traceback (most recent call last):
+    ...
+    simcluster.experiments.runs.SweepError: --set faults=mtbf=1d,shape=0.006: --faults shape must be from 0.1 to 100 (the Weibull shape of the times between failures: 1 exponential, below 1 clustered; below 0.1 a run's faults swing from none to several times their mean), got '0.006'
+    """
+    from simcluster.faults.spec import failure_model, is_rate_spec
+
+    for value in values:
+        if is_rate_spec(value):
+            try:
+                failure_model(value)
+            except ValueError as exc:
+                raise SweepError(f"--set faults={value}: {exc}") from None
 
 
 def build_grid(traces: Sequence[str], policies: Sequence[str | type], seeds: Sequence[int],

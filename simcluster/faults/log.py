@@ -351,7 +351,9 @@ def _header_columns(path: Path, header: list[str], mapping: Mapping[str, str]) -
     columns a mapping left unread; a header that lacks a field, names an unknown column (without a mapping:
     a renamed field would be read as missing) or names one twice is refused."""
     if len(set(header)) < len(header):
-        raise TraceError(path, "a column is named twice", line=1)
+        twice = next(name for i, name in enumerate(header) if name in header[:i])
+        raise TraceError(path, f"column {twice!r} is named twice (columns {header.index(twice) + 1} and "
+                               f"{header.index(twice, header.index(twice) + 1) + 1})", line=1)
     wanted = {field_name: mapping.get(field_name, field_name) for field_name in CSV_FIELDS}
     if not mapping:
         for name in header:

@@ -74,6 +74,31 @@ class LogReplay:
         return result
 
 
+def covers_circle(outages: list[tuple[float, float]], span: float) -> bool:
+    """Whether outages ``(start, length)``, starts within ``[0, span)``, leave a server of a log replayed period
+    after period (a circle of ``span`` seconds) no moment up: then it is down for good, and replaying its one
+    merged outage period by period would take ~3e7 steps a century of a 100-s log without yielding one.
+
+    >>> covers_circle([(0.0, 100.0)], 100.0), covers_circle([(10.0, 60.0), (60.0, 50.0)], 100.0)
+    (True, True)
+    >>> covers_circle([(0.0, 99.0)], 100.0)
+    False
+    """
+    if any(length >= span for _, length in outages):
+        return True
+    segments = sorted([(start, start + length) for start, length in outages]
+                      + [(start + span, start + length + span) for start, length in outages])
+    first = reach = -1.0
+    for start, end in segments:  # (no length reaches the span, so a merged run covering [span, 2·span] is needed)
+        if start > reach:
+            first, reach = start, end
+        else:
+            reach = max(reach, end)
+        if first <= span and reach >= 2 * span:
+            return True
+    return False
+
+
 class _ReplayOutages(Outages):
     def __init__(self, replay: LogReplay, nodes: int, horizon_s: float, seed: int) -> None:
         super().__init__(nodes, horizon_s)
@@ -102,6 +127,9 @@ class _ReplayOutages(Outages):
         base = shift - self.replay.offset_s  # log time t is simulated time (t + base) mod span, period after period
         placed = sorted(((start + base) % span, end - start, cls) for start, end, cls in history)
         last = self.horizon_s if self.replay.repeat else min(span, horizon)
+        if self.replay.repeat and covers_circle([(start, length) for start, length, _ in placed], span):
+            yield Outage(index, 0.0, last, placed[0][2])  # down at every moment of the log: down for good
+            return
         previous: Outage | None = None
         period = -1
         while True:

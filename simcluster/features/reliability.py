@@ -17,6 +17,7 @@ import pandas as pd
 
 from simcluster.faults.spec import LogReading, fleet_doubt
 from simcluster.features.base import Contribution, Ended, Feature
+from simcluster.metrics.observer import Observer
 from simcluster.metrics.reliability import CauseTimeline, job_columns, run_figures
 from simcluster.settings.reliability import ReliabilityOptions
 
@@ -35,13 +36,33 @@ class Reliability(Feature):
     def start(self, plan: Any, jobs: list[Job], run: ResolvedRun) -> Contribution:
         gpus_per_node = run.config.gpus_per_node
         doubt = fleet_doubt(run.fault_model, LogReading.of(run.config), len(run.cluster.node_gpus))
-        return ReliabilityResults(CauseTimeline(run.cluster.node_gpus, gpus_per_node), [doubt] if doubt else [])
+        # (--node-mtbf's own node processes fail nodes without the engine's replay: their faults counted here)
+        downs = NodeDowns() if run.fault_model is None else None
+        return ReliabilityResults(CauseTimeline(run.cluster.node_gpus, gpus_per_node), [doubt] if doubt else [],
+                                  downs)
+
+
+class NodeDowns(Observer):
+    """Counts the nodes taken down: the faults of ``--node-mtbf``'s node processes, which fail nodes without the
+    engine's replay of a model (whose own count summary.json's ``failures.faults`` gives otherwise).
+
+    >>> downs = NodeDowns()
+    >>> downs.on_node_down("a/n0", 5.0); downs.count
+    1
+    """
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def on_node_down(self, node_name: str, now: float) -> None:
+        self.count += 1
 
 
 class ReliabilityResults(Contribution):
-    def __init__(self, causes: CauseTimeline, doubts: list[str]) -> None:
+    def __init__(self, causes: CauseTimeline, doubts: list[str], downs: NodeDowns | None = None) -> None:
         self.causes = causes
-        self.observers = [causes]
+        self.downs = downs
+        self.observers = [causes] if downs is None else [causes, downs]
         self.doubts = doubts
 
     def warnings(self, ended: Ended) -> list[str]:
@@ -57,6 +78,8 @@ class ReliabilityResults(Contribution):
             return {}
         gpus, makespan = int(summary["gpus"]), float(summary["makespan"])
         figures = run_figures(jobs, record, self.causes.total(ended.end), gpus, makespan)
+        if self.downs is not None:  # (else an interruption with no fault: the failures were not counted)
+            figures["failures"] = {**figures["failures"], "faults": self.downs.count}
         first = float(jobs["submit_time"].min()) if len(jobs) else 0.0
         over_time = self.causes.series(jobs, ended.reported, gpus, first, first + makespan)
         if over_time is not None:

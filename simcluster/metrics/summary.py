@@ -155,7 +155,8 @@ def figures(frame: pd.DataFrame, gpus: int, sharing: tuple[float, float] = (0.0,
     done = frame[frame["end_time"].notna()]
     if done.empty:
         return {k: 0.0 for k in ("avg_jct", "avg_queue", "p50_jct", "p99_jct", "p99_queue", "makespan",
-                                 "gpu_utilization")} | {"jobs": 0} | frame_tail(done, wait_bounds) | fairness_figures(done)
+                                 "gpu_utilization")} | {"jobs": 0} | frame_tail(done, wait_bounds) | fairness_figures(done) | {
+            "preemptions": int(frame["preemptions"].sum()), "restarts": int(frame["restarts"].sum())}
     jct, queue = done["jct"].to_numpy(), done["queue"].to_numpy()
     last = float(done["end_time"].max())
     if run_end is not None and len(done) < len(frame):
