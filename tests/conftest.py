@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -13,6 +14,10 @@ from hypothesis import settings
 settings.register_profile("repeatable", derandomize=True)
 settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
+
+# models trained once per table are kept between runs (simcluster.models.cache): the tests keep theirs apart from
+# the user's, in a folder of this session
+os.environ.setdefault("SIMCLUSTER_CACHE", tempfile.mkdtemp(prefix="simcluster-cache-"))
 
 from simcluster.paths import shared_data_dir
 from simcluster.traces import JobLog

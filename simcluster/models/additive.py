@@ -38,6 +38,41 @@ class AdditivePredictor:
             scores = list(table) if self._multiclass else [float(s) for s in table.ravel()]
             self._lookups.append((kind == "nominal", bins if isinstance(bins, dict) else list(bins), scores))
 
+    def tables(self) -> dict[str, Any]:
+        """What a prediction reads, as plain lists and dicts (JSON keeps every float exactly):
+        :meth:`from_tables` makes the same predictor again without the EBM, or InterpretML loaded."""
+        def plain(scores: list[Any]) -> list[Any]:
+            return [[float(x) for x in s] for s in scores] if self._multiclass else scores
+
+        intercept = [float(x) for x in self.intercept] if self._multiclass else [self.intercept]
+        classes = None if self.classes is None else [c.item() if hasattr(c, "item") else c for c in self.classes]
+        terms = [{"nominal": nominal, "bins": {k: int(v) for k, v in bins.items()} if nominal else
+                  [float(b) for b in bins], "scores": plain(scores)} for nominal, bins, scores in self._lookups]
+        return {"intercept": intercept, "classes": classes, "terms": terms}
+
+    @classmethod
+    def from_tables(cls, tables: dict[str, Any]) -> AdditivePredictor:
+        """The predictor whose :meth:`tables` these are.
+
+        >>> tables = {"intercept": [0.5], "classes": None,
+        ...           "terms": [{"nominal": False, "bins": [10.0], "scores": [0.0, -1.0, 1.0]}]}
+        >>> fast = AdditivePredictor.from_tables(tables)
+        >>> fast.predict([3]), fast.predict([12]), fast.predict([float("nan")]), fast.tables() == tables
+        (-0.5, 1.5, 0.5, True)
+        """
+        self = cls.__new__(cls)
+        intercept = tables["intercept"]
+        self.classes = tables["classes"]
+        self._multiclass = len(intercept) > 1
+        self.intercept = np.asarray(intercept, dtype=float) if self._multiclass else float(intercept[0])
+        self._lookups = []
+        for term in tables["terms"]:
+            scores = term["scores"]
+            if self._multiclass:
+                scores = [np.asarray(s, dtype=float) for s in scores]
+            self._lookups.append((term["nominal"], term["bins"], scores))
+        return self
+
     def predict(self, row: Sequence[Any]) -> Any:
         """The model's score of ``row``: a float, or a classifier's logits per class (three or more classes)."""
         total = self.intercept.copy() if self._multiclass else self.intercept

@@ -63,6 +63,10 @@ class LabelledScores:
             self.unlabelled.add(workload)
         return label
 
+    def top_terms(self, top: int = 3) -> list[str]:
+        """Nothing learned, so no terms."""
+        return []
+
     def evaluate_for(self, colocation_spec: str) -> dict[str, Any]:
         return {"labels_file": self.path, "configurations": len(self.labels),
                 "unlabelled_workloads": len(self.unlabelled)}

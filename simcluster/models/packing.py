@@ -49,12 +49,14 @@ def sharing_labels(pair: pd.DataFrame, thresholds: tuple[float, float] = DEFAULT
     return grouped
 
 
+# a few dozen configurations: small leaves and coarse bins (held-out accuracy 0.50 → 0.63 on Lucid's table)
+SETTINGS: dict[str, Any] = {"interactions": 0, "outer_bags": 2, "n_jobs": 1, "min_samples_leaf": 2, "max_bins": 32}
+
+
 def _fit(rows: pd.DataFrame, labels: np.ndarray, seed: int) -> Any:
     from interpret.glassbox import ExplainableBoostingClassifier  # heavy import, only when used
 
-    # a few dozen configurations: small leaves and coarse bins (held-out accuracy 0.50 → 0.63 on Lucid's table)
-    model = ExplainableBoostingClassifier(feature_types=FEATURE_TYPES, interactions=0, outer_bags=2, n_jobs=1,
-                                          min_samples_leaf=2, max_bins=32, random_state=seed)
+    model = ExplainableBoostingClassifier(feature_types=FEATURE_TYPES, random_state=seed, **SETTINGS)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # missing utilization of CPU-profiled rows is expected
         model.fit(rows[FEATURES], labels)
@@ -66,10 +68,14 @@ class PackingModel:
 
     ``colocation`` is a :class:`~simcluster.colocation.model.ColocationModel`: its measured
     single and pair tables train the classifier, and its single-job lookups (which never fail)
-    give the profile of a job to score.
+    give the profile of a job to score.  ``cached``: train once per set of tables and keep what a
+    run reads of the classifier (:mod:`simcluster.models.cache`), as the paper trains it offline;
+    ``model`` (the EBM itself) is then None where the cache answered, and the scores, top terms and
+    held-out accuracy are the fitted classifier's all the same.
     """
 
-    def __init__(self, colocation: Any, thresholds: tuple[float, ...] = DEFAULT_THRESHOLDS, seed: int = 0) -> None:
+    def __init__(self, colocation: Any, thresholds: tuple[float, ...] = DEFAULT_THRESHOLDS, seed: int = 0,
+                 cached: bool = False) -> None:
         self.colocation = colocation
         self.thresholds: tuple[float, float] = (float(thresholds[0]), float(thresholds[1]))
         self.seed = seed
@@ -79,10 +85,49 @@ class PackingModel:
         self.classes = sorted(set(self.data["label"]))
         self.model: Any = None
         self._predict: AdditivePredictor | None = None
-        if len(self.classes) > 1:
+        self._importances: list[tuple[str, float]] = []  # (term, importance), most important first
+        self._key = self._cache_key() if cached else None
+        if len(self.classes) > 1 and not self._load():
             self.model = _fit(self.data, self.data["label"].to_numpy(), seed)
             self._predict = AdditivePredictor(self.model)
+            from simcluster.models.explanation import term_importances
+
+            self._importances = list(term_importances(self.model).itertuples(index=False, name=None))
+            self._store()
         self._cache: dict[tuple[Workload, int], int] = {}
+
+    def _cache_key(self) -> str:
+        from simcluster.models.cache import digest
+
+        rows = self.data[[*FEATURES, "label"]]
+        return digest("packing", {"rows": rows.to_csv(index=False), "dtypes": [str(t) for t in rows.dtypes],
+                                  "types": FEATURE_TYPES, "settings": SETTINGS, "seed": self.seed})
+
+    def _load(self) -> bool:
+        """Take the classifier's tables from the cache; False where it has none (or is off)."""
+        if self._key is None:
+            return False
+        from simcluster.models.cache import read_entry
+
+        entry = read_entry("packing", self._key)
+        try:
+            self._predict = AdditivePredictor.from_tables(entry["predictor"])  # type: ignore[index]
+            self._importances = [(str(term), float(value)) for term, value in entry["importances"]]  # type: ignore
+        except (TypeError, KeyError, ValueError):
+            self._predict, self._importances = None, []
+            return False
+        return True
+
+    def _store(self) -> None:
+        if self._key is not None and self._predict is not None:
+            from simcluster.models.cache import write_entry
+
+            write_entry("packing", self._key, {"predictor": self._predict.tables(),
+                                               "importances": [[t, float(v)] for t, v in self._importances]})
+
+    def top_terms(self, top: int = 3) -> list[str]:
+        """The ``top`` most important terms (mean absolute score over the training data), most important first."""
+        return [term for term, _ in self._importances[:top]]
 
     def profile(self, workload: Workload, gpus: int, memory: float = 0.0) -> dict[str, Any]:
         """What profiling a job yields: utilization, memory-bandwidth utilization, memory, AMP, batch size, model."""
@@ -96,12 +141,11 @@ class PackingModel:
         key = (workload, gpus)
         cached = self._cache.get(key)
         if cached is None:
-            if self.model is None:  # every measured configuration got one label (or none was measured)
+            if self._predict is None:  # every measured configuration got one label (or none was measured)
                 cached = self.classes[0] if self.classes else 0
             else:  # the model's own answer, read from its tables (model.predict costs ~5 ms of pandas a call)
                 profile = self.profile(workload, gpus, memory)
-                # (self._predict is set together with self.model)
-                cached = int(self._predict.classify([profile[f] for f in FEATURES]))  # type: ignore[union-attr]
+                cached = int(self._predict.classify([profile[f] for f in FEATURES]))
             self._cache[key] = cached
         return cached
 
@@ -112,7 +156,24 @@ class PackingModel:
             from simcluster.colocation.importers import read_lucid_labels
 
             authors = read_lucid_labels()
-        return {"colocation": self.colocation.source, **self.evaluate(authors=authors)}
+        return {"colocation": self.colocation.source, **self._evaluation(authors)}
+
+    def _evaluation(self, authors: pd.DataFrame | None) -> dict[str, Any]:
+        """:meth:`evaluate`'s report, from the cache where the classifier came from it (five more fits)."""
+        if self._key is None:
+            return self.evaluate(authors=authors)
+        from simcluster.models.cache import digest, read_entry, write_entry
+
+        key = digest("packing-evaluation", {"model": self._key, "authors": None if authors is None else
+                                            authors[SINGLE_KEY + ["label"]].to_csv(index=False)})
+        entry = read_entry("packing-evaluation", key)
+        report = entry.get("report") if entry is not None else None
+        if isinstance(report, dict) and isinstance(report.get("labels"), list):  # (JSON's keys are strings)
+            return {k: {int(c): int(n) for c, n in v} if k == "labels" else v for k, v in report.items()}
+        report = self.evaluate(authors=authors)
+        write_entry("packing-evaluation", key, {"report": {
+            k: [[int(c), int(n)] for c, n in v.items()] if k == "labels" else v for k, v in report.items()}})
+        return report
 
     def evaluate(self, folds: int = 5, authors: pd.DataFrame | None = None) -> dict[str, Any]:
         """Accuracy on held-out configurations (stratified k-fold), against our labels and the authors'.

@@ -146,6 +146,7 @@ class ThroughputForecaster:
         self.trainings = self.trained_on = 0
         self._next_training: int | None = None
         self.forecasts: dict[int, float] = {}
+        self._high: tuple[int, bool] | None = None  # (bin, high?): asked once per scheduler pass, changes per bin
         if train_until is not None:
             self.train(train_until)
 
@@ -153,6 +154,7 @@ class ThroughputForecaster:
         rows, targets = self.series.training_frame(upto)
         if len(rows) < DAY or len(rows) < self.trained_on * (1.0 + self.retrain_growth):
             return  # too little to learn from, or too little new since the last training
+        self._high = None
         self.model = fit_throughput_model(rows, targets, self.seed, self.boosting)
         self._predict = AdditivePredictor(self.model)
         if self.min_rate is None:
@@ -166,6 +168,7 @@ class ThroughputForecaster:
         cached = self.forecasts.get(b)
         if cached is not None:
             return cached
+        self._high = None  # (a new bin's forecast may train and move the threshold)
         if self.live:
             if self._next_training is None:
                 self._next_training = self.series.first + 2 * DAY
@@ -186,7 +189,12 @@ class ThroughputForecaster:
 
     def high(self, now: float) -> bool:
         """Is the load forecast for the next hour high (above the fixed rate, or at or above the quantile)?"""
-        return self._is_high(self.forecast(now))
+        b = int(now // BIN)
+        if self._high is not None and self._high[0] == b:
+            return self._high[1]
+        answer = self._is_high(self.forecast(now))
+        self._high = (b, answer)
+        return answer
 
     def _is_high(self, forecast: float) -> bool:
         return forecast > self.threshold if self.min_rate is not None else forecast >= self.threshold

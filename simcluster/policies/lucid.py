@@ -61,7 +61,10 @@ fixed share of the time by construction).  What each costs when switched off is 
   it ends every job one second late and checks the forecast every 100 s.
 
 We keep our own models (in-simulation EBM estimator, packing model and forecaster) by default:
-they learn only from what a scheduler would know when it decides.
+they learn only from what a scheduler would know when it decides.  The packing model learns from
+the colocation tables alone, so, as in the paper, it is trained once per set of tables, not once per
+run: :mod:`simcluster.models.cache` keeps it on disk (``SIMCLUSTER_CACHE=off`` refits it every run;
+the scores are the same either way).
 """
 
 from __future__ import annotations
@@ -69,6 +72,7 @@ from __future__ import annotations
 from bisect import bisect_left, insort
 from collections import Counter, defaultdict
 from collections.abc import Iterator
+from heapq import heapify, heappop, heapreplace
 from operator import itemgetter
 from typing import Any
 
@@ -239,24 +243,63 @@ class Lucid(Policy):
     # --- a VC: priority order, affine pairs while load is high ---------------------
     def _run_vc(self, vc: VirtualCluster, ctx: SchedulingContext) -> None:
         share = self._sharing_on(ctx.now)
-        backfill = share and self.config.backfill_while_sharing
         exclusive = self._exclusive.setdefault(vc.name, defaultdict(_Candidates))  # (kept by the run hooks)
-        no_room: set[int] = set()  # GPU counts that found no idle GPUs in this pass (starts only take GPUs)
-        for job in list(vc.pending):
+        backfill = share and self.config.backfill_while_sharing
+        if backfill and len(vc.pending) >= self.walk_by_size_from:
+            self._backfill_by_size(vc, ctx, exclusive)
+            return
+        small, no_room = vc.gpus_per_node, set()  # GPU counts that found no idle GPUs (starts only take GPUs)
+        for job in vc.pending:  # in priority order
             size = job.gpu_num
-            if share and size <= vc.gpus_per_node:
-                candidates = exclusive[size]
-                partner = self._partner(job, candidates, ctx) if candidates.total else None
-                if partner is not None:  # (it shares from now on: the run hooks take it out of the candidates)
-                    ctx.start_on(job, [(node, list(ids)) for node, ids in partner.allocation])
-                    self.counts["paired"] += 1
-                    continue
+            if share and size <= small and self._pair(job, exclusive[size], ctx):
+                continue
             if size in no_room:
                 continue
             if not ctx.try_start(job):
                 if not backfill:
                     return
                 no_room.add(size)
+
+    #: from how many waiting jobs a backfilling pass walks the queue per GPU count (below, one walk is cheaper)
+    walk_by_size_from = 64
+
+    def _backfill_by_size(self, vc: VirtualCluster, ctx: SchedulingContext,
+                          exclusive: defaultdict[int, _Candidates]) -> None:
+        """The backfilling pass of :meth:`_run_vc` at the cost of the jobs that can still do something.
+
+        The same decisions as one walk over the whole queue: the queue is walked per GPU count, merged
+        in its order, and a count is dropped once no job of it can start in this pass (one found no
+        room: starts only take GPUs) nor pair (none of its size runs alone to pair with, and only a
+        start of that count, which no room rules out, adds one).  A long queue of jobs too big for
+        the idle GPUs then costs a step per GPU count, not one per job.
+        """
+        small, no_room = vc.gpus_per_node, set()
+        jobs_of, keys_of, heads = {}, {}, []
+        for size, (keys, jobs, first) in vc.pending.runs_by_size(float("inf")).items():
+            jobs_of[size], keys_of[size] = jobs[first:], keys[first:]  # (a copy: starts change the queue)
+            heads.append((keys[first], size, 0))
+        heapify(heads)
+        while heads:
+            _, size, i = heads[0]
+            job = jobs_of[size][i]
+            if not (size <= small and self._pair(job, exclusive[size], ctx)) and size not in no_room \
+                    and not ctx.try_start(job):
+                no_room.add(size)
+            i += 1
+            if i < len(jobs_of[size]) and (size not in no_room or (size <= small and exclusive[size].total)):
+                heapreplace(heads, (keys_of[size][i], size, i))
+            else:
+                heappop(heads)
+
+    def _pair(self, job: Job, candidates: _Candidates, ctx: SchedulingContext) -> bool:
+        """Start ``job`` on the GPUs of its best partner among ``candidates``, if one passes every check."""
+        partner = self._partner(job, candidates, ctx) if candidates.total else None
+        if partner is None:
+            return False
+        # (it shares from now on: the run hooks take it out of the candidates)
+        ctx.start_on(job, [(node, list(ids)) for node, ids in partner.allocation])
+        self.counts["paired"] += 1
+        return True
 
     def _partner(self, job: Job, candidates: _Candidates, ctx: SchedulingContext) -> Job | None:
         # The rule: of the candidates in start order, the first (pair_choice "first") or the one of the lowest
@@ -365,7 +408,9 @@ class Lucid(Policy):
         if self.packing is None:
             from simcluster.models.packing import PackingModel
 
-            self.packing = PackingModel(colocation, tuple(self.config.packing_thresholds), self.config.seed)
+            # trained once per set of colocation tables, not once per run (simcluster.models.cache)
+            self.packing = PackingModel(colocation, tuple(self.config.packing_thresholds), self.config.seed,
+                                        cached=True)
         return self.packing
 
     def _sharing_on(self, now: float) -> bool:
@@ -413,8 +458,9 @@ class Lucid(Policy):
         lucid["workload"] = {"estimator": self.estimator.name, "trainings": getattr(self.estimator, "trainings", 0),
                              "top_terms": top_terms(model)}
         if self.packing is not None:
-            lucid["packing"] = {**self.packing.evaluate_for(c.colocation),
-                                "top_terms": top_terms(self.packing.model)}
+            # (a packing model from the cache has its terms but no EBM)
+            terms = self.packing.top_terms(3) if hasattr(self.packing, "top_terms") else top_terms(self.packing.model)
+            lucid["packing"] = {**self.packing.evaluate_for(c.colocation), "top_terms": terms}
         if self.forecaster is not None:
             lucid["throughput"] = {**self.forecaster.report(), "top_terms": top_terms(self.forecaster.model)}
         return {"estimator": self.estimator.name, "estimate_quality": self.quality.report(), "lucid": lucid}
