@@ -182,11 +182,11 @@ class CheckedContext:
     def config(self) -> Any:
         return self._inner.config
 
-    def try_start(self, job: Any) -> bool:
+    def try_start(self, job: Any, gpu_type: str | None = None) -> bool:
         if (job.state is not JobState.PENDING or job not in self._vc.pending._entry_of) \
                 and not self._waiting_here(job, "started"):
             return False
-        return self._inner.try_start(job)  # type: ignore[no-any-return]
+        return self._inner.try_start(job, gpu_type)  # type: ignore[no-any-return]
 
     def start_on(self, job: Any, plan: Any, batch: Any = None, delay: float | None = None) -> None:
         if not self._waiting_here(job, "started"):

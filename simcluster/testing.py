@@ -356,9 +356,9 @@ class _KitContext(CheckedContext):
         super().__init__(inner, vc, label, shares, violation=record)
         self._guard = guard
 
-    def try_start(self, job: Any) -> bool:
+    def try_start(self, job: Any, gpu_type: str | None = None) -> bool:
         with self._guard.inside("engine"):
-            return super().try_start(job)
+            return super().try_start(job, gpu_type)
 
     def start_on(self, job: Any, plan: Any, batch: Any = None, delay: float | None = None) -> None:
         with self._guard.inside("engine"):

@@ -492,10 +492,17 @@ class Simulation(JobLife):
         """
         return self.try_start_in(vc, job)
 
-    def try_start_in(self, vc: VirtualCluster, job: Job) -> bool:
-        """:meth:`try_start`, VC first (what a VC's context binds)."""
+    def try_start_in(self, vc: VirtualCluster, job: Job, gpu_type: str | None = None) -> bool:
+        """:meth:`try_start`, VC first (what a VC's context binds); ``gpu_type``: on that type's nodes only (a
+        Kueue flavor's), where the job runs on it."""
         fraction = job.gpu_milli < 1000
-        if fraction and not self.placement.places_fractions:
+        if gpu_type is not None:
+            pool = vc.pools.get(gpu_type)
+            if pool is None or job.speed_on(gpu_type) <= 0 or (job.gpu_num > pool.free_gpus and not fraction):
+                return False
+            plan = fraction_plan(job, [pool]) if fraction and not self.placement.places_fractions else \
+                self.placement.place(job, pool)
+        elif fraction and not self.placement.places_fractions:
             plan = fraction_plan(job, self._pools_of(job, vc))
         elif job.gpu_num > vc.free_gpus and not fraction:
             return False  # no placement finds more idle GPUs than the VC has (a blocked head of queue, mostly)

@@ -27,6 +27,7 @@ from simcluster.metrics.tiers import TierTimeline, nominal_gpus
 from simcluster.settings.fields import ConfigError
 from simcluster.settings.tiers import TierOptions, evicts_for_tiers, ranks_by_priority
 from simcluster.tiers.eviction import Evictions, tier_rank
+from simcluster.tiers.flavors import flavor_types
 from simcluster.tiers.loaded import kueue_of
 from simcluster.tiers.model import KueueConfig
 from simcluster.traces.base import row_error
@@ -58,8 +59,7 @@ class Tiers(Feature):
         """Each trace row's ClusterQueue, priority and preemptibility, checked against the Kueue files."""
         kueue = kueue_of(run.config.kueue) if run.config.kueue else None
         if kueue is not None and run.cluster.typed:
-            raise ConfigError(f"--kueue on a cluster of several GPU types ({', '.join(run.cluster.gpu_types)}): "
-                              "flavors mapped to GPU types are not modelled yet; give an untyped cluster")
+            flavor_types(kueue.flavors, run.cluster.gpu_types)  # (each flavor names one of them, or none: refused)
         if kueue is not None and "kueue" not in run.policy.cls.reads:
             raise ConfigError(f"--kueue: policy {run.policy.label.removeprefix('policy ')} does not read Kueue's "
                               "objects; run it with --policy kueue")

@@ -38,9 +38,10 @@ class SchedulingContext(Protocol):
         """The run's settings."""
         ...
 
-    def try_start(self, job: JobView) -> bool:
-        """Start a waiting job of this VC on idle GPUs the placement chooses; False (and nothing changes) if the
-        placement finds none now."""
+    def try_start(self, job: JobView, gpu_type: str | None = None) -> bool:
+        """Start a waiting job of this VC on idle GPUs the placement chooses (``gpu_type``: among that type's only,
+        as Kueue admits a workload on one flavor's nodes); False (and nothing changes) if the placement finds none
+        now."""
         ...
 
     def start_on(self, job: JobView, plan: Any, batch: Any = None, delay: float | None = None) -> None:

@@ -20,8 +20,10 @@ around it, one pass at a time:
 
 Where the simulator differs from Kueue, on purpose (docs/tiers.md): quota reserved is GPUs placed at once (no
 pods pending after admission: a job whose quota fits but whose nodes do not is set aside like one without quota);
-an evicted job's GPUs are free at the instant of its eviction, so its preemptor starts in the same pass; flavors
-are quota accounts over the cluster's one pool of untyped nodes.
+an evicted job's GPUs are free at the instant of its eviction, so its preemptor starts in the same pass.  On a
+cluster of several GPU types a flavor's jobs are placed on the nodes of the type its node labels name
+(:mod:`simcluster.tiers.flavors`); a flavor without labels, and every flavor on a cluster of one type, is a quota
+account over all the nodes.
 
 >>> Kueue.preemptive, Kueue.reads
 (True, frozenset({'kueue'}))
@@ -40,6 +42,7 @@ from simcluster.job import JobState
 from simcluster.placement.room import fits_once_freed
 from simcluster.policies.base import POLICIES, Policy, SchedulingContext
 from simcluster.settings.fields import setting
+from simcluster.tiers.flavors import flavor_types
 from simcluster.tiers.loaded import fair_sharing_of, kueue_of
 from simcluster.tiers.model import ClusterQueueSpec, FlavorQuota, KueueConfig
 from simcluster.tiers.preemption_bound import PreemptionBound
@@ -91,6 +94,8 @@ class Kueue(Policy):
         self._bound = PreemptionBound(self.tree)
         self._stats = QueueStats(self.kueue)
         self._flavors = self._stats.flavors  # (each queue's flavors, in its order)
+        types = tuple(dict.fromkeys(t for vc in cluster.vcs.values() for t in vc.gpu_types))
+        self._flavor_type = flavor_types(self.kueue.flavors, types)  # (None: any node; else one type's nodes)
         self._strict_queues = {name for name, spec in self.kueue.cluster_queues.items()
                                if spec.queueing_strategy == "StrictFIFO"}
         self._vc_of: dict[str, str] = {}  # ClusterQueue → its VC (as jobs arrive: a queue's jobs are in one VC)
@@ -262,7 +267,9 @@ class Kueue(Policy):
                     break
             if chosen is None:
                 return False
-        if not fits_once_freed(job, [self._holding[victim.key] for victim in victims], self._vc):
+        gpu_type = self._flavor_type.get(chosen)
+        room = self._vc if gpu_type is None else self._vc.pools.get(gpu_type, self._vc)
+        if not fits_once_freed(job, [self._holding[victim.key] for victim in victims], room):
             # the quota fits but the GPUs would not: no victim loses its work for nothing, and the job waits for
             # GPUs to come free (Kueue admits by quota; the pods of a workload that found no node would wait)
             self._stats.no_room += 1
@@ -277,7 +284,7 @@ class Kueue(Policy):
         tree.admit(workload)
         self._bound.admit(workload)
         self._admitted[job.index] = workload
-        if ctx.try_start(job):
+        if ctx.try_start(job) if gpu_type is None else ctx.try_start(job, gpu_type):
             self._holding[job.index] = job
             return True
         self._admitted.pop(job.index)
