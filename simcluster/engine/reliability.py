@@ -397,7 +397,7 @@ class Reliability:
             self.sim.swap_out(node, jobs, self.swap_s)
             return
         if node.up:
-            self.sim._node_down(node)
+            self.sim.node_down(node)
             self.up_gpus[node.vc.name] -= node.gpu_count
         self.seating.pop(slot, None)  # (a spare that failed while swapped in: the swap is void)
         if self.pool:
@@ -456,7 +456,7 @@ class Reliability:
         node = self.slots[slot]
         if not node.up:
             self.up_gpus[node.vc.name] += node.gpu_count
-            self.sim._node_up(node)
+            self.sim.node_up(node)
 
     def record(self) -> ReliabilityRecord:
         """What the run's metrics read once it ended."""

@@ -305,7 +305,7 @@ class Simulation(JobLife):
             env.process(reliability.replay(env, env.now))
         else:
             for node in self.cluster.nodes if self.config.node_mtbf > 0 else ():  # a node that never fails has no life
-                env.process(node_life(env, node, self.config, self._node_down, self._node_up))
+                env.process(node_life(env, node, self.config, self.node_down, self.node_up))
         for process in self._processes:
             env.process(process(self))
         if self._unfinished:
@@ -452,7 +452,7 @@ class Simulation(JobLife):
             self._pass_due = True
             self._call_at(0.0, self._scheduler_pass, LATE)
 
-    def _node_down(self, node: Node) -> None:
+    def node_down(self, node: Node) -> None:
         """``node`` failed: each of its jobs goes on at once on free nodes of its domain where the run replaces failed
         nodes and finds some (:class:`~simcluster.engine.failures.DomainReplacement`), else back to its queue."""
         replacement = self._replacement
@@ -475,7 +475,7 @@ class Simulation(JobLife):
         """Call ``call`` ``delay`` seconds from now (a spare seated in a vacant node)."""
         self._call_at(delay, call)
 
-    def _node_up(self, node: Node) -> None:
+    def node_up(self, node: Node) -> None:
         node.set_up(True)
         for hook in self._on_node_up:
             hook(node.name, self.clock())

@@ -192,7 +192,7 @@ class SpotCapacity(Observer):
                 job.overhead_left += self.cost
                 job.overhead_total += self.cost
         self._count_up(sim.clock(), -node.gpu_count)
-        sim._node_down(node)
+        sim.node_down(node)
 
     def give_back(self, sim: Simulation, node: Node) -> None:
         """``node`` returns: up again, and a pass asked for in its VC."""
@@ -200,7 +200,7 @@ class SpotCapacity(Observer):
             return
         self.returns += 1
         self._count_up(sim.clock(), node.gpu_count)
-        sim._node_up(node)
+        sim.node_up(node)
 
     # --- the spot GPUs' use over time (observer hooks) --------------------------------------------------------
     def _advance(self, now: float) -> None:
