@@ -102,6 +102,11 @@ class Tiresias(Policy):
         self._unannounced: dict[str, list[tuple[Job, int]]] = {}
         self._run_of: dict[Job, int] = {}  # a running job → the number of its run (older heap entries are stale)
         self._runs = 0
+        # without the kept order: per job, the run and boundary of the crossing timer a pass set
+        # (:meth:`_crossings_not_set`), where that boundary is exact (a whole quantum) and computed as here
+        self._crossing_set: dict[Job, tuple[float, float, float, float]] = {}
+        self._kept_crossings = not self.keeps_order and self.quantum == int(self.quantum) \
+            and type(self).attained is Tiresias.attained and type(self).crossing_boundary is Tiresias.crossing_boundary
 
     def attach(self, cluster: Any) -> None:
         """The overhead model, from the settings (read here: a test may replace them after construction)."""
@@ -343,6 +348,8 @@ class Tiresias(Policy):
             run_of = self._run_of
             noted, self._unannounced[vc.name] = self._unannounced.get(vc.name, []), []
             running = [job for job, run in noted if run_of.get(job) == run]
+        elif self._kept_crossings:
+            running = self._crossings_not_set(vc, now)
         else:
             running = vc.running  # type: ignore[assignment]
         for job in running:
@@ -352,11 +359,38 @@ class Tiresias(Policy):
             if queue < last_queue:
                 crossing = now + (thresholds[queue] - attained) / job.gpu_num
                 boundary = (math.floor(crossing / quantum) + 1) * quantum  # _boundary_after, inlined
-                wake[self.crossing_boundary(job, thresholds[queue], boundary, now)] = None
+                when = self.crossing_boundary(job, thresholds[queue], boundary, now)
+                wake[when] = None
+            else:
+                when = math.inf
+            if self._kept_crossings:
+                self._note_crossing_set(vc, job, when)
         for when in wake:
             ctx.wake_at(when)
         if self.knob > 0:
             self._set_promotion_timers(vc, ctx, now)
+
+    def _crossings_not_set(self, vc: VirtualCluster, now: float) -> list[Job]:
+        """The running jobs of ``vc`` whose crossing no pass has set a timer for yet (in any order: a pass's timers
+        are all its VC's, at times the engine merges, so no two of them tie in its queue).
+
+        :meth:`crossing_boundary` gives the first boundary past ``now`` where the job is past its threshold, which
+        is the same at every pass before it in the same run (boundaries are exact multiples of a whole quantum, and
+        the attained service at each is a function of the run alone); the timer set there stays set until it
+        rings, so setting it again is a no-op.  A job is noted with its run (its start, busy time and wiped
+        service) and that boundary (inf in the last queue)."""
+        still_set = self._crossing_still_set
+        return [job for job in vc.running if not still_set(job, now)]
+
+    def _note_crossing_set(self, vc: VirtualCluster, job: Job, when: float) -> None:
+        """A pass set running ``job``'s crossing timer at ``when`` (inf: it has none, in the last queue)."""
+        self._crossing_set[job] = (job.run_started_at, job.busy_time, self._forgiven.get(job, 0.0), when)
+
+    def _crossing_still_set(self, job: Job, now: float) -> bool:
+        """Whether ``job``'s noted crossing timer (:meth:`_crossings_not_set`) is for its run and still to ring."""
+        noted = self._crossing_set.get(job)
+        return noted is not None and now < noted[3] and noted[0] == job.run_started_at \
+            and noted[1] == job.busy_time and noted[2] == self._forgiven.get(job, 0.0)
 
     def crossing_boundary(self, job: Job, threshold: float, boundary: float, now: float) -> float:
         """The first quantum boundary after ``now`` where running ``job`` is past ``threshold`` as :meth:`attained`
@@ -403,6 +437,7 @@ class Tiresias(Policy):
         return (math.floor(t / self.quantum) + 1) * self.quantum
 
     def on_finish(self, job: Job, now: float) -> None:
+        self._crossing_set.pop(job, None)
         self._forgiven.pop(job, None)
         self._forgiven_at_start.pop(job, None)
 

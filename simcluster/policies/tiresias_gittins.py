@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_left, bisect_right
-from heapq import heappop
+from heapq import heappop, heappush
 from typing import Any
 
 import numpy as np
 
 from simcluster.cluster import VirtualCluster
+from simcluster.config import SimConfig
 from simcluster.job import Job
 from simcluster.policies.base import POLICIES, Policy, SchedulingContext
 from simcluster.policies.quota import (
@@ -150,6 +152,9 @@ class GittinsIndex:
         return index
 
 
+CROSSING_MARGIN = 1e-3  # seconds: far above a crossing time's rounding error, far below a quantum
+
+
 @POLICIES.register("tiresias-gittins")
 class TiresiasGittins(Tiresias):
     """Tiresias 2D-Gittins: attained-service queues, ordered within by the Gittins index of finished jobs' GPU-time.
@@ -167,7 +172,7 @@ class TiresiasGittins(Tiresias):
     on_run_start = Policy.on_run_start
     on_run_stop = Policy.on_run_stop
 
-    def __init__(self, config=None) -> None:
+    def __init__(self, config: SimConfig | None = None) -> None:
         super().__init__(config)
         # the engine calls a run hook only where one is set: these keep each VC's running jobs as arrays
         self.on_run_start = self._note_run_start  # type: ignore[method-assign]
@@ -178,12 +183,19 @@ class TiresiasGittins(Tiresias):
         self._segments: dict[Job, tuple[Any, ...]] = {}  # running job -> (version, queue, *its segment)
         self._columns: dict[str, RunningColumns] = {}  # per VC, its running jobs as arrays
         self._ends = np.array([*self.thresholds, float("inf")])  # per queue, where its quantum ends
+        # per VC, for the crossing timers set one job at a time (:meth:`_crossings_not_set`): the jobs started since
+        # the last such pass (no list: the next one looks at every running job), and a heap of the timers set
+        self._started_since: dict[str, list[Job]] = {}
+        self._timers_set: dict[str, list[tuple[float, int, Job]]] = {}
 
     def _note_run_start(self, job: Job, vc: VirtualCluster) -> None:
         columns = self._columns.get(vc.name)
         if columns is None:
             columns = self._columns[vc.name] = RunningColumns()
         columns.add(job)
+        started = self._started_since.get(vc.name)
+        if started is not None:
+            started.append(job)
         if self._forgiven:
             self._note_promoted_start(job)
 
@@ -288,7 +300,7 @@ class TiresiasGittins(Tiresias):
         them before a waiting job with that key).  None where it cannot be done so: the walk then keys them one
         by one (and the scalar way raises where a key divides by zero)."""
         columns = self._columns.get(vc.name)
-        if columns is None or len(columns) != len(vc.running) or not len(columns) or columns.gpus.min() < 1:
+        if columns is None or len(columns) != len(vc.running) or not len(columns) or columns.below_one:
             return None
         attained, queue = self._attained_and_queue(columns, now)
         index = self.gittins.indices(attained, self._ends[queue])
@@ -367,16 +379,99 @@ class TiresiasGittins(Tiresias):
         if self._forgiven or not vc.pending or len(vc.running) < self.RANKED_FROM or columns is None \
                 or len(columns) != len(vc.running):
             super()._set_timers(vc, ctx, now)
-        else:  # Tiresias' timers at the running jobs' next crossings, computed as arrays
-            attained, queue = self._attained_and_queue(columns, now)
-            crossing = queue < len(self.thresholds)
-            when = now + (self._ends[queue[crossing]] - attained[crossing]) / columns.gpus[crossing]
-            for boundary in dict.fromkeys(((np.floor(when / self.quantum) + 1) * self.quantum).tolist()):
-                ctx.wake_at(boundary)
+        else:
+            self._started_since.pop(vc.name, None)  # (these timers are noted on the columns)
+            self._wake_at_crossings(columns, ctx, now)
             if self.knob > 0:
                 self._set_promotion_timers(vc, ctx, now)
         if vc.pending:
             ctx.wake_at(now + self.quantum)  # running jobs' indices move as they run
+
+    def _crossings_not_set(self, vc: VirtualCluster, now: float) -> list[Job]:
+        """:meth:`Tiresias._crossings_not_set` from what changed: the jobs started since the last pass that set
+        timers one job at a time, and those whose timer has rung since (off a heap).  After a pass that set
+        them as arrays (which notes none), or the first time, every running job is looked at."""
+        started = self._started_since.get(vc.name)
+        self._started_since[vc.name] = []
+        if started is None:
+            self._timers_set[vc.name] = []  # (rebuilt by this pass's notes)
+            found = super()._crossings_not_set(vc, now)
+            not_set = set(found)
+            self._heap_still_set(vc, [job for job in vc.running if job not in not_set])
+            return found
+        heap, still_set = self._timers_set[vc.name], self._crossing_still_set
+        found = {job: None for job in started if job in vc.running and not still_set(job, now)}
+        while heap and heap[0][0] <= now:
+            job = heappop(heap)[2]
+            if job in vc.running and not still_set(job, now):
+                found[job] = None
+        return list(found)
+
+    def _heap_still_set(self, vc: VirtualCluster, jobs: list[Job]) -> None:
+        """File the timers still set of running ``jobs`` on the VC's heap."""
+        heap = self._timers_set[vc.name]
+        for job in jobs:
+            when = self._crossing_set[job][3]
+            if when != math.inf:
+                heappush(heap, (when, job.index, job))
+
+    def _note_crossing_set(self, vc: VirtualCluster, job: Job, when: float) -> None:
+        super()._note_crossing_set(vc, job, when)
+        heap = self._timers_set.get(vc.name)
+        if heap is not None and when != math.inf:
+            heappush(heap, (when, job.index, job))
+
+    def _wake_at_crossings(self, columns: RunningColumns, ctx: SchedulingContext, now: float) -> None:
+        """Tiresias' timers at the running jobs' next crossings, for the rows whose timer no pass has set yet
+        (:meth:`RunningColumns.due`).
+
+        A timer stays set until it rings, and a run's crossing stays where it was: until just before it, its
+        queue and the boundary after it come out the same at every pass (:meth:`_steady`), so setting its timer
+        again is a no-op (the engine merges it).  Each row notes until when that holds; a job in the last queue
+        has no crossing.  The timers left to set are the ones a pass over every row would set first, in the same
+        order (rows in order), with the same floats as its arrays (``(floor(when / quantum) + 1) * quantum``)."""
+        rows = columns.due(now)
+        if not len(rows):
+            return
+        thresholds, last_queue, quantum, until = self.thresholds, len(self.thresholds), self.quantum, columns.until
+        wake: dict[float, None] = {}
+        for row in rows.tolist():
+            gpus, busy, started = columns.run_at(row)
+            attained = gpus * (busy + (now - started))
+            queue = bisect_left(thresholds, attained)
+            if queue == last_queue:
+                until[row] = math.inf
+                continue
+            threshold = thresholds[queue]
+            if gpus < 1:  # (no attained service: the arrays' division by zero gives an infinite crossing)
+                wake[math.inf], until[row] = None, -math.inf
+                continue
+            when = now + (threshold - attained) / gpus
+            wake[(math.floor(when / quantum) + 1) * quantum] = None
+            steady = self._steady(gpus, busy, started, threshold, when, now)
+            until[row] = when - CROSSING_MARGIN if steady else -math.inf
+        for boundary in wake:
+            ctx.wake_at(boundary)
+
+    def _steady(self, gpus: int, busy: float, started: float, threshold: float, when: float, now: float) -> bool:
+        """Whether a run's crossing time ``when``, worked out at ``now``, gives the same boundary at every pass
+        before it: it is :data:`CROSSING_MARGIN` or more from a boundary (no rounding moves it across), or it is
+        computed exactly at every pass (whole seconds throughout: a pass is at a boundary, a whole number of
+        seconds when the quantum is, and the threshold a multiple of the GPUs; the crossing of a job that started
+        on a boundary often lies on one, exactly).
+
+        >>> policy = TiresiasGittins(SimConfig(policy="tiresias-gittins", thresholds=(120.0,)))
+        >>> policy._steady(2, 0.0, 60.0, 120.0, 120.0, 60.0)  # 60 + 120 / 2, on a boundary: exact
+        True
+        >>> policy._steady(7, 0.0, 60.0, 120.0, 60 + 120 / 7, 60.0), policy._steady(7, 0.0, 60.0, 120.0, 120.0001, 60.0)
+        (True, False)
+        """
+        quantum = self.quantum
+        if abs(when - round(when / quantum) * quantum) >= CROSSING_MARGIN:
+            return True
+        whole = (quantum, now, busy, started)
+        return all(x == int(x) and abs(x) < 2.0 ** 52 for x in whole) and threshold % gpus == 0 \
+            and abs(when) < 2.0 ** 52
 
     def on_finish(self, job: Job, now: float) -> None:
         super().on_finish(job, now)
