@@ -28,7 +28,7 @@ model, or for jobs of a trace with a throughput table (Gavel's), its pairs.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from heapq import heappop, heappush
 
 from simcluster.cluster import Node, VirtualCluster
@@ -77,6 +77,35 @@ def may_share_on(node: Node, need: int, max_jobs: int) -> bool:
     ones.  A node that fails this is no candidate whatever its partners cost, so their slowdowns are not
     looked up (``colocation_fallbacks`` counts the lookups made)."""
     return node.gpu_count - node.used < need and (max_jobs != 2 or need <= node.gpu_count - node.shared)
+
+
+def room_mask(vc: VirtualCluster, need: int, max_jobs: int) -> int:
+    """The VC's up nodes that :func:`may_share_on` can pass for a job of ``need`` GPUs, as a mask of node bits
+    (node ``i`` is bit ``i``): where a GPU holds at most two jobs, those with at least ``need`` GPUs idle or
+    held by one job (the VC files its nodes by that count); else every up node.  A one-node plan then looks
+    only at the nodes of this mask, not at every node with some count of idle GPUs.
+
+    >>> vc = VirtualCluster("v", nodes=3, gpus_per_node=4)
+    >>> bin(room_mask(vc, 4, 2)), bin(room_mask(vc, 5, 2)), bin(room_mask(vc, 5, 3))
+    ('0b111', '0b0', '0b111')
+    """
+    mask = 0
+    for bucket in vc.unshared[need if max_jobs == 2 else 0:]:  # (every up node is in one of them)
+        mask |= bucket
+    return mask
+
+
+def nodes_in(nodes: list[Node], mask: int) -> Iterator[Node]:
+    """The nodes of the bits of ``mask``, in node order.
+
+    >>> vc = VirtualCluster("v", nodes=4, gpus_per_node=2)
+    >>> [node.index for node in nodes_in(vc.nodes, 0b1010)]
+    [1, 3]
+    """
+    while mask:
+        low = mask & -mask
+        yield nodes[low.bit_length() - 1]
+        mask ^= low
 
 
 def shared_plan(job: Job, vc: VirtualCluster, ctx: SchedulingContext, partner_cost: PartnerCost) -> Plan | None:
@@ -147,11 +176,15 @@ def _one_node_plan(job: Job, vc: VirtualCluster, usable: Callable[[Node], tuple[
     by idle GPUs, most first (a node with k idle GPUs shares ``need - k``), so the search stops at the first
     count of idle GPUs where some node will do; with partners that cost nothing, at the first such node."""
     need = job.gpu_num
+    room = room_mask(vc, need, max_jobs)
+    if not room:
+        return None  # no node has the idle and singly used GPUs the job needs
+    nodes = vc.nodes
     for idle_count in range(min(need, len(vc.buckets)) - 1, -1, -1):
         shared_needed = need - idle_count
         best: tuple[tuple[float, int], Node, list[int]] | None = None
         seen: set[tuple[object, ...]] = set()
-        for node in vc.nodes_with_free(idle_count):
+        for node in nodes_in(nodes, vc.buckets[idle_count] & room):
             if not node.used or not job.speed_on(node.gpu_type) or not may_share_on(node, need, max_jobs):
                 continue
             # a node holding the same jobs on the same GPUs as one looked at before (the nodes of a many-node

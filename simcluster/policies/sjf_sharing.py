@@ -9,6 +9,14 @@ from simcluster.policies.sjf import ShortestJobFirst
 
 
 class _SjfSharing(ShortestJobFirst):
+    """SJF's head-of-line order, and a head that cannot get idle GPUs offered shared ones (:func:`shared_plan`).
+
+    Where partners cost nothing (SJF-FFS), a head asking for more GPUs than every idle and singly used GPU
+    together is not searched for: no node could make up the difference, and the search would look up no
+    partner's slowdown.  (SJF-BSBF's search looks some up, which ``colocation_fallbacks`` counts, so it
+    searches as before.)
+    """
+
     shares_gpus = True
     vc_independent = False  # one colocation model, fallback counts per run
 
@@ -17,10 +25,16 @@ class _SjfSharing(ShortestJobFirst):
 
     def schedule(self, vc: VirtualCluster, ctx: SchedulingContext) -> None:
         cost = self.partner_cost(ctx)
+        bounded = cost is share_anyone
+        pairs_only = ctx.config.max_jobs_per_gpu == 2
         while (job := vc.pending.first()) is not None:
             if ctx.try_start(job):
                 continue
-            plan = shared_plan(job, vc, ctx, cost) if job.gpu_milli >= 1000 else None
+            if job.gpu_milli < 1000:
+                return  # a fraction of a GPU never shares with whole-GPU jobs: head-of-line blocking, as in sjf
+            if bounded and job.gpu_num > vc.free_gpus + vc.used_gpus - (vc.shared_gpus if pairs_only else 0):
+                return  # not even every idle and singly used GPU would do
+            plan = shared_plan(job, vc, ctx, cost)
             if plan is None:
                 return  # head-of-line blocking, as in sjf
             ctx.start_on(job, plan)
