@@ -6,6 +6,8 @@ Helios and Lucid simulators (:mod:`simcluster.policies.fifo`), which needs no ro
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from simcluster.config import SimConfig
@@ -17,18 +19,39 @@ PACKING_THRESHOLD = 1.5  # fifo_packed pairs a waiting job only if Σ paired/sol
 
 
 def _greedy(inp: AllocationInput, single: np.ndarray, free: np.ndarray, queue: list[int],
-            choose) -> list[int]:
-    """Give each queued job (arrival order) a GPU type with room; stop at the first that fits nowhere."""
-    left = []
+            choose: Callable[[list[int], list[float]], int]) -> list[int]:
+    """Give each queued job (arrival order) a GPU type with room; stop at the first that fits nowhere.
+
+    ``choose(fits, throughputs)`` picks among the types with room (ascending) given the job's throughput on
+    each type.  One job at a time in Python floats (the same float64 sums as arrays, at a fraction of the cost
+    for a few types); ``free`` is updated in place.
+
+    >>> inp = AllocationInput([0, 1, 2], np.array([[1.0, 2.0], [1.0, 0.0], [1.0, 1.0]]), np.array([1.0, 2.0, 1.0]),
+    ...                       np.ones(3), np.ones(3), np.zeros(3), np.array([1.0, 2.0]))
+    >>> single, free = np.zeros((3, 2)), inp.capacity.copy()
+    >>> _greedy(inp, single, free, [0, 1, 2], _fastest), single.tolist(), free.tolist()
+    ([1, 2], [[0.0, 1.0], [0.0, 0.0], [0.0, 0.0]], [1.0, 1.0])
+    """
+    left: list[int] = []
+    room = free.tolist()
+    types = range(len(room))
     for k, i in enumerate(queue):
-        fits = np.flatnonzero((free >= inp.scale[i] - 1e-9) & (inp.throughput[i] > 0))
-        if len(fits) == 0:
+        need = float(inp.scale[i])
+        throughputs = inp.throughput[i].tolist()
+        fits = [j for j in types if room[j] >= need - 1e-9 and throughputs[j] > 0]
+        if not fits:
             left = queue[k:]
             break
-        j = choose(i, fits)
+        j = choose(fits, throughputs)
         single[i, j] = 1.0
-        free[j] -= inp.scale[i]
+        room[j] -= need
+    free[:] = room
     return left
+
+
+def _fastest(fits: list[int], throughputs: list[float]) -> int:
+    """The type with room where the job runs fastest (the first of equals, as ``np.argmax``)."""
+    return max(fits, key=throughputs.__getitem__)
 
 
 @POLICIES.register("gavel_fifo")
@@ -43,6 +66,7 @@ class GavelFifo(RoundPolicy):
 
     aware = False
     fifo = True
+    reads_remaining = False
 
     def __init__(self, config: SimConfig | None = None) -> None:
         super().__init__(config)
@@ -58,10 +82,9 @@ class GavelFifo(RoundPolicy):
             out.single[row[job], j] = 1.0
             free[j] -= inp.scale[row[job]]
         queue = [i for i, job in enumerate(inp.ids) if job not in self.placed]
-        _greedy(inp, out.single, free, queue, lambda i, fits: int(self.rng.choice(fits)))
-        for i, job in enumerate(inp.ids):
-            if out.single[i].any():
-                self.placed[job] = int(out.single[i].argmax())
+        _greedy(inp, out.single, free, queue, lambda fits, _: int(self.rng.choice(fits)))
+        for i in np.flatnonzero(out.single.any(axis=1)).tolist():
+            self.placed[inp.ids[i]] = int(out.single[i].argmax())
         return out
 
 
@@ -72,12 +95,12 @@ class FifoPerf(RoundPolicy):
     At every reallocation jobs, oldest first, take the fastest GPU type (for them) that still has room; head-of-line blocking.  No LP."""
 
     fifo = True
+    reads_remaining = False
 
     def allocate(self, inp: AllocationInput) -> Allocation:
         out = Allocation.empty(inp)
         free = inp.capacity.astype(float).copy()
-        _greedy(inp, out.single, free, list(range(inp.n)),
-                lambda i, fits: int(fits[np.argmax(inp.throughput[i, fits])]))
+        _greedy(inp, out.single, free, list(range(inp.n)), _fastest)
         return out
 
 
@@ -94,8 +117,7 @@ class FifoPacked(FifoPerf):
     def allocate(self, inp: AllocationInput) -> Allocation:
         out = Allocation.empty(inp)
         free = inp.capacity.astype(float).copy()
-        queue = _greedy(inp, out.single, free, list(range(inp.n)),
-                        lambda i, fits: int(fits[np.argmax(inp.throughput[i, fits])]))
+        queue = _greedy(inp, out.single, free, list(range(inp.n)), _fastest)
         if not queue or not len(inp.pairs):
             return out
         index = np.full((inp.n, inp.n), -1, dtype=np.int64)

@@ -9,7 +9,14 @@ from scipy.optimize import LinearConstraint
 from simcluster.config import SimConfig
 from simcluster.policies.base import POLICIES
 from simcluster.policies.gavel.allocation import Allocation, AllocationInput
-from simcluster.policies.gavel.lp import Program, isolated_allocation, isolated_throughput, top_pairs
+from simcluster.policies.gavel.lp import (
+    Program,
+    isolated_allocation,
+    isolated_throughput,
+    run_highs,
+    stacked,
+    top_pairs,
+)
 from simcluster.policies.gavel.rounds import RoundPolicy
 
 BISECTION_STEPS = 10
@@ -49,7 +56,8 @@ def finish_time_fair(inp: AllocationInput, pairs: np.ndarray | None, central: bo
     lo = float(np.max((inp.age + inp.remaining / best) / E))
     hi = isolated_level = float(np.max((inp.age + inp.remaining / iso) / E))
     cost = np.zeros(prog.nvar) if central else -np.asarray(scaled.sum(axis=0)).ravel() / max(inp.n, 1)
-    base = prog.base()
+    # every step solves the same rows, the last n under other lower bounds: the matrix is stacked once
+    columns, lower, upper = stacked([*prog.base(), LinearConstraint(scaled, np.zeros(inp.n), np.inf)])
     found: np.ndarray | None = None
     solves = 0
     for step in range(BISECTION_STEPS + 1):
@@ -59,7 +67,8 @@ def finish_time_fair(inp: AllocationInput, pairs: np.ndarray | None, central: bo
             lo = rho
             continue
         need = inp.remaining / gap / iso
-        x = prog.solve(cost, [*base, LinearConstraint(scaled, need * (1 - 1e-9), np.inf)])
+        lower = np.concatenate([lower[: len(lower) - inp.n], need * (1 - 1e-9)])
+        x = run_highs(cost, columns, lower, upper, prog.bounds.lb, prog.bounds.ub, central)
         solves += 1
         if x is None:
             lo = rho

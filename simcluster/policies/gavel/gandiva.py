@@ -36,6 +36,7 @@ class Gandiva(RoundPolicy):
 
     aware = False
     packing = True
+    reads_remaining = False
 
     def __init__(self, config: SimConfig | None = None) -> None:
         super().__init__(config)

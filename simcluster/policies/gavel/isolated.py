@@ -16,6 +16,7 @@ class Isolated(RoundPolicy):
     reference point of finish-time fairness (ρ = 1)."""
 
     aware = False
+    reads_remaining = False
 
     def allocate(self, inp: AllocationInput) -> Allocation:
         out = Allocation.empty(inp)

@@ -52,13 +52,28 @@ def solve_lp(cost: np.ndarray, constraints: list[LinearConstraint], bounds: Boun
     >>> (solve_lp(np.array([-1.0, -2.0]), [a], Bounds(np.zeros(2), np.ones(2))) + 0.0).tolist()
     [0.0, 1.0]
     """
+    columns, lower, upper = stacked(constraints)
+    return run_highs(cost, columns, lower, upper, bounds.lb, bounds.ub, central)
+
+
+Columns = tuple[np.ndarray, np.ndarray, np.ndarray]  # a matrix column-wise: (start, row index, value)
+
+
+def stacked(constraints: list[LinearConstraint]) -> tuple[Columns, np.ndarray, np.ndarray]:
+    """``constraints`` as one matrix, column-wise, with its rows' lower and upper bounds — what HiGHS takes.
+    A search that solves the same rows under other bounds (a bisection) stacks them once.
+
+    >>> (start, index, value), lower, upper = stacked([LinearConstraint(np.array([[1.0, 2.0]]), 0.0, 1.0)])
+    >>> start.tolist(), index.tolist(), value.tolist(), lower.tolist(), upper.tolist()
+    ([0, 1, 2], [0, 0], [1.0, 2.0], [0.0], [1.0])
+    """
     if len(constraints) == 1 and sp.issparse(constraints[0].A):
         matrix = sp.csc_array(constraints[0].A)
     else:
         matrix = sp.vstack([sp.csr_array(c.A) for c in constraints]).tocsc()
     lower = np.concatenate([np.broadcast_to(c.lb, (c.A.shape[0],)) for c in constraints])
     upper = np.concatenate([np.broadcast_to(c.ub, (c.A.shape[0],)) for c in constraints])
-    return run_highs(cost, (matrix.indptr, matrix.indices, matrix.data), lower, upper, bounds.lb, bounds.ub, central)
+    return (matrix.indptr, matrix.indices, matrix.data), lower, upper
 
 
 _SOLVER: list[highspy.Highs] = []  # one HiGHS instance per process, reused: building one costs ~0.5 ms

@@ -26,6 +26,7 @@ class MaxMinFairness(RoundPolicy):
     """
 
     solves_lps = True  # reads --lp-solution
+    reads_remaining = False
 
     aware = False
 
@@ -57,6 +58,7 @@ class MaxMinFairnessPerf(RoundPolicy):
     """
 
     solves_lps = True  # reads --lp-solution
+    reads_remaining = False
 
     def allocate(self, inp: AllocationInput) -> Allocation:
         coef = inp.throughput * (inp.scale / (inp.weight * proportional_throughput(inp)))[:, None]
@@ -80,6 +82,7 @@ class MaxMinFairnessPacked(RoundPolicy):
     """
 
     solves_lps = True  # reads --lp-solution
+    reads_remaining = False
 
     packing = True
 

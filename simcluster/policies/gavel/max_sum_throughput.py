@@ -22,6 +22,7 @@ class MaxSumThroughputPerf(RoundPolicy):
     speed-ups over the isolated share instead, which the paper does not.)"""
 
     solves_lps = True  # reads --lp-solution
+    reads_remaining = False
 
     def allocate(self, inp: AllocationInput) -> Allocation:
         prog = Program(inp, None, extra=0, central=self.options.central)

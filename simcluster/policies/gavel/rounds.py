@@ -31,6 +31,12 @@ Between boundaries nothing ticks: the policy sets a timer for the round's end, a
 it for completions and arrivals.  When one job of a pair finishes, its partner runs on alone at its
 solo throughput, and the pair leaves the allocation.
 
+What a pass costs (issue 55): the mid-round fill and the round's plan read per-slot arrays of the active jobs
+(no walk of every job in Python); runs that node failures ended are looked for among the jobs that left GPUs
+since the last pass (``on_run_stop``), not among every run; a reset touches the active jobs' rows only; the
+jobs' remaining work is worked out only for the policies that read it (``reads_remaining``).  Each of these
+decides as the plain walk did (tests/test_gavel_scale.py holds them to it).
+
 Where we differ from Gavel's simulator by default, :class:`~simcluster.policies.gavel.mechanism.Mechanism`
 holds the switch (the ``gavel`` preset sets Gavel's):
 
@@ -82,6 +88,9 @@ class RoundPolicy(Policy):
     packing: bool = False
     fifo: bool = False
     solves_lps: bool = False  # allocates with linear programs (reads --lp-solution)
+    # reads AllocationInput.remaining: working it out walks every active job's run at every allocation, so a policy
+    # that never reads it says so and gets NaN there instead (tests/test_gavel_scale.py holds each to its word)
+    reads_remaining: bool = True
     one_type_per_job = True  # a job runs on GPUs of one type: it must fit on a single type it runs on
     priority_first = False  # (it allocates by its own model: the trace's priorities do not order it)
     own_placement = "rounds"  # places jobs itself (the --placement setting is not read)
@@ -115,6 +124,11 @@ class RoundPolicy(Policy):
 
     def on_finish(self, job: Job, now: float) -> None:
         self._rounds[job.queue_vc].finish(job, now)
+
+    def on_run_stop(self, job: Job, vc: VirtualCluster) -> None:
+        rounds = self._rounds.get(vc.name)
+        if rounds is not None:  # the next pass checks whether it was one of ours that a failure ended
+            rounds.stopped.append(job)
 
     def schedule(self, vc: VirtualCluster, ctx: SchedulingContext) -> None:
         rounds = self._rounds.get(vc.name)
@@ -166,11 +180,19 @@ class Rounds:
         self.T = np.zeros((0, self.m))  # iterations/s alone on each type (0: cannot run there)
         self.in_alloc = np.zeros(0, bool)
         self.share = np.zeros(0)  # GPUs each occupies (fractional for jobs taking GPU fractions)
+        # what allocations read of each job, kept by slot so that an allocation reads arrays, not every job
+        self.gpu_num = np.zeros(0, np.int64)
+        self.rate = np.zeros(0)  # iterations per second of work
+        self.weight = np.zeros(0)
+        self.submit = np.zeros(0)
+        self.held = np.zeros(0, bool)  # in a run (self.run_of), as an array for the mid-round fill
         self.active: dict[int, Job] = {}
+        self._rows: np.ndarray | None = None  # the active slots as an array (active_rows)
         self.runs: dict[Key, Run] = {}
         self.run_of: dict[int, Key] = {}
         self.round_end = math.inf
         self.dirty = self.arrived = self.finished = False
+        self.stopped: list[Job] = []  # jobs that left GPUs since the last pass (RoundPolicy.on_run_stop)
         self.last_reset: float | None = None
         self.alloc: dict[Key, np.ndarray] = {}  # pairs
         self.received: dict[Key, np.ndarray] = {}
@@ -189,11 +211,16 @@ class Rounds:
         self.slot[job] = slot
         self.T[slot] = self._solo_throughputs(job)
         self.share[slot] = job.gpus
+        self.gpu_num[slot] = job.gpu_num
+        self.rate[slot] = job.speeds.rate if job.speeds is not None else 1.0
+        self.weight[slot], self.submit[slot] = job.priority_weight, job.submit_time
         if not ((self.T[slot] > 0) & (self.cap >= job.gpu_num)).any():
             raise ValueError(f"job {job.job_id} needs {job.gpu_num} GPU(s) of one type it runs on; VC {self.vc.name} "
                              f"has none ({', '.join(f'{t}:{int(c)}' for t, c in zip(self.types, self.cap))})")
         self.fractional |= job.gpu_milli < 1000
         self.active[slot] = job
+        if self._rows is not None:  # the newest slot is the largest: the rows stay ascending
+            self._rows = self._frozen(np.append(self._rows, slot))
         self.dirty = self.arrived = True
 
     def _solo_throughputs(self, job: Job) -> list[float]:
@@ -215,6 +242,8 @@ class Rounds:
         self.X, self.Dm, self.T = grown(self.X, 0.0), grown(self.Dm, 0.0), grown(self.T, 0.0)
         self.G = grown(self.G, self.R / 2)
         self.in_alloc, self.share = grown(self.in_alloc, False), grown(self.share, 0.0)
+        self.gpu_num, self.rate, self.weight = grown(self.gpu_num, 0), grown(self.rate, 0.0), grown(self.weight, 0.0)
+        self.submit, self.held = grown(self.submit, 0.0), grown(self.held, False)
 
     def finish(self, job: Job, now: float) -> None:
         """A job finished (its GPUs are free): its run ends; the partner of a pair runs on alone."""
@@ -223,13 +252,14 @@ class Rounds:
         if key is not None:
             run = self.runs.pop(key)
             self._advance(run, now)
-            for s in key:
-                del self.run_of[s]
+            self._let_go(key)
             for other in key:
                 if other != slot:  # on the same GPUs, at its solo throughput (the engine re-timed it)
                     self.runs[(other,)] = Run((other,), run.gtype, now)
-                    self.run_of[other] = (other,)
+                    self._hold((other,))
         del self.active[slot]
+        if self._rows is not None:
+            self._rows = self._frozen(np.delete(self._rows, np.searchsorted(self._rows, slot)))
         self._retire_pairs(slot)
         self.dirty = self.finished = True
 
@@ -269,14 +299,38 @@ class Rounds:
         if self.round_end < math.inf:
             ctx.wake_at(self.round_end)
 
+    def active_rows(self) -> np.ndarray:
+        """The active jobs' slots, ascending (arrival order); read-only, kept up to date as jobs come and go."""
+        if self._rows is None:
+            self._rows = self._frozen(np.fromiter(self.active, dtype=np.int64, count=len(self.active)))
+        return self._rows
+
+    @staticmethod
+    def _frozen(rows: np.ndarray) -> np.ndarray:
+        rows.flags.writeable = False
+        return rows
+
+    def _hold(self, key: Key) -> None:
+        for s in key:
+            self.run_of[s] = key
+            self.held[s] = True
+
+    def _let_go(self, key: Key) -> None:
+        for s in key:
+            del self.run_of[s]
+            self.held[s] = False
+
     def _forget_evicted(self, now: float) -> None:
-        """Runs whose jobs lost their GPUs to a node failure end (the jobs wait for the next round)."""
-        for key, run in list(self.runs.items()):
-            if any(self.jobs[s].state is not JobState.RUNNING for s in key):
-                self._advance(run, now)
-                del self.runs[key]
-                for s in key:
-                    del self.run_of[s]
+        """Runs whose jobs lost their GPUs to a node failure end (the jobs wait for the next round).  Only the
+        jobs that left GPUs since the last pass (``stopped``) can be such: the others' runs are not walked."""
+        if not self.stopped:
+            return
+        stopped, self.stopped = self.stopped, []
+        for job in stopped:
+            key = self.run_of.get(self.slot.get(job, -1))
+            if key is not None and any(self.jobs[s].state is not JobState.RUNNING for s in key):
+                self._advance(self.runs.pop(key), now)
+                self._let_go(key)
 
     def _advance(self, run: Run, now: float) -> None:
         """Count the time ``run`` held its GPUs since it was last counted as time received."""
@@ -295,14 +349,15 @@ class Rounds:
     # --- allocation ----------------------------------------------------------------------
     def _inputs(self, now: float) -> AllocationInput:
         slots = list(self.active)
-        jobs = list(self.active.values())
-        rate = np.array([j.speeds.rate if j.speeds is not None else 1.0 for j in jobs])
-        inp = AllocationInput(
-            slots, self.T[slots], self.share[slots], np.array([j.priority_weight for j in jobs]),
-            np.maximum(np.array([j.remaining_at(now) for j in jobs]) * rate, 1e-9),
-            np.array([now - j.submit_time for j in jobs], dtype=float), self.cap.copy(), rng=self.rng)
+        rows = self.active_rows()
+        if self.policy.reads_remaining:
+            remaining = np.maximum(np.array([j.remaining_at(now) for j in self.active.values()]) * self.rate[rows], 1e-9)
+        else:  # (RoundPolicy.reads_remaining)
+            remaining = np.full(len(rows), np.nan)
+        inp = AllocationInput(slots, self.T[rows], self.share[rows], self.weight[rows], remaining,
+                              now - self.submit[rows], self.cap.copy(), rng=self.rng)
         if self.policy.packing:
-            inp.pairs, inp.pair_throughput = self._candidate_pairs(jobs)
+            inp.pairs, inp.pair_throughput = self._candidate_pairs(list(self.active.values()))
         return inp
 
     def _pair(self, a: Job, b: Job) -> np.ndarray | None:
@@ -336,18 +391,22 @@ class Rounds:
                 if cached is not None:
                     table[x, y], table[y, x] = cached, cached[:, ::-1]
                     ok[x, y] = ok[y, x] = True
-        a, b = np.triu_indices(n, 1)
+        # only jobs of a kind that can share with some kind: the pairs of all n jobs are n²/2 (rows stay in order)
+        pairable = np.flatnonzero(ok.any(axis=1)[kind])
+        a, b = np.triu_indices(len(pairable), 1)
+        a, b = pairable[a], pairable[b]
         keep = ok[kind[a], kind[b]]
         a, b = a[keep], b[keep]
         return np.c_[a, b].astype(np.int64), table[kind[a], kind[b]]
 
     def _reallocate(self, now: float) -> None:
-        # Gavel's reset: fold the time received into the deficits, then restart every entry at R/2
-        n = len(self.jobs)
+        # Gavel's reset: fold the time received into the deficits, then restart every entry at R/2.  Only the
+        # active jobs' rows are kept up to date: a finished job's are never read again.
+        rows = self.active_rows()
         if self.last_reset is not None:
             elapsed = now - self.last_reset
-            was = self.in_alloc[:n]
-            self.Dm[:n][was] += self.X[:n][was] * elapsed - (self.G[:n][was] - self.R / 2)
+            was = rows[self.in_alloc[rows]]
+            self.Dm[was] += self.X[was] * elapsed - (self.G[was] - self.R / 2)
             for key, x in self.alloc.items():
                 got = self.received.get(key)
                 received = got - self.R / 2 if got is not None else 0.0
@@ -355,12 +414,9 @@ class Rounds:
         inp = self._inputs(now)
         allocation = self.policy.allocate(inp)
         self.allocations += 1
-        ids = np.asarray(inp.ids, dtype=np.int64)
-        self.X[:n][self.in_alloc[:n]] = 0.0
-        self.in_alloc[:n] = False
-        self.X[ids] = allocation.single
-        self.in_alloc[ids] = True
-        self.G[:n] = self.R / 2
+        self.X[rows] = allocation.single  # (inp.ids are the active rows)
+        self.in_alloc[rows] = True
+        self.G[rows] = self.R / 2
         alloc: dict[Key, np.ndarray] = {}
         if len(inp.pairs):
             for p in np.flatnonzero(allocation.pair.max(axis=1) > 1e-9).tolist():
@@ -368,8 +424,9 @@ class Rounds:
                 alloc[(inp.ids[a], inp.ids[b])] = allocation.pair[p]
         self.alloc = alloc
         self.received = {}  # filled as pairs run (see _advance)
-        live = set(self.active)
-        self.deficit = {k: v for k, v in self.deficit.items() if all(i in live for i in k)}
+        if self.deficit:
+            live = self.active
+            self.deficit = {k: v for k, v in self.deficit.items() if all(i in live for i in k)}
         self.last_reset, self.dirty = now, False
 
     def _priority(self, key: Key, j: int) -> tuple[float, float, float]:
@@ -408,16 +465,16 @@ class Rounds:
     def _plan(self, order: list[int]) -> list[tuple[Key, int]]:
         """Which entries (jobs alone, pairs) run this round on which GPU type: per type in ``order``,
         entries by priority while they fit, each job once."""
-        idxs = np.fromiter(self.active, dtype=np.int64, count=len(self.active))
+        idxs = self.active_rows()
         if self.mechanism.new_jobs_wait:
             idxs = idxs[self.in_alloc[idxs]]  # jobs that arrived after the reset wait for the next one
-        keys: list[Key] = [(int(i),) for i in idxs]
+        if self.policy.fifo:  # FIFO never runs a job its allocation leaves out (rows kept in order: same ranking)
+            idxs = idxs[(self.X[idxs] > 0).any(axis=1)]
         A, got, D = self.X[idxs], self.G[idxs], self.Dm[idxs]
         runnable, need = self.T[idxs] > 0, self.share[idxs]
-        pair_keys = list(self.alloc)
+        pair_keys = list(self.alloc)  # rows past the jobs' (keys made only for the rows visited)
         if pair_keys:
             half, zero = np.full(self.m, self.R / 2), np.zeros(self.m)
-            keys += pair_keys
             A = np.vstack([A, [self.alloc[k] for k in pair_keys]])
             got = np.vstack([got, [self.received.get(k, half) for k in pair_keys]])
             D = np.vstack([D, [self.deficit.get(k, zero) for k in pair_keys]])
@@ -426,6 +483,7 @@ class Rounds:
             need = np.concatenate([need, [self.share[k[0]] for k in pair_keys]])
         P = np.where((A > 0) & runnable, A / got, 0.0)
         pair_rows = len(idxs)
+        smallest = float(need.min()) if len(need) else 0.0  # once no entry fits in what is left, none will
         taken: set[int] = set()
         plan: list[tuple[Key, int]] = []
         fifo = self.policy.fifo
@@ -438,9 +496,9 @@ class Rounds:
                 rows = rows[P[rows, j] > 0]
             ranked = rows[np.lexsort((-A[rows, j], -D[rows, j], -P[rows, j]))]
             for r in ranked.tolist():
-                if left < 1e-9:
+                if left < 1e-9 or left + 1e-9 < smallest:
                     break
-                key = keys[r]
+                key = (int(idxs[r]),) if r < pair_rows else pair_keys[r - pair_rows]
                 if need[r] > left + 1e-9 or any(i in taken for i in key):
                     continue
                 left -= need[r]
@@ -459,8 +517,7 @@ class Rounds:
                 continue
             stopped.append(key)
             del self.runs[key]
-            for s in key:
-                del self.run_of[s]
+            self._let_go(key)
         restarting = {s for key, _ in plan if key not in self.runs for s in key}
         for key in stopped:
             for s in key:  # no checkpoint cost, as in Gavel's simulator
@@ -483,8 +540,7 @@ class Rounds:
         for s in key[1:]:  # a pair: the partner on exactly the same GPUs
             ctx.start_on(self.jobs[s], [(node, list(ids)) for node, ids in first.allocation])
         self.runs[key] = Run(key, j, now)
-        for s in key:
-            self.run_of[s] = key
+        self._hold(key)
         return True
 
     def _backfill(self, now: float, ctx: SchedulingContext) -> None:
@@ -493,15 +549,22 @@ class Rounds:
         idle = [self.vc.pools[t].free_gpus for t in self.types]
         if not self.fractional and max(idle) == 0:
             return
-        wait_for_reset = self.mechanism.new_jobs_wait
-        waiting = [s for s in self.active if s not in self.run_of and not (wait_for_reset and not self.in_alloc[s])]
-        if not waiting:
-            return
+        slots = self.active_rows()
+        waiting = slots[~self.held[slots]]
+        if self.mechanism.new_jobs_wait:
+            waiting = waiting[self.in_alloc[waiting]]
         fifo = self.policy.fifo
-        if not fifo:
-            ranked = [(float((self.X[s] / self.G[s]).max()), -s, s) for s in waiting]
-            waiting = [s for _, _, s in sorted(ranked, key=lambda r: (r[0], r[1]), reverse=True)]
-        for s in waiting:
+        if not self.fractional:  # GPUs only fill as jobs start: a job that fits nowhere now will not fit below
+            fits = ((self.T[waiting] > 0) & (np.asarray(idle)[None, :] >= self.gpu_num[waiting][:, None])).any(axis=1)
+            if not fifo:
+                waiting = waiting[fits]
+            elif not fits.all():  # FIFO stops at the first job that fits nowhere
+                waiting = waiting[: int(np.argmin(fits)) + 1]
+        if not len(waiting):
+            return
+        if not fifo:  # by allocation ÷ time received on the best type, then arrival
+            waiting = waiting[np.lexsort((waiting, -(self.X[waiting] / self.G[waiting]).max(axis=1)))]
+        for s in waiting.tolist():
             job = self.jobs[s]
             options = [j for j in self.type_order
                        if self.T[s, j] > 0 and (self.fractional or self.vc.pools[self.types[j]].free_gpus >= job.gpu_num)]
