@@ -24,7 +24,9 @@ the fields a policy reads:
     ``nodes_with_free(k)``.
 ``VCView`` (:class:`~simcluster.cluster.VirtualCluster`, a pool)
     ``name``, ``pending`` (a QueueView), ``running`` (its running jobs in start order), ``used_gpus``,
-    ``shared_gpus``, ``gpu_types``, ``pools``, ``fastest_first``, ``to_arrive``.
+    ``shared_gpus``, ``gpu_types``, ``pools``, ``fastest_first``, ``to_arrive``, ``unplaceable`` (the fewest GPUs
+    the placement found no room for since GPUs were last freed, 2**62 where none: ``try_start`` refuses a job of as
+    many or more at once, changing nothing).
 ``ClusterView`` (:class:`~simcluster.cluster.Cluster`)
     ``vcs`` (every VC and the policy's own partitions, by name), ``total_gpus``, ``gpus_per_node``.
 """

@@ -72,7 +72,7 @@ class FifoBackfill(Policy):
         spare: dict[str, int] | None = None  # VC → idle GPUs its own waiting jobs do not ask for
         for job in list(vc.pending):
             if job.vc != vc.name:  # a borrower that did not start here: home again
-                ctx.move(job, job.vc)
+                self.send(ctx, job, job.vc)
                 continue
             if self._borrow_tried.get(job) == now:
                 continue
@@ -83,7 +83,11 @@ class FifoBackfill(Policy):
             if lender is not None and spare[lender] >= job.gpu_num:
                 self._borrow_tried[job] = now
                 spare[lender] -= job.gpu_num
-                ctx.move(job, lender)
+                self.send(ctx, job, lender)
+
+    def send(self, ctx: SchedulingContext, job: JobView, partition: str) -> None:
+        """Move waiting ``job`` to ``partition``'s queue (a subclass that indexes its queues hears of it here)."""
+        ctx.move(job, partition)
 
     def on_finish(self, job: JobView, now: float) -> None:
         self._borrow_tried.pop(job, None)

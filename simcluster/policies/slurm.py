@@ -15,7 +15,8 @@ each lie between 0 and 1; this policy computes the three that a job trace can gi
 priority = ``PriorityWeightAge`` × age + ``PriorityWeightFairshare`` × fair share +
 ``PriorityWeightJobSize`` × job size.  Higher first; equal priorities go by submit time, then trace order.
 Priorities are recomputed every ``PriorityCalcPeriod``, at a VC's first scheduling pass that long after
-the last (between two, a queue keeps its order); a new job gets its priority when it is submitted.  The
+the last (between two, a queue keeps its order; each user's fair-share factor is computed once per
+recalculation); a new job gets its priority when it is submitted.  The
 partition, QOS, association, TRES, nice and site factors are left out: one partition per VC gives every
 job of a queue the same partition factor, and a trace records none of the others.
 
@@ -37,6 +38,7 @@ higher-priority job it tests; EASY is the case of one.)
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -111,6 +113,10 @@ class Slurm(EasyBackfill):
     """
 
     Settings = SlurmSettings
+    # Every waiting job's priority changes at each recalculation (its age), so the queue is sorted afresh every
+    # PriorityCalcPeriod and an index of it would be filed afresh as often: on the congested traces of issue 55
+    # that cost more than the walks it saved (queues of ~100 jobs, a dozen passes per period).
+    indexes_queue = False
 
     def __init__(self, config: Any = None) -> None:
         super().__init__(config)
@@ -129,13 +135,34 @@ class Slurm(EasyBackfill):
 
     def job_priority(self, job: JobView, now: float) -> float:
         """The weighted sum of the age, fair-share and job-size factors of ``job`` at ``now``."""
+        return self._weighted(job, now, self.fair_share(job.user, now))
+
+    def _weighted(self, job: JobView, now: float, fair_share: float) -> float:
         s = self.settings
         age = min((now - job.submit_time) / s.priority_max_age, 1.0)
         size = job.gpu_num / self._cluster_gpus
         if s.priority_favor_small:
             size = (self._cluster_gpus - job.gpu_num + 1) / self._cluster_gpus
-        return (s.priority_weight_age * age + s.priority_weight_fairshare * self.fair_share(job.user, now)
+        return (s.priority_weight_age * age + s.priority_weight_fairshare * fair_share
                 + s.priority_weight_job_size * size)
+
+    def recalculate(self, jobs: Iterable[JobView], now: float) -> None:
+        """Every one of ``jobs``' priority at ``now``, as :meth:`job_priority` computes it (the same terms in the same
+        order: the same floats), with each user's fair-share factor computed once (usage settled to ``now`` does
+        not move at ``now`` again)."""
+        s = self.settings
+        w_age, w_share, w_size, max_age = (s.priority_weight_age, s.priority_weight_fairshare,
+                                           s.priority_weight_job_size, s.priority_max_age)
+        cluster, favor_small = self._cluster_gpus, s.priority_favor_small
+        shares: dict[str, float] = {}
+        priority, fair_share = self.priority, self.fair_share
+        for job in jobs:
+            share = shares.get(job.user)
+            if share is None:
+                share = shares[job.user] = fair_share(job.user, now)
+            age = min((now - job.submit_time) / max_age, 1.0)
+            size = (cluster - job.gpu_num + 1) / cluster if favor_small else job.gpu_num / cluster
+            priority[job] = w_age * age + w_share * share + w_size * size
 
     def fair_share(self, user: str, now: float) -> float:
         """Slurm's classic fair-share factor 2^(−U/S): U the user's share of the decayed usage, S = 1/users."""
@@ -173,7 +200,7 @@ class Slurm(EasyBackfill):
         now = ctx.now
         if now - self._calculated.get(vc.name, -math.inf) >= self.settings.priority_calc_period:
             self._calculated[vc.name] = now
-            for job in vc.pending:
-                self.priority[job] = self.job_priority(job, now)
+            self.recalculate(vc.pending, now)
             ctx.reorder()
+            self.forget_order(vc)  # (when it indexes its queue)
         super().schedule(vc, ctx)
