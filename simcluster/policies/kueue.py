@@ -23,7 +23,10 @@ pods pending after admission: a job whose quota fits but whose nodes do not is s
 an evicted job's GPUs are free at the instant of its eviction, so its preemptor starts in the same pass.  On a
 cluster of several GPU types a flavor's jobs are placed on the nodes of the type its node labels name
 (:mod:`simcluster.tiers.flavors`); a flavor without labels, and every flavor on a cluster of one type, is a quota
-account over all the nodes.
+account over all the nodes.  A flavor with a ``topologyName`` is placed by TAS: as Kueue's flavor assigner, a job
+asking for a topology (``job.topology``: a level or slices) takes only its queue's TAS flavors, and the run's
+topology-aware placement honours its level; a job asking for none takes the others, or, in a queue of TAS flavors
+only, those, unconstrained (:func:`~simcluster.tiers.flavors.flavor_choices`).
 
 >>> Kueue.preemptive, Kueue.reads
 (True, frozenset({'kueue'}))
@@ -41,8 +44,8 @@ from typing import Any
 from simcluster.job import JobState
 from simcluster.placement.room import fits_once_freed
 from simcluster.policies.base import POLICIES, Policy, SchedulingContext
-from simcluster.settings.fields import setting
-from simcluster.tiers.flavors import flavor_types
+from simcluster.settings.fields import ConfigError, setting
+from simcluster.tiers.flavors import check_tas_run, flavor_choices, flavor_types, tas_flavors
 from simcluster.tiers.loaded import fair_sharing_of, kueue_of
 from simcluster.tiers.model import ClusterQueueSpec, FlavorQuota, KueueConfig
 from simcluster.tiers.preemption_bound import PreemptionBound
@@ -96,6 +99,10 @@ class Kueue(Policy):
         self._flavors = self._stats.flavors  # (each queue's flavors, in its order)
         types = tuple(dict.fromkeys(t for vc in cluster.vcs.values() for t in vc.gpu_types))
         self._flavor_type = flavor_types(self.kueue.flavors, types)  # (None: any node; else one type's nodes)
+        self._tas = tas_flavors(self.kueue.flavors)  # (the flavors placed by TAS: a topologyName)
+        if self._tas:
+            check_tas_run(self.kueue.flavors, self.kueue.topologies, self.config.topology, *_placement_of(self.config))
+        self._choices = flavor_choices(self._flavors, self._tas)  # (queue, asks for a topology) → its flavors
         self._strict_queues = {name for name, spec in self.kueue.cluster_queues.items()
                                if spec.queueing_strategy == "StrictFIFO"}
         self._vc_of: dict[str, str] = {}  # ClusterQueue → its VC (as jobs arrive: a queue's jobs are in one VC)
@@ -111,6 +118,8 @@ class Kueue(Policy):
         queue = self._queue_of(job)
         if queue not in self.kueue.cluster_queues:
             raise ValueError(f"job {job.job_id} reaches ClusterQueue {queue!r}, which --kueue's files do not define")
+        if self._tas and not self._choices[queue, self._asks_topology(job)]:
+            raise ConfigError(self._no_tas_flavor(job, queue))
         if queue not in self._lines:
             self._lines[queue] = WaitingLine(self._entries)
             self._vc_of[queue] = job.queue_vc
@@ -130,11 +139,28 @@ class Kueue(Policy):
         if job.state is JobState.PENDING:  # (evicted: preempted, or its node failed) queued again from now
             self._wait(job, self.now)
 
+    def _asks_topology(self, job: JobView) -> bool:
+        """Whether ``job`` asks for a topology (a level or slices: Kueue's TAS annotations), where some flavor is
+        placed by TAS; its pods' size alone is no request."""
+        request = job.topology
+        return bool(self._tas) and request is not None and bool(request.mode or request.slice_size)
+
+    def _no_tas_flavor(self, job: JobView, queue: str) -> str:
+        request = job.topology
+        asked = f"{request.mode}:{request.level}" if request.mode else f"slices of {request.slice_size} pods"
+        given = " (--topology-request gives it to every job without one of its own)" \
+            if self.config.topology_request else ""
+        return (f"job {job.job_id} asks for a topology ({asked}){given} but ClusterQueue {queue!r} has no flavor with "
+                f"a topologyName (its flavors: {', '.join(self._flavors[queue]) or 'none'}): Kueue admits such a job "
+                "only on a TAS flavor, so it would wait forever; give topology requests only to the jobs of queues "
+                "with a TAS flavor (the trace's topology_required or topology_preferred column), or a topologyName "
+                f"to one of {queue}'s flavors")
+
     def _wait(self, job: JobView, now: float) -> None:
         entry = (-job.priority, now, job.index, job)
         self._entries[job.index] = entry
         queue = self._queue_of(job)
-        self._lines[queue].push(entry)
+        self._lines[queue].push(entry, kind=self._asks_topology(job))
         self._open[self._vc_of[queue]][queue] = None
 
     def _freed(self, cluster_queue: str) -> None:
@@ -143,7 +169,7 @@ class Kueue(Policy):
         quota fitted but whose GPUs were not found may fit now."""
         for name in self._bound.tree_mates[cluster_queue]:
             line = self._lines.get(name)
-            if line is not None and line.too_big != math.inf:
+            if line is not None and line.too_big:
                 self._retry.add(name)
         for name, line in self._lines.items():
             if line.no_room:
@@ -159,14 +185,15 @@ class Kueue(Policy):
         would set them aside again."""
         for name in self._retry:
             line = self._lines[name]
-            if line.too_big != math.inf and self._may_fit(name, line):
+            if line.too_big and self._may_fit(name, line):
                 self._reopen(name, line)
         self._retry.clear()
 
     def _may_fit(self, queue: str, line: WaitingLine) -> bool:
-        """Whether the smallest job ``line`` set aside could be admitted on one of its queue's flavors."""
-        return any(self._bound.could_fit(Workload(None, queue, flavor, line.too_big, line.aside_priority),
-                                         self.fair.enabled) for flavor in self._flavors[queue])
+        """Whether the smallest job ``line`` set aside (of each kind: asking for a topology or not) could be
+        admitted on one of the flavors its kind may take."""
+        return any(self._bound.could_fit(Workload(None, queue, flavor, gpus, line.aside_priority), self.fair.enabled)
+                   for kind, gpus in line.too_big.items() for flavor in self._choices[queue, kind])
 
     # --- a pass -------------------------------------------------------------------------------------------------
 
@@ -206,7 +233,8 @@ class Kueue(Policy):
             elif queue in self._strict_queues:
                 blocked.add(queue)
             else:  # (every job of its queue at least as large waits too, until quota or GPUs come free)
-                self._lines[queue].set_aside(job.gpu_num, job.priority, self._placement_failed)
+                self._lines[queue].set_aside(job.gpu_num, job.priority, self._placement_failed,
+                                             self._asks_topology(job))
                 changed = True
         return changed
 
@@ -235,7 +263,7 @@ class Kueue(Policy):
     def _first_flavor(self, job: JobView) -> str:
         """The flavor a head would be admitted on: the first of its queue's where it fits, else the first."""
         queue = self._queue_of(job)
-        flavors = self._flavors[queue]
+        flavors = self._choices[queue, self._asks_topology(job)]
         if len(flavors) == 1:
             return flavors[0]  # (whether it fits or not: asking would cost a walk up the tree per head per cycle)
         return next((f for f in flavors if self.tree.fits(queue, f, job.gpu_num)), flavors[0] if flavors else "")
@@ -247,7 +275,7 @@ class Kueue(Policy):
     def _admit(self, job: JobView, queue: str, ctx: SchedulingContext) -> bool:
         """Admit ``job`` of ClusterQueue ``queue`` on the first of the queue's flavors where its quota fits, else on
         the first where preempting makes it fit (Kueue's default flavor fungibility); whether it started."""
-        flavors = self._flavors[queue]
+        flavors = self._choices[queue, self._asks_topology(job)]
         tree, now = self.tree, ctx.now
         self._placement_failed = False
         chosen = None
@@ -300,6 +328,15 @@ class Kueue(Policy):
                           "cluster_queues": self._stats.figures()}}
 
 
+def _placement_of(config: Any) -> tuple[str, bool]:
+    """The run's placement, named, and whether it reads a topology (what a TAS flavor's jobs need)."""
+    # (imported when needed: the resolver knows every policy)
+    from simcluster.plugins import resolve_placement
+
+    cls = resolve_placement(config.placement)
+    return getattr(cls, "name", cls.__name__), bool(getattr(cls, "topology_aware", False))
+
+
 class WaitingLine:
     """A ClusterQueue's waiting jobs, in queue order within each GPU count, and what BestEffortFIFO has set aside.
 
@@ -307,7 +344,8 @@ class WaitingLine:
     large or larger, of no higher priority, cannot be admitted either (a quota that lacks g GPUs lacks more; its
     preemption targets are no more), so the line keeps, instead of the jobs set aside, the smallest GPU count that
     failed since quota last came free (``too_big``): a head is the first job among the smaller counts, and a pass
-    costs the GPU counts, not the waiting jobs.
+    costs the GPU counts, not the waiting jobs.  Where some flavor is placed by TAS, the jobs that ask for a topology
+    and the others may take different flavors of the queue: each kind keeps its own count.
 
     >>> from simcluster.job import Job
     >>> big, small = Job(0, "big", "vc0", 8, 0, 60), Job(1, "small", "vc0", 1, 1, 60)
@@ -318,19 +356,23 @@ class WaitingLine:
     'big'
     >>> line.set_aside(8, 0, no_room=False); line.head(strict=False)[3].job_id, line.head(strict=True)[3].job_id
     ('small', 'big')
+    >>> racked = Job(2, "racked", "vc0", 16, 0, 60)  # (asks for a topology: its own kind, not set aside)
+    >>> line.entries[2] = (1, 0.0, 2, racked); line.push(line.entries[2], kind=True)
+    >>> line.set_aside(1, 0, no_room=False); line.head(strict=False)[3].job_id
+    'racked'
     """
 
     def __init__(self, entries: dict[int, Entry]) -> None:
         self.entries = entries  # (the policy's: an entry is live while it is its job's)
-        self.by_size: dict[int, list[Entry]] = {}
-        self.too_big = math.inf
+        self.by_size: dict[tuple[bool, int], list[Entry]] = {}  # (asks for a topology, GPUs) → its jobs
+        self.too_big: dict[bool, int] = {}  # the smallest GPUs set aside, by kind (asks for a topology or not)
         self.aside_priority = -(2**31)  # (the highest priority of the jobs set aside)
         self.no_room = False  # (a head was set aside for want of GPUs, not quota: any release reopens it)
         self._heads: dict[bool, Entry | None] = {}  # (strict or not → the head, until the line changes)
 
-    def push(self, entry: Entry, gpus: int | None = None) -> None:
+    def push(self, entry: Entry, gpus: int | None = None, kind: bool = False) -> None:
         size = entry[3].gpu_num if gpus is None else gpus
-        heapq.heappush(self.by_size.setdefault(size, []), entry)
+        heapq.heappush(self.by_size.setdefault((kind, size), []), entry)
         self._heads.clear()
 
     def head(self, strict: bool) -> Entry | None:
@@ -339,14 +381,14 @@ class WaitingLine:
             cached = self._heads[strict]
             if cached is None or (self.entries.get(cached[2]) is cached and cached[3].state is JobState.PENDING):
                 return cached
-        best = None
-        for size, heap in list(self.by_size.items()):
-            if not strict and size >= self.too_big:
+        best, too_big = None, self.too_big
+        for key, heap in list(self.by_size.items()):
+            if not strict and too_big and key[1] >= too_big.get(key[0], math.inf):
                 continue
             while heap and (self.entries.get(heap[0][2]) is not heap[0] or heap[0][3].state is not JobState.PENDING):
                 heapq.heappop(heap)  # (taken, queued again since, or gone: a stale entry)
             if not heap:
-                del self.by_size[size]
+                del self.by_size[key]
             elif best is None or heap[0] < best:
                 best = heap[0]
         self._heads[strict] = best
@@ -356,15 +398,17 @@ class WaitingLine:
         """Its head was admitted."""
         self._heads.clear()
 
-    def set_aside(self, gpus: int, priority: int, no_room: bool) -> None:
-        self.too_big = min(self.too_big, gpus)
+    def set_aside(self, gpus: int, priority: int, no_room: bool, kind: bool = False) -> None:
+        """Its head of ``gpus`` was set aside; ``kind``: it asks for a topology (in a queue with TAS flavors, such
+        jobs and the others take different flavors, so one kind's failure says nothing of the other's)."""
+        self.too_big[kind] = min(self.too_big.get(kind, gpus), gpus)
         self.aside_priority = max(self.aside_priority, priority)
         self.no_room |= no_room
         self._heads.clear()
 
     def reopen(self) -> None:
-        if self.too_big != math.inf:
-            self.too_big, self.aside_priority, self.no_room = math.inf, -(2**31), False
+        if self.too_big:
+            self.too_big, self.aside_priority, self.no_room = {}, -(2**31), False
             self._heads.clear()
 
 

@@ -62,3 +62,78 @@ def flavor_types(flavors: Mapping[str, FlavorSpec], gpu_types: Sequence[str]) ->
     if len(gpu_types) <= 1:
         return dict.fromkeys(flavors)
     return {name: flavor_type(spec, gpu_types) for name, spec in flavors.items()}
+
+
+# --- flavors placed by Topology Aware Scheduling (a ResourceFlavor's topologyName) --------------------------------
+
+TAS_PLACEMENTS_HINT = "tas-best-fit, tas-least-free, tas-balanced, kueue-tas (Kueue's default profile)"
+
+
+def tas_flavors(flavors: Mapping[str, FlavorSpec]) -> frozenset[str]:
+    """The flavors that name a Topology (``topologyName``): Kueue places their workloads by TAS.
+
+    >>> tas_flavors({"rack": FlavorSpec("rack", topology_name="dc"), "any": FlavorSpec("any")})
+    frozenset({'rack'})
+    """
+    return frozenset(name for name, spec in flavors.items() if spec.topology_name)
+
+
+def flavor_choices(queues: Mapping[str, Sequence[str]], tas: frozenset[str]) -> dict[tuple[str, bool], tuple[str, ...]]:
+    """The flavors a job of each ClusterQueue may be admitted on, by whether it asks for a topology, in the queue's
+    order — Kueue's flavor assigner (``checkPodSetAndFlavorMatchForTAS``): a job that asks for one (a level or
+    slices) skips the flavors without a topologyName; one that asks for none skips the TAS flavors, unless every
+    flavor of its queue is one (a TAS-only queue: TAS is implied, the job placed unconstrained).  Without any TAS
+    flavor every job may take every flavor of its queue, as before TAS.
+
+    >>> choices = flavor_choices({"mixed": ("rack", "any"), "tas-only": ("rack",), "plain": ("any",)},
+    ...                          frozenset({"rack"}))
+    >>> choices["mixed", True], choices["mixed", False], choices["tas-only", False], choices["plain", True]
+    (('rack',), ('any',), ('rack',), ())
+    """
+    out: dict[tuple[str, bool], tuple[str, ...]] = {}
+    for queue, flavors in queues.items():
+        flavors = tuple(flavors)
+        if not tas:
+            out[queue, True] = out[queue, False] = flavors
+            continue
+        placed = tuple(f for f in flavors if f in tas)
+        plain = tuple(f for f in flavors if f not in tas)
+        out[queue, True] = placed
+        out[queue, False] = plain if plain else placed  # (a TAS-only queue: TAS implied)
+    return out
+
+
+def check_tas_run(flavors: Mapping[str, FlavorSpec], topologies: Mapping[str, tuple[str, ...]],
+                  topology: str | None, placement: str, topology_aware: bool) -> None:
+    """Refuse a run whose Kueue files place some flavor by TAS where the run cannot: without ``--topology`` (a
+    Topology's levels are node labels the simulator's nodes do not carry: its workloads would never be admitted,
+    as in Kueue where no node has the labels), or under a ``placement`` that reads no topology.
+
+    >>> tas = {"gpu": FlavorSpec("gpu", topology_name="dc")}
+    >>> check_tas_run(tas, {"dc": ("rack", "kubernetes.io/hostname")}, "topo.csv", "kueue-tas", True)
+    >>> check_tas_run(tas, {"dc": ("rack", "kubernetes.io/hostname")}, None, "kueue-tas", True)
+    Traceback (most recent call last):
+    ...
+    simcluster.settings.fields.ConfigError: --kueue: ResourceFlavor 'gpu' names Topology 'dc' (levels rack, \
+kubernetes.io/hostname): Kueue places its jobs by Topology Aware Scheduling, over the nodes' topology labels, and \
+this run has no topology; give --topology FILE (a CSV node,LEVEL,...; Slurm's topology.conf; or kubectl get nodes \
+-o json with --topology-levels naming the Topology's YAML), or remove the flavor's topologyName to use its quota \
+without a topology
+    """
+    named = sorted(name for name, spec in flavors.items() if spec.topology_name)
+    if not named:
+        return
+    first = flavors[named[0]]
+    assert first.topology_name is not None
+    more = f" (and {len(named) - 1} more flavor{'s' * (len(named) > 2)})" if len(named) > 1 else ""
+    which = (f"ResourceFlavor {first.name!r}{more} names Topology {first.topology_name!r} "
+             f"(levels {', '.join(topologies.get(first.topology_name, ()))})")
+    if not topology:
+        raise ConfigError(f"--kueue: {which}: Kueue places its jobs by Topology Aware Scheduling, over the nodes' "
+                          "topology labels, and this run has no topology; give --topology FILE (a CSV "
+                          "node,LEVEL,...; Slurm's topology.conf; or kubectl get nodes -o json with --topology-levels "
+                          "naming the Topology's YAML), or remove the flavor's topologyName to use its quota without "
+                          "a topology")
+    if not topology_aware:
+        raise ConfigError(f"--kueue: {which}: Kueue places its jobs by Topology Aware Scheduling, and placement "
+                          f"{placement} reads no topology; choose a topology-aware one ({TAS_PLACEMENTS_HINT})")
