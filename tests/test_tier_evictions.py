@@ -120,13 +120,17 @@ def test_every_job_ends_and_no_guaranteed_job_is_ever_evicted_on_a_busy_trace():
         assert result.summary["tiers"]["evictions"]["evictions"] == jobs["evictions"].sum() > 0, policy
 
 
-def test_policies_that_compare_waiting_with_running_keys_are_left_in_their_order_and_say_so():
-    frame = pd.DataFrame({"job_id": ["a", "b"], "gpu_num": [8, 8], "submit_time": [0, 1], "duration": [100, 50],
-                          "priority": [0, 5]})
+def test_preemptive_walks_order_by_tier_themselves_and_no_eviction_acts_after_them():
+    """srtf and tiresias compare waiting with running jobs tier first (tests/test_tier_walks.py): the higher tier
+    preempts the lower in their own walk, without a warning, and the tiers' evictions stay out of their runs."""
+    frame = pd.DataFrame({"job_id": ["a", "b"], "gpu_num": [8, 8], "submit_time": [0, 1], "duration": [1000, 50],
+                          "priority": [0, 5], "preemptible": [True, False]})
     for name in ("srtf", "tiresias"):
         result = simulate(load_trace(frame, nodes=1), SimConfig(policy=name))
-        assert any("do not order it" in w for w in result.summary["warnings"]), name
+        assert not any("do not order it" in w or "are not evicted" in w for w in result.summary["warnings"]), name
         assert "evictions" not in result.summary["tiers"]
+        ends = dict(zip(result.jobs["job_id"], result.jobs["end_time"]))
+        assert ends["b"] < ends["a"] and result.summary["preemptions"] == 1, name
 
 
 def test_every_built_in_policy_runs_a_trace_with_tiers():

@@ -239,7 +239,7 @@ class TierResults(Contribution):
             out.append(f"policy {name} orders its queue by its own key (its passes compare waiting with running jobs, "
                        "or it allocates by its own model): the trace's priorities do not order it")
         elif self.ranked and self.evictions is None and ended.run.config.evict != "off" \
-                and not evicts_for_tiers(policy.cls) and self.plan.preemptible is not None:
+                and not evicts_for_tiers(policy.cls) and not policy.cls.preemptive and self.plan.preemptible is not None:
             out.append(f"policy {name} places or shares GPUs itself: its preemptible jobs are not evicted for "
                        "higher tiers")
         return out

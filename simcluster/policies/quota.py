@@ -39,6 +39,25 @@ def queue_streams(vc: VirtualCluster, max_gpus: float | None = None) -> dict[int
     return vc.pending.runs_by_size(vc.total_gpus if max_gpus is None else max_gpus)
 
 
+def queue_is_tiered(vc: VirtualCluster) -> bool:
+    """Whether the VC's waiting jobs are keyed by tier first (``(tier, the policy's key)``: the engine does so for a
+    policy with ``priority_first`` where the trace gives tiers, :mod:`simcluster.features.tiers`), so that the
+    walk's running keys must be too.  Asked of a VC with a waiting job; a policy's own keys are never a pair whose
+    first part is a tuple.
+
+    >>> from simcluster.cluster import VirtualCluster
+    >>> from simcluster.job import Job
+    >>> from simcluster.queue import JobQueue
+    >>> vc = VirtualCluster("v")
+    >>> vc.pending = JobQueue(key=lambda job: ((-job.priority, job.preemptible), job.duration))
+    >>> vc.pending.push(Job(index=0, job_id="0", vc="v", gpu_num=1, submit_time=0, duration=5, priority=2))
+    >>> queue_is_tiered(vc)
+    True
+    """
+    key = vc.pending.first_entry()[0]
+    return type(key) is tuple and len(key) == 2 and type(key[0]) is tuple
+
+
 def gpu_share(job: Job) -> float:
     """The quota a running job uses when GPUs may be shared: each GPU split among its jobs."""
     if not job.sharing:

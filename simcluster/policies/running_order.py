@@ -74,6 +74,23 @@ class Minus:
         return probe + self.offset
 
 
+class TierMinus(Minus):
+    """Srtf's key map on a tiered run (docs/tiers.md): a stored ``(tier, end)`` maps to ``(tier, end - now)``, the
+    waiting jobs' ``(tier, remaining time)``, so the walk orders by tier first and by remaining time within one.
+
+    >>> TierMinus(100.0)(((-5, False), 350.0)), TierMinus(100.0).stored(((-5, False), 250.0))
+    (((-5, False), 250.0), ((-5, False), 350.0))
+    """
+
+    __slots__ = ()
+
+    def __call__(self, stored: tuple[Any, float]) -> tuple[Any, float]:  # type: ignore[override]
+        return (stored[0], stored[1] - self.offset)
+
+    def stored(self, probe: tuple[Any, float]) -> tuple[Any, float]:  # type: ignore[override]
+        return (probe[0], probe[1] + self.offset)
+
+
 class RunningOrder:
     """Running jobs sorted by (key, trace index), each weighing its GPUs (``weight``: job → its share of the
     quota, whole GPUs by default); see the module's example.
@@ -226,7 +243,7 @@ class RunningOrder:
     def listed(self, key: KeyMap = _same) -> tuple[list[Any], list[Job], list[int]]:
         """Every job's mapped key, the jobs and their weights, in order (for a walk over a few jobs)."""
         entries = [entry for block in self._blocks for entry in block] if len(self._blocks) != 1 else self._blocks[0]
-        if isinstance(key, Minus):
+        if type(key) is Minus:  # (exactly: a subclass maps its keys its own way)
             offset = key.offset
             keys = [entry[0] - offset for entry in entries]
         else:

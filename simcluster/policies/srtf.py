@@ -6,9 +6,16 @@ from simcluster.cluster import VirtualCluster
 from simcluster.config import SimConfig
 from simcluster.job import Job
 from simcluster.policies.base import POLICIES, Policy, SchedulingContext
-from simcluster.policies.quota import gpu_share, queue_streams, walk_changes_nothing, walk_quota
-from simcluster.policies.running_order import Minus, RunningOrder
+from simcluster.policies.quota import (
+    gpu_share,
+    queue_is_tiered,
+    queue_streams,
+    walk_changes_nothing,
+    walk_quota,
+)
+from simcluster.policies.running_order import Minus, RunningOrder, TierMinus
 from simcluster.policies.sharing import PartnerCost, share_waiting_jobs
+from simcluster.tiers.eviction import tier_rank
 
 
 @POLICIES.register("srtf")
@@ -22,9 +29,12 @@ class ShortestRemainingTimeFirst(Policy):
     outside the quota are preempted (their remaining time grows by the
     checkpoint overhead); pending jobs inside it start if placement succeeds.
     These are the Helios/Lucid simulators' semantics.
+
+    Where the trace gives tiers (docs/tiers.md) every key is ``(tier, remaining time)``: a higher tier goes first,
+    so a waiting job preempts only running jobs of its tier (by remaining time) or of a lower one.
     """
 
-    priority_first = False  # (its walk compares waiting jobs' keys with running jobs': docs/tiers.md)
+    priority_first = True  # (by tier first where the trace gives tiers, running and waiting jobs alike)
     preemptive = True
     vc_independent = True
 
@@ -33,13 +43,15 @@ class ShortestRemainingTimeFirst(Policy):
         # per VC, its running jobs by the end of their run at full speed: the order of their remaining times at
         # any instant, kept by the engine's run hooks instead of being sorted at every pass
         self._orders: dict[str, RunningOrder] = {}
+        self._tiered: bool | None = None  # whether the keys are (tier, ...): known at the first pass with a job waiting
 
     def on_run_start(self, job: Job, vc: VirtualCluster) -> None:
         order = self._orders.get(vc.name)
         if order is None:
             order = self._orders[vc.name] = RunningOrder()
         # (start + overhead) + work, as the remaining time was always summed: (end - now) is then that same float
-        order.add(job.run_started_at + job.overhead_left + job.work_left, job)
+        end = job.run_started_at + job.overhead_left + job.work_left
+        order.add((tier_rank(job), end) if self._tiered else end, job)
 
     def on_run_stop(self, job: Job, vc: VirtualCluster) -> None:
         self._orders[vc.name].remove(job)
@@ -50,13 +62,15 @@ class ShortestRemainingTimeFirst(Policy):
     def schedule(self, vc: VirtualCluster, ctx: SchedulingContext) -> None:
         if not vc.pending:
             return  # running jobs fit the quota by construction: nothing can change
+        if self._tiered is None:
+            self._tiered = queue_is_tiered(vc)
         pending, order = vc.pending, self._orders.get(vc.name) or RunningOrder()
         if len(pending) == 1 and order.gpus + pending.first().gpu_num <= vc.total_gpus:  # type: ignore[union-attr]
             # the one waiting job fits beside every running one: the walk would start it and preempt none
             ctx.try_start(pending.first())  # type: ignore[arg-type]
             return
         now = ctx.now
-        if walk_quota(vc, ctx, order, key=Minus(now)):  # (end - now: the remaining time)
+        if walk_quota(vc, ctx, order, key=TierMinus(now) if self._tiered else Minus(now)):  # (end - now: remaining)
             # the preempted jobs' remaining time grew by the overhead, which may let others in: look again
             # at once, as the artifacts' per-second loop does
             ctx.wake_at(now)
@@ -84,6 +98,8 @@ class SrtfSharing(ShortestRemainingTimeFirst):
     def schedule(self, vc: VirtualCluster, ctx: SchedulingContext) -> None:
         if not vc.pending:
             return
+        if self._tiered is None:
+            self._tiered = queue_is_tiered(vc)
         if self._every_waiting_job_fits(vc, ctx):
             for job in list(vc.pending):  # (the walk's order, the queue's: every one of them fits its turn)
                 ctx.try_start(job)
@@ -108,7 +124,10 @@ class SrtfSharing(ShortestRemainingTimeFirst):
 
     def _walk(self, vc: VirtualCluster, ctx: SchedulingContext) -> None:
         now = ctx.now
-        running = [(j.remaining_at(now), j) for j in vc.running]
+        if self._tiered:
+            running = [((tier_rank(j), j.remaining_at(now)), j) for j in vc.running]
+        else:
+            running = [(j.remaining_at(now), j) for j in vc.running]
         head = vc.pending.first_entry()[0]
         quota_used: float = 0
         if running and head > max(map(itemgetter(0), running)):

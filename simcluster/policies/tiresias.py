@@ -34,11 +34,12 @@ from simcluster.config import SimConfig
 from simcluster.job import Job, JobState
 from simcluster.policies.base import POLICIES, Policy, SchedulingContext
 from simcluster.policies.elasticflow_overheads import RoundOverheads
-from simcluster.policies.quota import queue_streams, walk_changes_nothing, walk_quota
+from simcluster.policies.quota import queue_is_tiered, queue_streams, walk_changes_nothing, walk_quota
 from simcluster.policies.running_order import RunningOrder
 from simcluster.sdk import setting
 from simcluster.settings.fields import ConfigError, names_of
 from simcluster.settings.tiresias import TiresiasOptions
+from simcluster.tiers.eviction import tier_rank
 
 OVERHEAD_MODELS = ("none", "elasticflow")
 GUARDED = -1  # the queue a promoted job is keyed in on its first run since its promotion: ahead of every other
@@ -66,10 +67,14 @@ class Tiresias(Policy):
     queue; 0 = off; on its first run since then, until it leaves the top queue, no waiting job preempts it,
     so a promotion cannot feed the next).  Preemption charges the checkpoint overhead; ``--set
     overheads=elasticflow`` charges starts and restarts as ElasticFlow's simulator does.
+
+    Where the trace gives tiers (docs/tiers.md) every key is ``(tier, the key above)``, running and waiting jobs
+    alike: a higher tier goes first, so a waiting job preempts only running jobs of its tier (by attained service)
+    or of a lower one.
     """
 
     preemptive = True
-    priority_first = False  # (its walk compares waiting jobs' keys with running jobs': docs/tiers.md)
+    priority_first = True  # (by tier first where the trace gives tiers, running and waiting jobs alike)
     reads = frozenset(names_of(TiresiasOptions))  # --quantum, --thresholds, --promote-knob
     Settings = TiresiasSettings
     keeps_order = True  # its run hooks keep each VC's running jobs in order (a subclass with other keys: False)
@@ -102,6 +107,7 @@ class Tiresias(Policy):
         self._unannounced: dict[str, list[tuple[Job, int]]] = {}
         self._run_of: dict[Job, int] = {}  # a running job → the number of its run (older heap entries are stale)
         self._runs = 0
+        self._tiered: bool | None = None  # whether the keys are (tier, ...): known at the first pass with a job waiting
         # without the kept order: per job, the run and boundary of the crossing timer a pass set
         # (:meth:`_crossings_not_set`), where that boundary is exact (a whole quantum) and computed as here
         self._crossing_set: dict[Job, tuple[float, float, float, float]] = {}
@@ -153,7 +159,8 @@ class Tiresias(Policy):
         queue = self.queue_of(attained)
         if self._forgiven:
             self._note_promoted_start(job)
-        order.add((self.running_queue(job, queue), job.submit_time), job)
+        key = (self.running_queue(job, queue), job.submit_time)
+        order.add((tier_rank(job), key) if self._tiered else key, job)  # (_order_key, inlined: at every start)
         self._note_crossing(vc.name, job, run, queue, attained, now)
 
     def on_run_stop(self, job: Job, vc: VirtualCluster) -> None:
@@ -161,6 +168,16 @@ class Tiresias(Policy):
         del self._run_of[job]
         if self.knob > 0:
             self._note_stopped(job, vc)
+
+    def _order_key(self, job: Job, queue: int) -> Any:
+        """A running job's key in the kept order, in ``queue``: by tier first on a tiered run."""
+        key = (queue, job.submit_time)
+        return (tier_rank(job), key) if self._tiered else key
+
+    def _queue_in_order(self, job: Job, order: RunningOrder) -> int:
+        """The queue a running job is keyed in, in the kept order."""
+        key = order.key_of(job)
+        return key[1][0] if self._tiered else key[0]
 
     def _note_crossing(self, vc: str, job: Job, run: int, queue: int, attained: float, now: float) -> None:
         """Note when ``job`` (running, in ``queue`` with ``attained`` service at ``now``) crosses its queue's
@@ -186,10 +203,10 @@ class Tiresias(Policy):
                 continue  # (stale: that run ended)
             attained = self.attained(job, now)
             queue = self.queue_of(attained)
-            if self.running_queue(job, queue) == order.key_of(job)[0]:
+            if self.running_queue(job, queue) == self._queue_in_order(job, order):
                 not_yet.append(entry)
                 continue
-            order.rekey(job, (queue, job.submit_time))  # (a guarded job left the top queue: its guard ends)
+            order.rekey(job, self._order_key(job, queue))  # (a guarded job left the top queue: its guard ends)
             self._note_crossing(vc.name, job, run, queue, attained, now)
         for entry in not_yet:
             heappush(heap, entry)  # type: ignore[arg-type]
@@ -207,6 +224,8 @@ class Tiresias(Policy):
             running_before = overheads.open_round(vc, ctx)
         if self.knob > 0:
             self._promote_starving(vc, ctx, now)
+        if self._tiered is None and vc.pending:
+            self._tiered = queue_is_tiered(vc)
         if vc.pending:
             self.decide(vc, ctx, now)
         if overheads is not None:
@@ -237,6 +256,8 @@ class Tiresias(Policy):
             walk_quota(vc, ctx, order, pending_first_on_ties=False)
             return
         running = self.running_entries(vc, now)
+        if self._tiered:
+            running = [((tier_rank(job), key), job) for key, job in running]
         self.order_queue(vc, ctx, now)
         head_key = self.head_key(vc)
         used, rest = 0, []

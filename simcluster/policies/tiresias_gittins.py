@@ -230,7 +230,7 @@ class TiresiasGittins(Tiresias):
         would start fits beside the running jobs, no running key is needed at all.  Many running jobs are keyed
         and ranked as arrays (:meth:`_ranked`), a few one by one (:meth:`_split_running`: numpy's fixed cost per
         call is more than theirs); promoted jobs' keys (the promote knob) take the general way."""
-        if self._forgiven:
+        if self._forgiven or self._tiered:  # (promoted jobs, or keys by tier first: the general way)
             super().decide(vc, ctx, now)
             return
         many = len(vc.running) >= self.RANKED_FROM

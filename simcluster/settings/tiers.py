@@ -24,10 +24,12 @@ def ranks_by_priority(policy: Any) -> bool:
 
 
 def evicts_for_tiers(policy: Any) -> bool:
-    """Whether the tiers' evictions act with policy class ``policy``: it ranks by tier, and places whole GPUs through
-    the run's placement (not elastic, no placement of its own, no GPUs shared)."""
+    """Whether the tiers' evictions act with policy class ``policy``: it ranks by tier, places whole GPUs through
+    the run's placement (not elastic, no placement of its own, no GPUs shared) and does not preempt on its own (a
+    preemptive walk, srtf's or tiresias', preempts lower tiers itself)."""
     return ranks_by_priority(policy) and not (getattr(policy, "elastic", False) or getattr(policy, "own_placement", None)
-                                              or getattr(policy, "shares_gpus", False))
+                                              or getattr(policy, "shares_gpus", False)
+                                              or getattr(policy, "preemptive", False))
 
 
 @settings_group(TIERS, reads=Reader(always))
