@@ -19,12 +19,11 @@ from hypothesis import strategies as st
 
 from simcluster.api import load_trace, simulate
 from simcluster.config import SimConfig
-from simcluster.engine import Simulation
 from simcluster.job import Job
 from simcluster.policies.easy_backfill import REFILE_AFTER, SHORT_QUEUE, EasyBackfill, WaitingIndex
 from simcluster.policies.fifo_backfill import FifoBackfill
 from simcluster.policies.slurm import Slurm
-from simcluster.run import resolve_run
+from tests.test_incremental import outcome
 
 # --- the index against a sorted list ---------------------------------------------------------------------------
 
@@ -107,21 +106,6 @@ def random_jobs(seed: int, n: int, vcs: str = "ab") -> list[Job]:
     return [Job(index=i, job_id=str(i), vc=rng.choice(vcs), gpu_num=rng.choice((1, 1, 1, 2, 3, 4, 8, 8, 12, 16, 24)),
                 submit_time=rng.randrange(0, 15_000) // 7 * 7, duration=rng.randrange(1, 40_000) + rng.random(),
                 user=f"u{rng.randrange(4)}") for i in range(n)]
-
-
-def outcome(jobs: list[Job], config: SimConfig, policy=None) -> list[tuple]:
-    """Every job's life, and each pass (time, VC) in order."""
-    passes: list[tuple] = []
-    sim = Simulation(jobs, resolve_run(config=config, cluster={"a": 4, "b": 3}), policy=policy)
-    schedule = sim.policy.schedule
-
-    def noted(vc, ctx):
-        passes.append((ctx.now, vc.name))
-        schedule(vc, ctx)
-
-    sim.policy.schedule = noted
-    sim.run()
-    return [(j.start_time, j.end_time, j.preemptions, j.restarts, j.queue_vc) for j in jobs] + passes
 
 
 @settings(max_examples=30, deadline=None)
