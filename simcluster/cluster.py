@@ -57,6 +57,7 @@ class Node:
     used: int = 0  # GPUs holding at least one job
     shared: int = 0  # GPUs holding two or more
     extra: int = 0  # jobs beyond the first on each GPU, summed over GPUs
+    version: int = 0  # counts changes of which jobs hold its GPUs (what SpeedModel.of keeps per node goes by it)
     bucket: int | None = None  # the free-count bucket the node is filed under
     unshared_bucket: int | None = None  # its VC's bucket of nodes by GPUs not holding two or more jobs
     milli: list[int] | None = None  # thousandths in use per GPU, kept only when jobs take fractions
@@ -97,6 +98,7 @@ class Node:
         taken = free[:count]
         del free[:count]
         self.jobs[job] = taken
+        self.version += 1
         if self._gpus is not None:
             gpus = self._gpus
             for i in taken:
@@ -130,6 +132,7 @@ class Node:
     def attach(self, job: Job, ids: list[int]) -> list[int]:
         """Put ``job`` on exactly these GPUs, idle or already running other jobs (sharing, fractions)."""
         assert self.up and job not in self.jobs
+        self.version += 1
         newly_used = newly_shared = extra = 0
         gpus = self.gpus
         for i in ids:
@@ -152,6 +155,7 @@ class Node:
 
     def release(self, job: Job) -> None:
         taken = self.jobs.pop(job)
+        self.version += 1
         if self.milli is not None:
             self._use_fractions(taken, -job.gpu_milli)
         if not self.shared:  # every GPU of the job was its alone: the common, fast case

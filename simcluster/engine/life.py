@@ -411,6 +411,7 @@ class JobLife:
         self.running -= 1
         if self._policy_on_run_stop:
             self.policy.on_run_stop(job, vc)
+        self.speed.forget(job)  # (what of() kept for it, if its speed was ever asked)
         if partners:
             self._retime(partners)
         if self._speed_terms:

@@ -22,6 +22,7 @@ from simcluster.job import Job, table_keys
 if TYPE_CHECKING:  # pragma: no cover
     from collections.abc import Sequence
 
+    from simcluster.cluster import Node
     from simcluster.engine.terms import SpeedTerm
     from simcluster.throughputs import ThroughputTable
 
@@ -51,6 +52,9 @@ class SpeedModel:
         self.colocation = colocation
         self._per_type = hasattr(colocation, "on")  # a model per GPU type (PerGpuType): asked for the GPU's type
         self.terms = tuple(terms)
+        # per running job whose speed was asked: (its allocation, then per node of it: the node's version, the
+        # job's slowest speed there, whether it shares a GPU there), as of that version
+        self._kept: dict[Job, tuple[tuple, list[int], list[float], list[bool]]] = {}
 
     @staticmethod
     def partners(job: Job) -> set[Job]:
@@ -87,32 +91,73 @@ class SpeedModel:
 
     def of(self, job: Job) -> tuple[float, bool]:
         """The job's speed now, and whether it shares a GPU: on each GPU it shares with whole-GPU jobs, its speed
-        alone there times its pair speed with each partner (:meth:`pair`); the slowest GPU sets the pace."""
-        slowest, sharing = math.inf, False
-        whole = job.gpu_milli >= 1000
-        factors: dict[Job, float]
-        for node, ids in job.allocation:
-            alone = job.speed_on(node.gpu_type)
-            slowest = min(slowest, alone)
-            if not node.shared:
-                continue  # no GPU of the node holds two jobs (a giant job's nodes: not one per GPU)
-            gpus, factors = node.gpus, {}  # a partner's factor is looked up once per node, however many GPUs
-            for i in ids:
-                holders = gpus[i]
-                if len(holders) < 2:
-                    continue
-                sharing = True
-                if whole:
-                    speed = alone
-                    for other in holders:
-                        if other is not job:
-                            factor = factors.get(other)
-                            if factor is None:
-                                factor = factors[other] = self.pair(job, other, node.gpu_type)
-                            speed *= factor
-                    slowest = min(slowest, speed)
-        speed = slowest * self.spread(job) if self.spread_penalty else slowest
+        alone there times its pair speed with each partner (:meth:`pair`); the slowest GPU sets the pace.
+
+        Each node's slowest speed is kept (:attr:`_kept`) until that node's jobs change (:attr:`Node.version
+        <simcluster.cluster.Node.version>`) or the job's GPUs do: a big job's partner that started or stopped on one
+        of its nodes costs that node's GPUs, not all of them.  The minimum over nodes is the same as GPU by GPU.
+
+        >>> from simcluster.cluster import Cluster
+        >>> from simcluster.cluster_spec import ClusterSpec
+        >>> from simcluster.colocation.loader import default_model
+        >>> a, b = Cluster(ClusterSpec.uniform({"v": 2}, 2), 2).vcs["v"].nodes
+        >>> big = Job(index=0, job_id="big", vc="v", gpu_num=4, submit_time=0, duration=10)
+        >>> small = Job(index=1, job_id="small", vc="v", gpu_num=1, submit_time=0, duration=10)
+        >>> big.allocation = ((a, a.attach(big, [0, 1])), (b, b.attach(big, [0, 1])))
+        >>> model = SpeedModel(colocation=default_model())
+        >>> model.of(big)
+        (1.0, False)
+        >>> small.allocation = ((b, b.attach(small, [1])),)
+        >>> model.of(big) == (model.pair(big, small, "gpu"), True)
+        True
+        >>> b.release(small); model.of(big)
+        (1.0, False)
+        """
+        allocation = job.allocation
+        kept = self._kept.get(job)
+        if kept is None or kept[0] is not allocation:
+            n = len(allocation)
+            kept = self._kept[job] = (allocation, [-1] * n, [0.0] * n, [False] * n)
+        _, versions, slowest_on, sharing_on = kept
+        factors: dict[tuple[Job, str], float] = {}  # a partner's factor per GPU type, looked up once per call
+        for k, (node, ids) in enumerate(allocation):
+            if versions[k] != node.version:
+                versions[k] = node.version
+                slowest_on[k], sharing_on[k] = self._on_node(job, node, ids, factors)
+        speed = min(slowest_on) if slowest_on else math.inf
+        sharing = True in sharing_on
+        speed = speed * self.spread(job) if self.spread_penalty else speed
         return (speed * self.terms_factor(job) if self.terms else speed), sharing
+
+    def forget(self, job: Job) -> None:
+        """Drop what :meth:`of` keeps for ``job`` (it left its GPUs)."""
+        self._kept.pop(job, None)
+
+    def _on_node(self, job: Job, node: Node, ids: list[int], factors: dict[tuple[Job, str], float]) -> tuple[float, bool]:
+        """``job``'s slowest speed over its GPUs ``ids`` of ``node``, and whether it shares one of them."""
+        gpu_type = node.gpu_type
+        slowest = alone = job.speed_on(gpu_type)
+        if not node.shared:
+            return slowest, False  # no GPU of the node holds two jobs (a giant job's nodes: not one per GPU)
+        sharing = False
+        whole = job.gpu_milli >= 1000
+        gpus = node.gpus
+        for i in ids:
+            holders = gpus[i]
+            if len(holders) < 2:
+                continue
+            sharing = True
+            if not whole:
+                return slowest, True  # a fraction of a GPU runs at full speed
+            speed = alone
+            for other in holders:
+                if other is not job:
+                    factor = factors.get((other, gpu_type))
+                    if factor is None:
+                        factor = factors[other, gpu_type] = self.pair(job, other, gpu_type)
+                    speed *= factor
+            slowest = min(slowest, speed)
+        return slowest, sharing
 
     def pair(self, job: Job, other: Job, gpu_type: str) -> float:
         """``job``'s speed beside ``other`` on a GPU of ``gpu_type`` ÷ its speed alone there."""
