@@ -786,6 +786,10 @@ def _run_queue(todo: list[RunSpec], out: Path, backend: str, workers: int | None
                 runner.close(cancel=cancel)
             if cancel:  # what the runs ended in flight left of their folders (each is written whole or not at all)
                 _remove_stale(out)
+                for pending in {id(p): p for p in in_flight.values()}.values():
+                    row = finished_row(pending.spec, out)  # written whole before its worker was stopped: kept, so listed
+                    if row is not None:
+                        table.add(row)
             table.flush()
         outcome.wall_seconds = time.perf_counter() - t0
     return finish()
