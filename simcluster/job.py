@@ -215,6 +215,12 @@ class Job:
             self.start_time = now
         self.run_started_at = now
 
+    def owe(self, seconds: float) -> None:
+        """``seconds`` without progress, paid first thing when the job next runs (a restore, a stall, an eviction's
+        cost), and counted in its overhead."""
+        self.overhead_left += seconds
+        self.overhead_total += seconds
+
     def stop(self, now: float, overhead: float = 0.0, lose_since_checkpoint: float | None = None) -> None:
         """Leave the GPUs: account the run, then charge what the stop costs.
 
@@ -233,8 +239,7 @@ class Job:
             kept = max(self.progress_at_checkpoint, periodic)
             self.lost_work += self.progress - kept
             self.work_left = self.duration - kept
-        self.overhead_left += overhead
-        self.overhead_total += overhead
+        self.owe(overhead)
         self.state = JobState.PENDING
         self.pending_since = now
 

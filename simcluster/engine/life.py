@@ -158,8 +158,7 @@ class JobLife:
             self.policy.on_run_stop(job, vc)
         job.change_speed(now, speed, sharing)
         if pause:
-            job.overhead_left += pause
-            job.overhead_total += pause
+            job.owe(pause)
         if self._policy_on_run_start:
             self.policy.on_run_start(job, vc)
         if timed:
@@ -452,8 +451,7 @@ class JobLife:
         layout = tuple([len(ids) for _, ids in job.allocation])
         job.gpu_num = sum(layout)
         elastic.batch = elastic.model.default_batch(layout) if batch is None else batch
-        job.overhead_left += delay
-        job.overhead_total += delay
+        job.owe(delay)
         job.speed = elastic.speed(layout)
         elastic.begin(now, layout, job.overhead_left)
 

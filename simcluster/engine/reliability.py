@@ -120,8 +120,7 @@ class Costs:
 
     def owe(self, job: Job, kind: int, seconds: float) -> None:
         if seconds > 0:
-            job.overhead_left += seconds
-            job.overhead_total += seconds
+            job.owe(seconds)
             self.owed.append([kind, seconds])
             self.added = job.overhead_total
 

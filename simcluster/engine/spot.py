@@ -189,8 +189,7 @@ class SpotCapacity(Observer):
             self.evictions += 1
             self.evicted[job] = self.evicted.get(job, 0) + 1
             if self.cost:
-                job.overhead_left += self.cost
-                job.overhead_total += self.cost
+                job.owe(self.cost)
         self._count_up(sim.clock(), -node.gpu_count)
         sim.node_down(node)
 
