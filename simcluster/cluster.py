@@ -93,41 +93,39 @@ class Node:
 
     def allocate(self, job: Job, count: int) -> list[int]:
         """Give ``count`` idle GPUs (lowest indices first) to ``job``."""
-        assert self.up and 0 < count <= self.gpu_count - self.used, (self.name, count, self.free_gpus)
+        used = self.used
+        before = self.gpu_count - used
+        assert self.up and 0 < count <= before, (self.name, count, self.free_gpus)
         free = self.free_ids
-        taken = free[:count]
-        del free[:count]
+        if count == before:  # every idle GPU (a multi-node job's whole nodes, mostly): the list itself, no copy
+            taken, self.free_ids = free, []
+        else:
+            taken = free[:count]
+            del free[:count]
         self.jobs[job] = taken
         self.version += 1
         if self._gpus is not None:
             gpus = self._gpus
             for i in taken:
                 gpus[i].append(job)
-        before = self.gpu_count - self.used
-        self.used += count
-        self._refile_up(before, before - count, count)
+        self.used = used + count
+        # (VirtualCluster._refile for an up node whose free count went down, inlined: a multi-node start takes
+        # node after node)
+        vc, after = self.vc, before - count
+        buckets, bit = vc.buckets, self.bit
+        buckets[before] ^= bit  # (its bit is set in bucket ``before`` and clear in ``after``: one operation each)
+        buckets[after] ^= bit
+        self.bucket = after
+        vc.free_gpus -= count
+        vc.used_gpus += count
+        vc.totals.used += count
+        if vc.free_log is not None:
+            vc.free_log.append(self.index)
+        if self.pool is not vc:
+            self.pool._move(self.slot, before, after)  # type: ignore[union-attr]
         if self.milli is not None:
             self._use_fractions(taken, job.gpu_milli)
         return taken
-
-    def _refile_up(self, before: int, after: int, used_delta: int) -> None:
-        """(:meth:`VirtualCluster._refile` for an up node whose free count changed, unrolled: the hot path.)"""
-        vc = self.vc
-        buckets, bit = vc.buckets, self.bit
-        buckets[before] &= ~bit
-        buckets[after] |= bit
-        vc.free_gpus += after - before
-        if after > before:
-            vc.unplaceable = NO_LIMIT
-            if vc.unplaceable_by:
-                vc.unplaceable_by.clear()
-        if vc.free_log is not None:
-            vc.free_log.append(self.index)
-        self.bucket = after
-        if self.pool is not vc:
-            self.pool._move(self.slot, before, after)  # type: ignore[union-attr]
-        vc.used_gpus += used_delta
-        vc.totals.used += used_delta
 
     def attach(self, job: Job, ids: list[int]) -> list[int]:
         """Put ``job`` on exactly these GPUs, idle or already running other jobs (sharing, fractions)."""
@@ -158,25 +156,45 @@ class Node:
         self.version += 1
         if self.milli is not None:
             self._use_fractions(taken, -job.gpu_milli)
-        if not self.shared:  # every GPU of the job was its alone: the common, fast case
-            if self._gpus is not None:
-                gpus = self._gpus
-                for i in taken:
-                    gpus[i].clear()
-            free = self.free_ids
-            if free:
-                free += taken  # (in place: no new list per release)
-                free.sort()
-            else:
-                self.free_ids = taken
-            count = len(taken)
-            before = self.gpu_count - self.used
-            self.used -= count
-            if self.bucket == before:  # up (a down node has no bucket)
-                self._refile_up(before, before + count, -count)
-            else:
-                self.vc._refile(self, -count)
+        if self.shared:
+            self._release_shared(job, taken)
             return
+        # every GPU of the job was its alone: the common, fast case
+        if self._gpus is not None:
+            gpus = self._gpus
+            for i in taken:
+                gpus[i].clear()
+        free = self.free_ids
+        if free:
+            free += taken  # (in place: no new list per release)
+            free.sort()
+        else:
+            self.free_ids = taken
+        count, used = len(taken), self.used
+        before = self.gpu_count - used
+        self.used = used - count
+        if self.bucket != before:  # a down node has no bucket
+            self.vc._refile(self, -count)
+            return
+        # (VirtualCluster._refile for an up node whose free count went up, inlined: the hot path)
+        vc, after = self.vc, before + count
+        buckets, bit = vc.buckets, self.bit
+        buckets[before] ^= bit  # (its bit is set in bucket ``before`` and clear in ``after``: one operation each)
+        buckets[after] ^= bit
+        self.bucket = after
+        vc.free_gpus += count
+        vc.used_gpus -= count
+        vc.totals.used -= count
+        vc.unplaceable = NO_LIMIT
+        if vc.unplaceable_by:
+            vc.unplaceable_by.clear()
+        if vc.free_log is not None:
+            vc.free_log.append(self.index)
+        if self.pool is not vc:
+            self.pool._move(self.slot, before, after)  # type: ignore[union-attr]
+
+    def _release_shared(self, job: Job, taken: list[int]) -> None:
+        """:meth:`release` on a node where some GPU holds two or more jobs: GPU by GPU."""
         freed: list[int] = []
         unshared = extra = 0
         gpus = self.gpus

@@ -11,6 +11,9 @@ Pollux's simulator handles it in the interval that begins at t, after its policy
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import simpy
 
 URGENT, NORMAL, LATE, AFTER_PASS, HORIZON = 0, 1, 2, 3, 4
@@ -36,3 +39,23 @@ def succeed_at(env: simpy.Environment, event: simpy.Event, delay: float, priorit
     event._ok = True
     event._value = None
     env.schedule(event, priority, delay)  # type: ignore[arg-type]  # (SimPy types priorities as EventPriority)
+
+
+class Due(simpy.Event):
+    """An event that succeeds ``delay`` seconds from now at ``priority`` and then calls ``callback``: a fresh event,
+    its callback and :func:`succeed_at` in one step (the engine makes one at every start of a run: its end).
+
+    >>> env, seen = simpy.Environment(), []
+    >>> late = Due(env, 5, LATE, lambda event: seen.append(("late", env.now)))
+    >>> first = Due(env, 5, NORMAL, lambda event: seen.append(("normal", env.now)))
+    >>> env.run(late); seen, first.processed
+    ([('normal', 5), ('late', 5)], True)
+    """
+
+    def __init__(self, env: simpy.Environment, delay: float, priority: int,
+                 callback: Callable[[simpy.Event], Any]) -> None:
+        self.env = env
+        self.callbacks = [callback]
+        self._ok = True
+        self._value = None
+        env.schedule(self, priority, delay)  # type: ignore[arg-type]  # (SimPy types priorities as EventPriority)

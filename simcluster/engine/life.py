@@ -49,8 +49,8 @@ from simcluster.engine.causes import (
     Stalled,
     Swapped,
 )
-from simcluster.engine.events import AFTER_PASS, NORMAL, succeed_at
-from simcluster.job import Job, JobState
+from simcluster.engine.events import AFTER_PASS, NORMAL, Due
+from simcluster.job import RUNNING, Job
 from simcluster.placement import Plan
 from simcluster.placement.base import holds_exactly
 
@@ -98,6 +98,7 @@ class JobLife:
     _on_move: list[Hook]
     _on_speed: list[Hook]
     _on_resize: list[Hook]
+    _preempted: dict[tuple[float, bool], Preempted]  # the policy's preemption causes by (overhead, moving)
 
     def _request_pass(self, vc: VirtualCluster) -> None: ...
 
@@ -138,7 +139,11 @@ class JobLife:
         overhead); ``moving``: it restarts elsewhere at once, which counts as a migration."""
         if overhead is None:  # (an elastic job's restore is the delay of its next start)
             overhead = self.config.preemption_overhead(job.gpu_num) if job.elastic is None else 0.0
-        self.interrupt(job, Preempted(self.policy.name, overhead, moving), vc)
+        causes = self._preempted
+        cause = causes.get((overhead, moving))
+        if cause is None:  # (a record that never changes: one per overhead, not one per preemption)
+            cause = causes[overhead, moving] = Preempted(self.policy.name, overhead, moving)
+        self.interrupt(job, cause, vc)
 
     def resize(self, job: Job, vc: VirtualCluster, plan: Plan, batch: Any = None, delay: float | None = None) -> None:
         """Give running elastic ``job`` the GPUs of ``plan`` (those it holds count as free) and ``batch``."""
@@ -171,7 +176,7 @@ class JobLife:
     def move(self, job: Job, partition: str) -> None:
         """Send ``job`` to the queue of another partition; a running job keeps its progress."""
         here, there = self.cluster.vcs[job.queue_vc], self.cluster.vcs[partition]
-        if job.state is JobState.RUNNING:
+        if job.state is RUNNING:
             self.interrupt(job, Moved(partition), here)
         else:
             here.pending.remove(job)
@@ -184,13 +189,7 @@ class JobLife:
         vc = vc or self.cluster.vcs[job.queue_vc]
         now = self.clock()
         timed = _disarm(job)  # not yet timed while the job is being started: start() times it
-        match cause:
-            case RateChanged(speed=speed, sharing=sharing):
-                self._new_segment(job, vc, now, speed, sharing, timed)
-                for hook in self._on_speed:
-                    hook(job, now)
-            case Stalled(seconds=seconds):
-                self._new_segment(job, vc, now, job.speed, job.sharing, timed, pause=seconds)
+        match cause:  # (the most frequent first: the cases are tried in order)
             case Preempted(overhead=overhead, moving=moving):
                 self._stop(job, vc, overhead=overhead)
                 if self.reliability is not None and job.elastic is None:
@@ -201,6 +200,12 @@ class JobLife:
                     job.preemptions += 1
                 for hook in self._on_preempt:
                     hook(job, now)
+            case RateChanged(speed=speed, sharing=sharing):
+                self._new_segment(job, vc, now, speed, sharing, timed)
+                for hook in self._on_speed:
+                    hook(job, now)
+            case Stalled(seconds=seconds):
+                self._new_segment(job, vc, now, job.speed, job.sharing, timed, pause=seconds)
             case NodeFailed():
                 nodes = len(job.allocation)
                 self._stop_at_checkpoint(job, vc, now)
@@ -338,10 +343,9 @@ class JobLife:
         if job.elastic is None:
             boundary = self.reliability.next_boundary(job)  # type: ignore[union-attr]
             if boundary is not None:
-                run_end = job.run_end = simpy.Event(self.env)
-                run_end.callbacks.append(partial(self._checkpoint_due, job))
                 ahead = (boundary - (job.duration - job.work_left)) / job.speed
-                succeed_at(self.env, run_end, job.overhead_left + max(0.0, ahead), NORMAL)
+                job.run_end = Due(self.env, job.overhead_left + max(0.0, ahead), NORMAL,
+                                  partial(self._checkpoint_due, job))
                 return
         JobLife._time_run(self, job)
 
@@ -384,19 +388,18 @@ class JobLife:
     def _time_run(self, job: Job) -> None:
         """Give ``job`` its run's end: an event due when the run ends at its current speed (an elastic job's:
         when its current stage ends)."""
-        run_end = job.run_end = simpy.Event(self.env)
-        if job.elastic is None:
-            run_end.callbacks.append(partial(self._finish, job))
-            succeed_at(self.env, run_end, job.time_left(), NORMAL)
+        elastic = job.elastic
+        if elastic is None:
+            job.run_end = Due(self.env, job.time_left(), NORMAL, partial(self._finish, job))
             return
-        run_end.callbacks.append(partial(self._stage_end, job))
-        left = job.work_left - job.elastic.work_after_stage(job.duration)
+        left = job.work_left - elastic.work_after_stage(job.duration)
         seconds = left / job.speed if left > 0 else 0.0
         if not self._whole_seconds:
-            succeed_at(self.env, run_end, job.overhead_left + seconds, NORMAL)
+            job.run_end = Due(self.env, job.overhead_left + seconds, NORMAL, partial(self._stage_end, job))
             return
         whole = round(seconds)  # (Pollux's simulator: an epoch rounded back to t ends after t's decisions)
-        succeed_at(self.env, run_end, job.overhead_left + whole, AFTER_PASS if whole < seconds else NORMAL)
+        job.run_end = Due(self.env, job.overhead_left + whole, AFTER_PASS if whole < seconds else NORMAL,
+                          partial(self._stage_end, job))
 
     def _release(self, job: Job, vc: VirtualCluster) -> None:
         if job.elastic is not None:
@@ -410,7 +413,8 @@ class JobLife:
         self.running -= 1
         if self._policy_on_run_stop:
             self.policy.on_run_stop(job, vc)
-        self.speed.forget(job)  # (what of() kept for it, if its speed was ever asked)
+        if self.speed.kept:  # (what of() kept for it, if its speed was ever asked)
+            self.speed.forget(job)
         if partners:
             self._retime(partners)
         if self._speed_terms:
@@ -436,7 +440,7 @@ class JobLife:
         """Give running ``jobs`` their current speed; a job whose speed changed is interrupted (RateChanged)."""
         speed_of, vcs = self.speed.of, self.cluster.vcs
         for job in sorted(jobs, key=_BY_INDEX):  # a deterministic order of re-timings
-            if job.state is not JobState.RUNNING:
+            if job.state is not RUNNING:
                 continue
             speed, sharing = speed_of(job)
             if speed != job.speed or sharing != job.sharing:

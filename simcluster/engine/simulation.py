@@ -231,6 +231,7 @@ class Simulation(JobLife):
         self._policy_on_run_stop = implements(self.policy, Policy, "on_run_stop")
         self._policy_on_epoch = implements(self.policy, Policy, "on_epoch")
         self._whole_seconds = config.progress_rounding == "seconds"
+        self._preempted = {}  # the policy's preemption causes, one record per (overhead, moving): JobLife.preempt
         if self.policy.elastic and (bare := next((j for j in jobs if j.elastic is None), None)) is not None:
             raise ValueError(f"{self.label} resizes jobs while they run: job {bare.job_id} has no scaling "
                              "model (simcluster.elastic.work.attach_models gives a trace's jobs theirs)")

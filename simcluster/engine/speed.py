@@ -55,6 +55,7 @@ class SpeedModel:
         # per running job whose speed was asked: (its allocation, then per node of it: the node's version, the
         # job's slowest speed there, whether it shares a GPU there), as of that version
         self._kept: dict[Job, tuple[tuple, list[int], list[float], list[bool]]] = {}
+        self.kept = self._kept  # (the same dict: whether anything is kept, read by the engine at every stop)
 
     @staticmethod
     def partners(job: Job) -> set[Job]:
