@@ -43,6 +43,7 @@ from typing import Any
 
 from simcluster.job import JobState
 from simcluster.placement.room import fits_once_freed
+from simcluster.placement.room_topology import fits_in_topology_once_freed
 from simcluster.policies.base import POLICIES, Policy, SchedulingContext
 from simcluster.settings.fields import ConfigError, setting
 from simcluster.tiers.flavors import check_tas_run, flavor_choices, flavor_types, tas_flavors
@@ -297,7 +298,7 @@ class Kueue(Policy):
                 return False
         gpu_type = self._flavor_type.get(chosen)
         room = self._vc if gpu_type is None else self._vc.pools.get(gpu_type, self._vc)
-        if not fits_once_freed(job, [self._holding[victim.key] for victim in victims], room):
+        if not self._room_once_freed(job, chosen, [self._holding[victim.key] for victim in victims], room):
             # the quota fits but the GPUs would not: no victim loses its work for nothing, and the job waits for
             # GPUs to come free (Kueue admits by quota; the pods of a workload that found no node would wait)
             self._stats.no_room += 1
@@ -321,6 +322,14 @@ class Kueue(Policy):
         self._stats.no_room += 1
         self._placement_failed = True
         return False
+
+    def _room_once_freed(self, job: JobView, flavor: str, leaving: list[JobView], room: Any) -> bool:
+        """Whether ``job`` finds GPUs in ``room`` once ``leaving`` have left.  On a TAS flavor, a job that requires a
+        level (or slices) needs a domain there with room for its pods, as Kueue takes victims only where the
+        topology assignment then succeeds; any other job, whole-node room (runs without TAS flavors as before)."""
+        if flavor in self._tas and self._asks_topology(job):
+            return fits_in_topology_once_freed(job, leaving, room)
+        return fits_once_freed(job, leaving, room)
 
     def report(self) -> dict[str, Any]:
         self._stats.close(self.tree, self.now)
