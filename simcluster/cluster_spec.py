@@ -12,6 +12,10 @@ A :class:`ClusterSpec` is rows of (VC, GPU type, nodes, GPUs per node, GPU memor
 * a node-list CSV (``sn,cpu_milli,memory_mib,gpu,model``, the Alibaba openb form): one row per node,
   its GPU count and model, one VC (:func:`load_node_list`).
 
+A VC config may carry a ``spot`` column (how many of the row's nodes are spot nodes: its last ones), a node list a
+``spot`` column per node (true/false, 1/0): the spot nodes of :mod:`simcluster.features.spot`, as ``--spot-nodes``
+names them (:meth:`ClusterSpec.spot_positions`).
+
 GPU memory comes from :data:`GPU_MEMORY_MIB` unless given.
 
 >>> spec = parse_cluster("v100:12,k80:4:12288", gpus_per_node=8)
@@ -55,6 +59,7 @@ class NodeGroup:
     nodes: int
     gpus_per_node: int
     memory_mib: float = 0.0  # per GPU; 0: not known
+    spot: int = 0  # how many of its nodes are spot nodes (its last ones): a spot column
 
 
 @dataclass(frozen=True)
@@ -155,15 +160,39 @@ class ClusterSpec:
         """Untyped nodes of ``gpus_per_node`` GPUs, ``vc_nodes[vc]`` per VC."""
         return cls(tuple(NodeGroup(vc, DEFAULT_GPU_TYPE, n, gpus_per_node) for vc, n in vc_nodes.items()), source)
 
+    @property
+    def has_spot(self) -> bool:
+        """Whether a spot column named any node spot."""
+        return any(g.spot for g in self.groups)
+
+    def spot_positions(self) -> dict[str, list[int]]:
+        """The spot nodes a spot column names, per VC, by their positions in the VC (``vc/nK``: K, the engine's
+        node order); VCs without any are left out.
+
+        >>> groups = (NodeGroup("a", "v100", 2, 8, spot=1), NodeGroup("a", "k80", 3, 4, spot=2))
+        >>> ClusterSpec(groups, type_order=("k80",)).spot_positions()  # (a's k80 nodes first: n1, n2 of n0-n2)
+        {'a': [1, 2, 4]}
+        """
+        found: dict[str, list[int]] = {}
+        rank = {t: i for i, t in enumerate(self.gpu_types)}
+        for vc in self.vcs:
+            index = 0
+            for g in sorted((g for g in self.groups if g.vc == vc), key=lambda g: rank[g.gpu_type]):  # (groups_of)
+                if g.spot:
+                    found.setdefault(vc, []).extend(range(index + g.nodes - g.spot, index + g.nodes))
+                index += g.nodes
+        return found
+
     def without(self, borrowed: Mapping[str, int]) -> ClusterSpec:
-        """The cluster once ``borrowed[vc]`` nodes are taken out of each VC (its last nodes)."""
+        """The cluster once ``borrowed[vc]`` nodes are taken out of each VC (its last nodes; spot ones first within
+        a row)."""
         left = dict(borrowed)
         groups = []
         for g in reversed(self.groups):
             take = min(left.get(g.vc, 0), g.nodes)
             left[g.vc] = left.get(g.vc, 0) - take
             if g.nodes > take:
-                groups.append(replace(g, nodes=g.nodes - take))
+                groups.append(replace(g, nodes=g.nodes - take, spot=max(0, g.spot - take)))
         return replace(self, groups=tuple(reversed(groups)))
 
     def only(self, vcs: Iterable[str]) -> ClusterSpec:
@@ -206,34 +235,78 @@ def parse_cluster(text: str, gpus_per_node: int = 8) -> ClusterSpec:
 
 def load_node_list(path: str | Path) -> ClusterSpec:
     """An openb-style node list (``sn,...,gpu,model``): nodes with ``gpu`` GPUs of ``model`` each, one VC;
-    GPU types in alphabetical order, nodes in the file's order."""
+    GPU types in alphabetical order, nodes in the file's order.  An optional ``spot`` column says which nodes are
+    spot nodes (:func:`spot_flag`)."""
     raw = read_side_csv(path, "node-list file", ("gpu", "model"))
+    spots = raw["spot"] if "spot" in raw.columns else [""] * len(raw)
     groups: list[NodeGroup] = []
-    for row, (gpus, model) in enumerate(zip(raw["gpu"], raw["model"])):
+    for row, (gpus, model, spot_cell) in enumerate(zip(raw["gpu"], raw["model"], spots)):
         if not gpus.strip().isdigit():
             raise TraceError(path, f"GPU count must be a non-negative integer, got {gpus!r}", line=row + 2, field="gpu")
+        spot = spot_flag(spot_cell, path, row + 2)
         if int(gpus) == 0:
             continue
         if not model.strip():
             raise TraceError(path, "empty GPU model", line=row + 2, field="model")
         name, count = model.strip().lower(), int(gpus)
         last = groups[-1] if groups else None
-        if last is not None and (last.gpu_type, last.gpus_per_node) == (name, count):
-            groups[-1] = replace(last, nodes=last.nodes + 1)
+        # (a row's spot nodes are its last ones: an on-demand node after spot ones begins a row of its own)
+        if last is not None and (last.gpu_type, last.gpus_per_node) == (name, count) and (spot or not last.spot):
+            groups[-1] = replace(last, nodes=last.nodes + 1, spot=last.spot + spot)
         else:
-            groups.append(NodeGroup(ONE_VC, name, 1, count, float(GPU_MEMORY_MIB.get(name, DEFAULT_MEMORY_MIB))))
+            groups.append(NodeGroup(ONE_VC, name, 1, count, float(GPU_MEMORY_MIB.get(name, DEFAULT_MEMORY_MIB)),
+                                    int(spot)))
     if not groups:
         raise TraceError(path, "no node with GPUs")
     return ClusterSpec(tuple(groups), str(path), tuple(sorted({g.gpu_type for g in groups})))
 
 
+def spot_flag(text: Any, path: str | Path, line: int) -> bool:
+    """A node list's ``spot`` cell: true/false or 1/0 (any case; empty: not spot); a :class:`TraceError` naming
+    the file, line and field otherwise.
+
+    >>> spot_flag("True", "nodes.csv", 2), spot_flag("0", "nodes.csv", 3), spot_flag("", "nodes.csv", 4)
+    (True, False, False)
+    >>> spot_flag("maybe", "nodes.csv", 5)
+    Traceback (most recent call last):
+    ...
+    simcluster.errors.TraceError: nodes.csv, line 5, field 'spot': spot must be true/false or 1/0, got 'maybe'
+    """
+    given = str(text).strip().lower()
+    if given not in ("", "true", "false", "1", "0"):
+        raise TraceError(path, f"spot must be true/false or 1/0, got {str(text)!r}", line=line, field="spot")
+    return given in ("true", "1")
+
+
+def spot_nodes_cell(text: Any, nodes: int, path: str | Path, line: int) -> int:
+    """A VC config's ``spot`` cell: how many of the row's ``nodes`` are spot nodes (a whole number, at most
+    ``nodes``; empty: none); a :class:`TraceError` naming the file, line and field otherwise.
+
+    >>> spot_nodes_cell("2", 4, "vcs.csv", 2), spot_nodes_cell("", 4, "vcs.csv", 3)
+    (2, 0)
+    >>> spot_nodes_cell("5", 4, "vcs.csv", 4)
+    Traceback (most recent call last):
+    ...
+    simcluster.errors.TraceError: vcs.csv, line 4, field 'spot': spot nodes must be a whole number from 0 to the row's 4 nodes, got '5'
+    """
+    given = str(text).strip()
+    if not given:
+        return 0
+    if not re.fullmatch(r"\d+", given) or int(given) > nodes:
+        raise TraceError(path, f"spot nodes must be a whole number from 0 to the row's {nodes} nodes, got "
+                         f"{str(text)!r}", line=line, field="spot")
+    return int(given)
+
+
 def vc_types(raw: Any, names: Any, count: str, path: str | Path, gpus_per_node: int = 8) -> ClusterSpec:
     """The rows of a VC config with a ``gpu_type`` column (``vc,num,gpu_type[,memory_mib]``; a VC may list one
     row per type) as a spec.  ``raw`` is the config as read, ``names`` its VC column and ``count`` its node
-    count column, both already checked by :func:`~simcluster.traces.sizing.read_vc_config`; this reads the types."""
+    count column, both already checked by :func:`~simcluster.traces.sizing.read_vc_config`; this reads the types
+    (and a ``spot`` column: :func:`spot_nodes_cell`)."""
     memory = raw["memory_mib"] if "memory_mib" in raw.columns else [""] * len(raw)
+    spots = raw["spot"] if "spot" in raw.columns else [""] * len(raw)
     groups, seen = [], set()
-    for row, (vc, num, gpu_type, mib) in enumerate(zip(names, raw[count], raw["gpu_type"], memory)):
+    for row, (vc, num, gpu_type, mib, spot) in enumerate(zip(names, raw[count], raw["gpu_type"], memory, spots)):
         vc, num, gpu_type, mib = str(vc).strip(), str(num).strip(), str(gpu_type).strip().lower(), str(mib).strip()
         if not vc and not num:
             continue
@@ -246,5 +319,6 @@ def vc_types(raw: Any, names: Any, count: str, path: str | Path, gpus_per_node: 
             raise TraceError(path, f"memory must be a number of MiB, got {mib!r}", line=row + 2, field="memory_mib")
         seen.add((vc, gpu_type))
         groups.append(NodeGroup(vc, gpu_type, int(num), gpus_per_node,
-                                float(mib) if mib else float(GPU_MEMORY_MIB.get(gpu_type, 0))))
+                                float(mib) if mib else float(GPU_MEMORY_MIB.get(gpu_type, 0)),
+                                spot_nodes_cell(spot, int(num), path, row + 2)))
     return ClusterSpec(tuple(groups), str(path))

@@ -148,8 +148,8 @@ def test_a_guaranteed_job_too_large_for_the_nodes_off_spot_is_refused_naming_its
 
 
 def test_what_spot_nodes_are_not_modelled_with_is_refused_in_words():
-    with pytest.raises(ConfigError, match="nodes fail too"):
-        run([("a", 8, 0, 100, True)], node_mtbf=86_400)
+    with pytest.raises(ConfigError, match="--spare-nodes"):
+        run([("a", 8, 0, 100, True)], spare_nodes=1, node_mtbf=86_400)
     with pytest.raises(ConfigError, match="policy sjf-bsbf shares GPUs"):
         run([("a", 8, 0, 100, True)], policy="sjf-bsbf")
 

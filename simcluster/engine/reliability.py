@@ -9,7 +9,11 @@ its results are those of before.
 outages in time order (:meth:`~simcluster.faults.FailureModel.outages`) and calls ``down`` and ``up`` for the
 server concerned: nodes that never fail cost nothing.  The model's nodes are *servers*: the cluster's nodes
 (*slots*) hold servers 0 … N−1 at the start, the K spares are servers N … N+K−1.  A fault stops every job on
-the slot that holds the server; a job on several nodes stops whole.
+the slot that holds the server; a job on several nodes stops whole.  Every fault of a slot is told to the
+simulation as it strikes, even where the slot's node is down already for a spot reclaim
+(:meth:`~simcluster.engine.simulation.Simulation.node_down` records both): the node comes back only once both ended,
+and the replay's own count of the slots it holds down (``down_slots``, ``up_gpus``) never reads the node's state,
+which a reclaim changes too.
 
 **Spares.** When a spare is ready, it takes the failed server's slot: the slot's jobs keep their GPUs, lose
 what they did since their last checkpoint and resume after ``--spare-swap`` plus ``--restart-cost`` seconds
@@ -207,7 +211,7 @@ class Reliability:
         self.fault_times: dict[int, deque[float]] = {}
         self.excluded: dict[int, tuple[float, str]] = {}  # server → when, and where it was
         self.faults = self.swaps = self.spare_faults = 0
-        self.down_slots = 0
+        self.down_slots: set[int] = set()  # slots the replay told the simulation are down (not a node only reclaimed)
         self.replacement = _replacement_of(sim, config)
         self.up_gpus: dict[str, int] = {}  # VC → GPUs of its slots up (what a run that may never end watches)
         for node in self.slots:
@@ -395,9 +399,8 @@ class Reliability:
             self._fill(slot)  # the spare takes the slot at once: its jobs keep their GPUs and wait for the swap
             self.sim.swap_out(node, jobs, self.swap_s)
             return
-        if node.up:
-            self.sim.node_down(node)
-            self.up_gpus[node.vc.name] -= node.gpu_count
+        if slot not in self.down_slots:  # (a node down for a reclaim only: the fault is recorded now, not later)
+            self._slot_down(slot)
         self.seating.pop(slot, None)  # (a spare that failed while swapped in: the swap is void)
         if self.pool:
             self._fill(slot)
@@ -438,7 +441,7 @@ class Reliability:
         self.slot_of[spare] = slot
         self.holds[slot] = spare
         self.swaps += 1
-        if self.slots[slot].up:
+        if slot not in self.down_slots:
             return
         self.seating[slot] = spare
 
@@ -450,10 +453,20 @@ class Reliability:
 
         self.sim.call_after(self.swap_s, seated)
 
-    def _slot_up(self, slot: int) -> None:
-        self.waiting.pop(slot, None)
+    def _slot_down(self, slot: int) -> None:
+        """Tell the simulation ``slot``'s node failed, whether it is up or reclaimed (it then stays down for both)."""
         node = self.slots[slot]
-        if not node.up:
+        self.down_slots.add(slot)
+        self.sim.node_down(node)
+        self.up_gpus[node.vc.name] -= node.gpu_count
+
+    def _slot_up(self, slot: int) -> None:
+        """``slot``'s fault ended (repaired, or a spare seated): the simulation hears of it where it was told of
+        the fault; the node is up again unless a reclaim still holds it."""
+        self.waiting.pop(slot, None)
+        if slot in self.down_slots:
+            self.down_slots.discard(slot)
+            node = self.slots[slot]
             self.up_gpus[node.vc.name] += node.gpu_count
             self.sim.node_up(node)
 
@@ -916,7 +929,7 @@ class FinishChance:
         self.reliability = reliability
         self._on: bool | None = None  # (worked out at the first question: the run's policy is made by then)
         config = reliability.config
-        # (spot nodes' reclaims would evict too, but a run with spot nodes has no node failures)
+        # (spot nodes' reclaims only add interruptions: a bound counting faults alone stays an upper bound)
         self.evicts_any = config.evict == "lower-priority"
         self.evicts_preemptible = config.evict == "preemptible"
 

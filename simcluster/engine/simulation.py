@@ -232,6 +232,7 @@ class Simulation(JobLife):
         self._policy_on_epoch = implements(self.policy, Policy, "on_epoch")
         self._whole_seconds = config.progress_rounding == "seconds"
         self._preempted = {}  # the policy's preemption causes, one record per (overhead, moving): JobLife.preempt
+        self._down_for: dict[Node, set[str]] = {}  # why each node is down, while it is: node_down, node_up
         if self.policy.elastic and (bare := next((j for j in jobs if j.elastic is None), None)) is not None:
             raise ValueError(f"{self.label} resizes jobs while they run: job {bare.job_id} has no scaling "
                              "model (simcluster.elastic.work.attach_models gives a trace's jobs theirs)")
@@ -453,16 +454,22 @@ class Simulation(JobLife):
             self._pass_due = True
             self._call_at(0.0, self._scheduler_pass, LATE)
 
-    def node_down(self, node: Node) -> None:
-        """``node`` failed: each of its jobs goes on at once on free nodes of its domain where the run replaces failed
-        nodes and finds some (:class:`~simcluster.engine.failures.DomainReplacement`), else back to its queue."""
-        replacement = self._replacement
-        for job in list(node.jobs):
-            plan = replacement.replace(job, node) if replacement is not None else None
-            self.interrupt(job, NodeFailed(node.name) if plan is None else Replaced(node.name, plan))
-        node.set_up(False)
-        for hook in self._on_node_down:
-            hook(node.name, self.clock())
+    def node_down(self, node: Node, reclaim: bool = False) -> None:
+        """``node`` failed (``reclaim``: its provider took it back, a spot node): each of its jobs goes on at once on
+        free nodes of its domain where the run replaces failed nodes and finds some
+        (:class:`~simcluster.engine.failures.DomainReplacement`), else back to its queue.  A node down for a fault
+        and a reclaim at once loses its jobs once, as it goes down, and comes back when both have ended
+        (:meth:`node_up`).  Observers hear of faults only: a reclaim is the spot feature's to count."""
+        self._down_reasons(node).add("reclaim" if reclaim else "fault")
+        if node.up:
+            replacement = self._replacement
+            for job in list(node.jobs):
+                plan = replacement.replace(job, node) if replacement is not None else None
+                self.interrupt(job, NodeFailed(node.name) if plan is None else Replaced(node.name, plan))
+            node.set_up(False)
+        if not reclaim:
+            for hook in self._on_node_down:
+                hook(node.name, self.clock())
 
     def swap_out(self, node: Node, jobs: list[Job], pause: float) -> None:
         """A spare took failed ``node``'s place: its ``jobs`` go back to their checkpoints where they run."""
@@ -476,11 +483,24 @@ class Simulation(JobLife):
         """Call ``call`` ``delay`` seconds from now (a spare seated in a vacant node)."""
         self._call_at(delay, call)
 
-    def node_up(self, node: Node) -> None:
-        node.set_up(True)
-        for hook in self._on_node_up:
-            hook(node.name, self.clock())
-        self._request_pass(node.vc)
+    def node_up(self, node: Node, reclaim: bool = False) -> None:
+        """``node``'s fault is repaired (``reclaim``: its provider gave it back): up again, and a pass asked for in
+        its VC, unless it is still down for the other reason (:meth:`node_down`)."""
+        reasons = self._down_reasons(node)
+        reasons.discard("reclaim" if reclaim else "fault")
+        back = not reasons
+        if back:
+            del self._down_for[node]
+            node.set_up(True)
+        if not reclaim:
+            for hook in self._on_node_up:
+                hook(node.name, self.clock())
+        if back:
+            self._request_pass(node.vc)
+
+    def _down_reasons(self, node: Node) -> set[str]:
+        """Why ``node`` is down now: ``fault``, ``reclaim`` (kept only while it is down)."""
+        return self._down_for.setdefault(node, set())
 
     # --- placing -------------------------------------------------------------
     def try_start(self, job: Job, vc: VirtualCluster) -> bool:

@@ -1,16 +1,18 @@
 """Spot nodes in the engine: where jobs may be placed, reclaims that take nodes away, and what they cost.
 
-A VC's spot nodes are its last K nodes.  Each such VC gets two :class:`NodeSubset` pools, its spot nodes and its
-other (on-demand) nodes, kept up to date by the nodes themselves (a node files its free count in its pool as it does
+A VC's spot nodes are its last K nodes, or those a spot column names.  Each such VC gets two :class:`NodeSubset`
+pools, its spot nodes and its other (on-demand) nodes, and so does each GPU type's pool of a VC of several types
+(:func:`split_pools`), kept up to date by the nodes themselves (a node files its free count in its pool as it does
 in its VC: :class:`~simcluster.cluster.Node`), so a placement searches either at the cost it searches the VC.
-:class:`SpotPlacement` wraps the run's placement: a preemptible job tries the spot nodes first, then the whole VC; a
-guaranteed job the on-demand nodes only (``--spot-jobs any``: then the whole VC).  Kueue does the same with a spot
-ResourceFlavor whose taint guaranteed workloads do not tolerate.
+:class:`SpotPlacement` wraps the run's placement: a preemptible job tries the spot nodes first, then the whole VC (or
+type); a guaranteed job the on-demand nodes only (``--spot-jobs any``: then the whole VC).  Kueue does the same with
+a spot ResourceFlavor whose taint guaranteed workloads do not tolerate.
 
 Reclaims are a failure model's outages (the fault model's machinery: a rate per spot node, or a replayed log) over
-the spot nodes, replayed by one SimPy process (:meth:`SpotCapacity.reclaims`): at a reclaim every job on the node
-is evicted (:class:`~simcluster.engine.causes.Evicted`: it loses its work since its last checkpoint and waits again
-in its queue), owes the eviction cost, and the node is down until its return.
+the spot nodes, replayed by one SimPy process (:meth:`SpotCapacity.reclaims_process`): at a reclaim every job on the
+node is evicted (:class:`~simcluster.engine.causes.Evicted`: it loses its work since its last checkpoint and waits
+again in its queue), owes the eviction cost, and the node is down until its return and, where it failed too, its
+repair (:meth:`~simcluster.engine.simulation.Simulation.node_down` counts why a node is down).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Generator, Iterator
 from typing import TYPE_CHECKING, Any
 
-from simcluster.cluster import Fractions, Pool
+from simcluster.cluster import Fractions, Pool, VirtualCluster
 from simcluster.engine.causes import Evicted
 from simcluster.engine.reliability import replay_order
 from simcluster.metrics.observer import Observer
@@ -27,7 +29,7 @@ from simcluster.placement.base import Placement, Plan
 if TYPE_CHECKING:  # pragma: no cover
     import simpy
 
-    from simcluster.cluster import Cluster, Node, VirtualCluster
+    from simcluster.cluster import Cluster, Node
     from simcluster.engine.simulation import Simulation
     from simcluster.faults.models import FailureModel
     from simcluster.job import Job
@@ -51,27 +53,47 @@ class MemberNodes(list):
 
 
 class NodeSubset(Pool):
-    """Some nodes of a single-type VC as a pool of their own (the spot ones, or the others), at the VC's positions:
-    a node's bit is its bit in the VC, so ``node.slot`` keeps its meaning.  Its nodes file their free counts here
-    from now on (``node.pool``)."""
+    """Some nodes of a pool as a pool of their own (the spot ones, or the others), at the pool's positions: a
+    node's bit is its bit there (``node.index`` in a VC, ``node.slot`` in a GPU type's pool of a VC of several
+    types), so a placement's positions keep their meaning.
 
-    def __init__(self, vc: VirtualCluster, members: list[Node]) -> None:
-        self.gpu_type = vc.gpu_type
-        self.name = vc.name
-        self.nodes = MemberNodes(vc.nodes, {node.index for node in members})
-        self.gpus_per_node = vc.gpus_per_node
+    A VC of one type is its nodes' pool: its subsets take the nodes over (``node.pool``: they file their free counts
+    there, and the VC hears of them itself).  In a VC of several types each type's subsets take the nodes over and
+    pass each change on (``passed_to``) to the type's pool and to the VC's subset the node is in (:meth:`_move`),
+    whose subsets do not take them (``owns`` false)."""
+
+    def __init__(self, parent: Pool, members: list[Node], passed_to: tuple[Pool, NodeSubset] | None = None,
+                 owns: bool = True) -> None:
+        self.whole_vc = isinstance(parent, VirtualCluster)
+        self.gpu_type = parent.gpu_type
+        self.name = parent.name if isinstance(parent, VirtualCluster) else passed_to[1].name if passed_to else ""
+        self.nodes = MemberNodes(parent.nodes, {self.position(node) for node in members})
+        self.gpus_per_node = parent.gpus_per_node
         self.total_gpus = sum(node.gpu_count for node in members)
         self.free_gpus = sum(node.free_gpus for node in members)
         self.fractions = Fractions()
-        self.topology_levels, self.topology_block_sizes = vc.topology_levels, vc.topology_block_sizes
+        self.topology_levels, self.topology_block_sizes = parent.topology_levels, parent.topology_block_sizes
         self.free_log = None
         self.buckets = [0] * (self.gpus_per_node + 1)
-        self.pools, self.gpu_types, self.fastest_first = {self.gpu_type: self}, (self.gpu_type,), (self.gpu_type,)
+        self.pools: dict[str, Pool] = {self.gpu_type: self}
+        self.gpu_types = getattr(parent, "gpu_types", (self.gpu_type,))  # (a type's pool has one)
+        self.fastest_first = getattr(parent, "fastest_first", self.gpu_types)
+        self.passed_to = passed_to  # (a type's subset: its type's pool, the VC's subset)
         for node in members:
-            assert node.pool is vc and node.slot == node.index, "spot nodes: a single-type VC's nodes"
-            node.pool = self
             if node.bucket is not None:
-                self.buckets[node.bucket] |= node.bit
+                self.buckets[node.bucket] |= 1 << self.position(node)
+            if owns:
+                node.pool = self
+
+    def position(self, node: Node) -> int:
+        return node.index if self.whole_vc else node.slot
+
+    def _move(self, position: int, before: int | None, after: int | None) -> None:
+        super()._move(position, before, after)
+        if self.passed_to is not None:
+            pool, vc_subset = self.passed_to
+            pool._move(position, before, after)
+            vc_subset._move(self.nodes[position].index, before, after)
 
 
 class SpotPlacement(Placement):
@@ -106,7 +128,7 @@ class SpotPlacement(Placement):
         >>> from simcluster.cluster import Cluster
         >>> from simcluster.job import Job
         >>> from simcluster.placement.consolidate import Consolidate
-        >>> capacity = SpotCapacity({"a": 1}, None, 0.0, False, 3600.0, 0, 0.0)
+        >>> capacity = SpotCapacity({"a": [1]}, None, 0.0, False, 3600.0, 0, 0.0)
         >>> placement = capacity.wrap(Consolidate(), Cluster({"a": 2}, 8))
         >>> guaranteed = Job(index=0, job_id="g", vc="a", gpu_num=8, submit_time=0, duration=60)
         >>> [placement.may_use(guaranteed, node) for node in capacity.nodes], placement.may_use(guaranteed, None)
@@ -127,17 +149,52 @@ class SpotPlacement(Placement):
         return None
 
 
+def split_pools(vc: VirtualCluster, spot: list[Node]) -> dict[Pool, tuple[NodeSubset, NodeSubset]]:
+    """``vc``'s pools each as (its spot nodes, its others): the VC itself and, in a VC of several GPU types, each
+    type's pool, whose subsets are the VC subsets' pools of that type (what a placement that chooses types searches).
+
+    >>> from simcluster.cluster import VirtualCluster
+    >>> vc = VirtualCluster("c", groups=[("v100", 2, 4, 16384), ("k80", 2, 4, 12288)])
+    >>> split = split_pools(vc, [vc.nodes[1], vc.nodes[3]])  # (the last node of each type)
+    >>> spot, others = split[vc]
+    >>> [n.name for n in spot.nodes], [n.name for n in spot.pools["k80"].nodes], spot.free_gpus
+    (['c/n1', 'c/n3'], ['c/n3'], 8)
+    >>> _ = vc.nodes[3].allocate(object(), 3)  # (a k80 spot node: its type's subsets, pool and the VC hear of it)
+    >>> spot.free_gpus, spot.pools["k80"].free_gpus, vc.pools["k80"].free_gpus, others.free_gpus, vc.free_gpus
+    (5, 1, 5, 8, 13)
+    """
+    taken = {id(node) for node in spot}
+    others = [node for node in vc.nodes if id(node) not in taken]
+    one_type = len(vc.pools) == 1
+    whole = NodeSubset(vc, spot, owns=one_type), NodeSubset(vc, others, owns=one_type)
+    split: dict[Pool, tuple[NodeSubset, NodeSubset]] = {vc: whole}
+    if one_type:
+        return split
+    for gpu_type, pool in vc.pools.items():
+        halves = []
+        for vc_subset, members in zip(whole, (spot, others)):
+            subset = NodeSubset(pool, [node for node in members if node.gpu_type == gpu_type], (pool, vc_subset))
+            vc_subset.pools[gpu_type] = subset
+            halves.append(subset)
+        split[pool] = (halves[0], halves[1])
+    for vc_subset in whole:
+        del vc_subset.pools[vc_subset.gpu_type]  # (a VC of several types: its subsets' pools are by type only)
+    return split
+
+
 class SpotCapacity(Observer):
     """One simulation's spot nodes: the placement that keeps jobs where they may run, the process that reclaims
-    nodes, and what it all cost (the feature's figures).  ``counts``: spot nodes per VC (its last ones);
-    ``model``: what reclaims them (None: nothing does)."""
+    nodes, and what it all cost (the feature's figures).  ``positions``: spot nodes per VC, by their positions
+    there; ``model``: what reclaims them (None: nothing does)."""
 
-    def __init__(self, counts: dict[str, int], model: FailureModel | None, cost: float, guaranteed_anywhere: bool,
-                 horizon: float, seed: int, start: float) -> None:
-        self.counts, self.model, self.cost = counts, model, cost
+    def __init__(self, positions: dict[str, list[int]], model: FailureModel | None, cost: float,
+                 guaranteed_anywhere: bool, horizon: float, seed: int, start: float) -> None:
+        self.positions, self.model, self.cost = positions, model, cost
         self.guaranteed_anywhere, self.horizon, self.seed = guaranteed_anywhere, horizon, seed
         self.nodes: list[Node] = []  # the spot nodes, VC by VC, the order of the model's servers
         self._spot: set[int] = set()  # their ids
+        self._by_name: dict[str, Node] = {}
+        self._down: set[int] = set()  # ids of the spot nodes counted down (reclaimed, failed, or both)
         self.reclaims = self.returns = self.evictions = 0
         self.gpu_seconds_lost = 0.0
         self.evicted: dict[Job, int] = {}  # job → its evictions by reclaims
@@ -150,15 +207,16 @@ class SpotCapacity(Observer):
     def wrap(self, placement: Placement, cluster: Cluster) -> Placement:
         """The run's placement wrapped (:class:`SpotPlacement`), each VC's spot nodes split off as it starts."""
         split = {}
-        for name, count in self.counts.items():
+        for name, positions in self.positions.items():
             vc = cluster.vcs[name]
-            count = min(count, len(vc.nodes))  # (a policy may have taken some of the VC's last nodes for itself)
-            if count <= 0:
-                continue
-            spot = vc.nodes[len(vc.nodes) - count:]
-            split[vc] = (NodeSubset(vc, spot), NodeSubset(vc, vc.nodes[:len(vc.nodes) - count]))
-            self.nodes += spot
+            # (a policy may have taken some of the VC's last nodes for itself)
+            spot = [vc.nodes[i] for i in positions if i < len(vc.nodes)]
+            if spot:
+                split |= split_pools(vc, spot)
+                self.nodes += spot
         self._spot = {id(node) for node in self.nodes}
+        self._by_name = {node.name: node for node in self.nodes}
+        self._down = {id(node) for node in self.nodes if not node.up}
         self._up = sum(node.gpu_count for node in self.nodes if node.up)
         return SpotPlacement(placement, split, self.guaranteed_anywhere)
 
@@ -178,9 +236,8 @@ class SpotCapacity(Observer):
 
     def reclaim(self, sim: Simulation, node: Node) -> None:
         """The provider takes ``node``: its jobs are evicted (their work since their checkpoint lost, the eviction
-        cost owed), then it is down."""
-        if not node.up:
-            return
+        cost owed), then it is down.  A node down for a fault has no jobs left to evict: the reclaim is counted, and
+        the node comes back only once both have ended (:meth:`~simcluster.engine.simulation.Simulation.node_up`)."""
         self.reclaims += 1
         for job in list(node.jobs):
             lost = job.lost_work
@@ -190,16 +247,30 @@ class SpotCapacity(Observer):
             self.evicted[job] = self.evicted.get(job, 0) + 1
             if self.cost:
                 job.owe(self.cost)
-        self._count_up(sim.clock(), -node.gpu_count)
-        sim.node_down(node)
+        sim.node_down(node, reclaim=True)
+        self._sync(node, sim.clock())
 
     def give_back(self, sim: Simulation, node: Node) -> None:
-        """``node`` returns: up again, and a pass asked for in its VC."""
-        if node.up:
-            return
+        """``node`` returns: up again, and a pass asked for in its VC, unless a fault still holds it down."""
         self.returns += 1
-        self._count_up(sim.clock(), node.gpu_count)
-        sim.node_up(node)
+        sim.node_up(node, reclaim=True)
+        self._sync(node, sim.clock())
+
+    def _sync(self, node: Node, now: float) -> None:
+        """Count ``node``'s GPUs up or down as it now is (a reclaim, a return, or a fault of a spot node)."""
+        if node.up == (id(node) in self._down):
+            if node.up:
+                self._down.discard(id(node))
+            else:
+                self._down.add(id(node))
+            self._count_up(now, node.gpu_count if node.up else -node.gpu_count)
+
+    def on_node_down(self, node_name: str, now: float) -> None:  # (faults: reclaims sync themselves)
+        node = self._by_name.get(node_name)
+        if node is not None:
+            self._sync(node, now)
+
+    on_node_up = on_node_down
 
     # --- the spot GPUs' use over time (observer hooks) --------------------------------------------------------
     def _advance(self, now: float) -> None:

@@ -44,8 +44,8 @@ class Observer:
     def on_move(self, job: Job, now: float) -> None: ...  # sent to another partition's queue (lucid's profiler)
     def on_speed(self, job: Job, now: float) -> None: ...  # a running job's speed changed (sharing, an epoch's end)
     def on_resize(self, job: Job, now: float) -> None: ...  # an elastic job's GPUs or batch changed while it ran
-    def on_node_down(self, node_name: str, now: float) -> None: ...
-    def on_node_up(self, node_name: str, now: float) -> None: ...
+    def on_node_down(self, node_name: str, now: float) -> None: ...  # a fault (a spot reclaim is not told)
+    def on_node_up(self, node_name: str, now: float) -> None: ...  # its repair (the node may stay reclaimed)
     def on_swap(self, node_name: str, now: float) -> None: ...  # a hot spare took a failed node's place
     def on_sample(self, now: float, used_gpus: int, shared_gpus: int, running: int, pending: int) -> None: ...
 
@@ -153,7 +153,15 @@ def numbers(values: array) -> np.ndarray | array:
 
 class NodeFailures(Observer):
     """Counts node failures (what a run needs from its observers besides the timeline: its finished
-    jobs it takes from the jobs themselves afterwards, so no hook is called as each job finishes)."""
+    jobs it takes from the jobs themselves afterwards, so no hook is called as each job finishes): ``summary.json``'s
+    ``node_failures``.  Faults only: the engine tells observers of no spot reclaim (``spot.reclaims`` counts them),
+    and of a fault that struck a reclaimed node as that reclaim ends or at its repair
+    (:meth:`~simcluster.engine.simulation.Simulation.node_up`).
+
+    >>> failures = NodeFailures()
+    >>> failures.on_node_down("a/n0", 5.0); failures.count
+    1
+    """
 
     def __init__(self) -> None:
         self.count = 0
@@ -172,5 +180,5 @@ class FinishedJobs(Observer):
     def on_finish(self, job: Job, now: float) -> None:
         self.jobs.append(job)
 
-    def on_node_down(self, node_name: str, now: float) -> None:
+    def on_node_down(self, node_name: str, now: float) -> None:  # (faults only, as NodeFailures)
         self.node_failures += 1

@@ -58,15 +58,15 @@ def has_spot_nodes(config: Any) -> bool:
     return spot_count(getattr(config, "spot_nodes", ""))[0] > 0
 
 
-WITH_SPOT = Reader(lambda run: has_spot_nodes(run.config), error=True, who="runs with spot nodes (--spot-nodes)")
-
-
-@settings_group(SPOT, reads=WITH_SPOT)
+# (read wherever given: a run's spot nodes may come from its cluster's spot column, which a reader does not see; the
+# feature refuses them in words where the run has none)
+@settings_group(SPOT, reads=Reader(lambda run: True))
 class SpotOptions:
     spot_nodes: str = setting(
         "", "Spot nodes: this many nodes of each VC (its last ones), or a share of each VC's nodes (25%, rounded "
-        "down), are capacity the provider may reclaim (--spot-reclaims). By default only preemptible jobs (a trace "
-        "column preemptible) run on them, spot nodes first (--spot-jobs).",
+        "down), are capacity the provider may reclaim (--spot-reclaims); or a spot column of the VC config or node "
+        "list names them. By default only preemptible jobs (a trace column preemptible) run on them, spot nodes "
+        "first (--spot-jobs).",
         reads=Reader(lambda run: True), parse=spot_count,
     )
     spot_reclaims: str = setting(

@@ -31,10 +31,21 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from simcluster.cluster_spec import ClusterSpec, load_node_list, vc_types
+from simcluster.cluster_spec import (
+    DEFAULT_GPU_TYPE,
+    ClusterSpec,
+    NodeGroup,
+    load_node_list,
+    spot_nodes_cell,
+    vc_types,
+)
 from simcluster.errors import TraceError
 from simcluster.traces.csvfile import read_csv
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 MAX_GPUS = 1_000_000
 NODE_COLUMNS = ("num", "node num")
@@ -53,8 +64,9 @@ def load_vc_config(path: str | Path, gpus_per_node: int = 8) -> dict[str, int]:
 
 def read_vc_config(path: str | Path, gpus_per_node: int = 8) -> tuple[dict[str, int], ClusterSpec | None]:
     """Nodes per VC (as :func:`load_vc_config`), and with a ``gpu_type`` column (``vc,num,gpu_type
-    [,memory_mib]``) the VCs' nodes by GPU type as a spec (:func:`~simcluster.cluster_spec.vc_types`);
-    None without one."""
+    [,memory_mib]``) the VCs' nodes by GPU type as a spec (:func:`~simcluster.cluster_spec.vc_types`), or with a
+    ``spot`` column alone (how many of a VC's nodes are spot nodes) its untyped nodes as a spec; None without
+    either."""
     path = Path(path)
     raw = read_csv(path)
     raw.columns = [str(c).strip() for c in raw.columns]
@@ -82,7 +94,18 @@ def read_vc_config(path: str | Path, gpus_per_node: int = 8) -> tuple[dict[str, 
                               line=line, field=count)
     if not nodes:
         raise TraceError(path, "no virtual clusters defined")
-    return nodes, (vc_types(raw, names, count, path, gpus_per_node) if "gpu_type" in raw.columns else None)
+    if "gpu_type" in raw.columns:
+        return nodes, vc_types(raw, names, count, path, gpus_per_node)
+    return nodes, (_spot_spec(raw, names, count, path, gpus_per_node) if "spot" in raw.columns else None)
+
+
+def _spot_spec(raw: pd.DataFrame, names: pd.Series, count: str, path: Path, gpus_per_node: int) -> ClusterSpec:
+    """A VC config without GPU types but with a ``spot`` column, as a spec of untyped nodes whose last ``spot`` of
+    each VC are spot nodes (its other columns checked by :func:`read_vc_config`)."""
+    groups = [NodeGroup(str(vc), DEFAULT_GPU_TYPE, int(str(num).strip()), gpus_per_node, 0.0,
+                        spot_nodes_cell(spot, int(str(num).strip()), path, i + 2))
+              for i, (vc, num, spot) in enumerate(zip(names, raw[count], raw["spot"])) if vc or str(num).strip()]
+    return ClusterSpec(tuple(groups), str(path))
 
 
 def offered_load(gpu_seconds: float, gpus: int, span: float) -> float | None:
