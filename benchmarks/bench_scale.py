@@ -450,7 +450,9 @@ def run_series(args: argparse.Namespace, console: Console) -> None:
                               "timeout_s": args.series_timeout, "left_out": left_out, "shapes": {}}
     plan = [(shape, series_sizes(args.series_sizes, shape)) for shape in series_shapes(args.series_shapes)]
     if "lucid" in policies:  # its packing model is trained once per tables and kept (simcluster.models.cache)
-        series_run(SHAPES["sharing"].spec(64, 100), "lucid", args.series_timeout)
+        warm_up = series_run(SHAPES["sharing"].spec(512, 750), "lucid", args.series_timeout)  # (its jobs fit 512)
+        if not isinstance(warm_up, dict):
+            raise SystemExit(f"lucid's warm-up run {warm_up}")
         console.print("[dim]lucid's packing model trained once before the series, as a user's second run finds it "
                       "(simcluster.models.cache)[/]")
     for shape, sizes in plan:  # every shape's sizes checked before the first run

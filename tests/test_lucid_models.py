@@ -186,3 +186,20 @@ def test_explain_refuses_an_unknown_boosting_naming_the_choices(tmp_path):
     assert result.exit_code == 2
     assert "boosting" in result.output and "fast, interpret" in result.output
     assert not (tmp_path / "explain.json").exists()
+
+
+
+def test_a_jobs_memory_reaches_its_packing_score_not_the_first_jobs_of_its_workload():
+    """The score is cached per workload, GPUs *and* memory: the memory is a feature of the profile classified, so a
+    second job of the same workload with other memory gets its own answer (before, the first job's)."""
+    from simcluster.job import Workload
+    from simcluster.models.packing import FEATURES as PROFILE
+
+    class ByMemory:  # a classifier that reads only the profile's memory, as a model trained on it may
+        def classify(self, features):
+            return 2 if features[PROFILE.index("gmem")] > 20_000 else 0
+
+    model = PackingModel(synthetic_tables())
+    model._predict = ByMemory()
+    workload = Workload(synthetic_tables().single["model"].iloc[0], "d", 32, 0)
+    assert [model.score(workload, 1, m) for m in (8_000.0, 40_000.0, 8_000.0)] == [0, 2, 0]

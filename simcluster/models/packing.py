@@ -138,7 +138,7 @@ class PackingModel:
 
     def score(self, workload: Workload, gpus: int, memory: float = 0.0) -> int:
         """0 (shares well), 1 or 2 (shares badly)."""
-        key = (workload, gpus)
+        key = (workload, gpus, memory)  # (the memory is a feature of the profile it is read from)
         cached = self._cache.get(key)
         if cached is None:
             if self._predict is None:  # every measured configuration got one label (or none was measured)

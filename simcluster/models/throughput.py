@@ -72,8 +72,9 @@ class SubmissionSeries:
         return self.counts[i] if 0 <= i < len(self.counts) else math.nan
 
     def _sum(self, start: int, n: int) -> float:
-        values = [self._at(b) for b in range(start, start + n)]
-        return math.nan if any(math.isnan(v) for v in values) else sum(values)
+        """The sum of ``n`` bins from bin ``start`` on, added in order (NaN unless the series holds them all)."""
+        i = start - self.first
+        return sum(self.counts[i:i + n]) if 0 <= i and i + n <= len(self.counts) else math.nan
 
     def features(self, b: int) -> tuple[Any, ...]:
         """What is known at the start of bin ``b`` (NaN where the series does not reach)."""
@@ -84,6 +85,17 @@ class SubmissionSeries:
     def next_hour(self, b: int) -> float:
         """The truth a forecast at bin ``b`` aims at (NaN if not yet known)."""
         return self._sum(b, HOUR)
+
+    def training_rows(self, upto: int) -> int:
+        """How many rows :meth:`training_frame` gives: the bins whose next hour lies inside the series
+        before bin ``upto`` (the series' counts are never NaN, so a target is known exactly there).
+
+        >>> series = SubmissionSeries(10, np.ones(30))
+        >>> [(series.training_rows(upto), len(series.training_frame(upto)[0])) for upto in (12, 30, 40, 99)]
+        [(0, 0), (9, 9), (19, 19), (19, 19)]
+        """
+        last = min(upto, self.first + len(self.counts)) - HOUR  # the last bin whose next hour is known
+        return max(0, last - (self.first + HOUR) + 1)
 
     def training_frame(self, upto: int) -> tuple[pd.DataFrame, np.ndarray]:
         """Features and targets of every bin whose next hour ends before bin ``upto``.
@@ -151,9 +163,10 @@ class ThroughputForecaster:
             self.train(train_until)
 
     def train(self, upto: int) -> None:
-        rows, targets = self.series.training_frame(upto)
-        if len(rows) < DAY or len(rows) < self.trained_on * (1.0 + self.retrain_growth):
+        known = self.series.training_rows(upto)  # (counted before the frame is built: most calls stop here)
+        if known < DAY or known < self.trained_on * (1.0 + self.retrain_growth):
             return  # too little to learn from, or too little new since the last training
+        rows, targets = self.series.training_frame(upto)
         self._high = None
         self.model = fit_throughput_model(rows, targets, self.seed, self.boosting)
         self._predict = AdditivePredictor(self.model)
