@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 import highspy
 import numpy as np
@@ -77,6 +78,7 @@ def stacked(constraints: list[LinearConstraint]) -> tuple[Columns, np.ndarray, n
 
 
 _SOLVER: list[highspy.Highs] = []  # one HiGHS instance per process, reused: building one costs ~0.5 ms
+_MODE: list[bool] = []  # the ``central`` its options were last set for
 
 
 def quiet_highs() -> highspy.Highs:
@@ -114,9 +116,12 @@ def run_highs(cost: np.ndarray, columns: tuple[np.ndarray, np.ndarray, np.ndarra
         solver = quiet_highs()
         solver.setOptionValue("presolve", "off")
         _SOLVER.append(solver)
+        _MODE.clear()
     solver = _SOLVER[0]
-    solver.setOptionValue("solver", "ipm" if central else "choose")
-    solver.setOptionValue("run_crossover", "off" if central else "on")
+    if _MODE != [central]:  # (setting an option HiGHS already holds changes nothing, but costs a call)
+        solver.setOptionValue("solver", "ipm" if central else "choose")
+        solver.setOptionValue("run_crossover", "off" if central else "on")
+        _MODE[:] = [central]
     solver.passModel(lp)
     solver.run()
     if solver.getModelStatus() != highspy.HighsModelStatus.kOptimal:
@@ -264,6 +269,35 @@ def max_min(inp: AllocationInput, coef: np.ndarray, pair_subset: np.ndarray | No
     return prog.allocation(x), float(x[-1])
 
 
+class Memo:
+    """The last ``size`` answers by key, oldest dropped first: HiGHS' answer depends only on the model passed (each
+    call passes a new one), so an LP asked again is answered as HiGHS answered it, without solving it.
+
+    >>> memo = Memo(2)
+    >>> memo.put(b"a", 1); memo.put(b"b", 2); memo.put(b"c", 3)
+    >>> memo.get(b"a"), memo.get(b"c"), memo.hits
+    (None, 3, 1)
+    """
+
+    def __init__(self, size: int) -> None:
+        self.size, self.hits = size, 0
+        self.answers: dict[bytes, Any] = {}
+
+    def get(self, key: bytes) -> Any:
+        answer = self.answers.get(key)
+        self.hits += answer is not None
+        return answer
+
+    def put(self, key: bytes, answer: Any) -> None:
+        if len(self.answers) >= self.size:
+            del self.answers[next(iter(self.answers))]
+        self.answers[key] = answer
+
+
+# the class LPs of max-min fairness, by their inputs: the same job classes and counts recur as jobs come and go
+CLASS_SOLUTIONS = Memo(64)
+
+
 def _max_min_classes(inp: AllocationInput, coef: np.ndarray, central: bool = False) -> tuple[Allocation, float]:
     """The single-job max-min LP over *classes* of interchangeable jobs (same coefficients and scale).
 
@@ -299,8 +333,12 @@ def _max_min_classes(inp: AllocationInput, coef: np.ndarray, central: bool = Fal
     start = cat((np.arange(0, 3 * N + 1, 3), [3 * N + k]))
     upper = cat((np.ones(k), inp.capacity, np.zeros(k)))
     cost = cat((-tie_break(central) * (kc * counts[:, None]).ravel() / max(inp.n, 1), [-1.0]))
-    solution = run_highs(cost, (start, index, value), np.full(2 * k + m, -np.inf), upper, np.zeros(N + 1),
-                         cat(((kc.ravel() > 0).astype(float), [np.inf])), central)
+    key = b"".join((bytes([central]), kc.tobytes(), counts.tobytes(), scale.tobytes(), inp.capacity.tobytes()))
+    solution = CLASS_SOLUTIONS.get(key)
+    if solution is None:
+        solution = run_highs(cost, (start, index, value), np.full(2 * k + m, -np.inf), upper, np.zeros(N + 1),
+                             cat(((kc.ravel() > 0).astype(float), [np.inf])), central)
+        CLASS_SOLUTIONS.put(key, solution)
     if solution is None:
         raise LPFailed("max-min fairness LP found no solution")
     x = np.clip(solution, 0.0, 1.0)

@@ -34,8 +34,10 @@ solo throughput, and the pair leaves the allocation.
 What a pass costs (issue 55): the mid-round fill and the round's plan read per-slot arrays of the active jobs
 (no walk of every job in Python); runs that node failures ended are looked for among the jobs that left GPUs
 since the last pass (``on_run_stop``), not among every run; a reset touches the active jobs' rows only; the
-jobs' remaining work is worked out only for the policies that read it (``reads_remaining``).  Each of these
-decides as the plain walk did (tests/test_gavel_scale.py holds them to it).
+jobs' remaining work is worked out only for the policies that read it (``reads_remaining``).  FIFO's mid-round
+fill reads the active rows a block at a time up to the waiting head, and a round's plan takes a GPU type's
+ranked entries at once when all of them fit (``Rounds._all_fit``) instead of walking them.  Each of these
+decides as the plain walk did (tests/test_gavel_scale.py and tests/test_gavel_scale7.py hold them to it).
 
 Where we differ from Gavel's simulator by default, :class:`~simcluster.policies.gavel.mechanism.Mechanism`
 holds the switch (the ``gavel`` preset sets Gavel's):
@@ -487,24 +489,57 @@ class Rounds:
         taken: set[int] = set()
         plan: list[tuple[Key, int]] = []
         fifo = self.policy.fifo
+        slots, needs = idxs.tolist(), need.tolist()  # (Python floats: the same sums, read faster)
         for j in order:
-            left = self.cap[j]
+            left = float(self.cap[j])
             valid = runnable[:, j].copy()
             valid[pair_rows:] &= A[pair_rows:, j] > 0  # pairs only where the allocation puts them
             rows = np.flatnonzero(valid)
             if fifo:
                 rows = rows[P[rows, j] > 0]
             ranked = rows[np.lexsort((-A[rows, j], -D[rows, j], -P[rows, j]))]
+            if len(ranked) and ranked.max() < pair_rows and self._all_fit(ranked, left, need, smallest, slots, taken):
+                left = float(np.subtract.accumulate(np.concatenate(([left], need[ranked])))[-1])
+                placed = [slots[r] for r in ranked.tolist()]
+                taken.update(placed)
+                plan.extend(((s,), j) for s in placed)
+                continue
             for r in ranked.tolist():
                 if left < 1e-9 or left + 1e-9 < smallest:
                     break
-                key = (int(idxs[r]),) if r < pair_rows else pair_keys[r - pair_rows]
-                if need[r] > left + 1e-9 or any(i in taken for i in key):
+                if needs[r] > left + 1e-9:
                     continue
-                left -= need[r]
-                taken.update(key)
+                if r < pair_rows:
+                    if slots[r] in taken:
+                        continue
+                    key: Key = (slots[r],)
+                    taken.add(slots[r])
+                else:
+                    key = pair_keys[r - pair_rows]
+                    if key[0] in taken or key[1] in taken:
+                        continue
+                    taken.update(key)
+                left -= needs[r]
                 plan.append((key, j))
         return plan
+
+    @staticmethod
+    def _all_fit(ranked: np.ndarray, left: float, need: np.ndarray, smallest: float, slots: list[int],
+                 taken: set[int]) -> bool:
+        """Whether the plan's walk of one type would take every one of ``ranked`` (jobs alone, none taken yet):
+        then it need not walk them.  The room before each is the running difference (subtracted in order, as the
+        walk does), and each test is the walk's own: room left, room for the smallest entry, room for this one.
+
+        >>> Rounds._all_fit(np.array([0, 1]), 4.0, np.array([1.0, 3.0, 2.0]), 1.0, [5, 6, 7], set())
+        True
+        >>> Rounds._all_fit(np.array([0, 2]), 2.5, np.array([1.0, 3.0, 2.0]), 1.0, [5, 6, 7], set())
+        False
+        """
+        wanted = need[ranked]
+        room = np.subtract.accumulate(np.concatenate(([left], wanted)))[:-1]
+        if ((room < 1e-9) | (room + 1e-9 < smallest) | (wanted > room + 1e-9)).any():
+            return False
+        return taken.isdisjoint(slots[r] for r in ranked.tolist())
 
     def _apply(self, plan: list[tuple[Key, int]], now: float, ctx: SchedulingContext) -> None:
         """Extend the leases the plan keeps; preempt the other runs; start the plan's new entries."""
@@ -549,29 +584,54 @@ class Rounds:
         idle = [self.vc.pools[t].free_gpus for t in self.types]
         if not self.fractional and max(idle) == 0:
             return
+        if self.policy.fifo:
+            self._fill_in_order(idle, now, ctx)
+            return
         slots = self.active_rows()
-        waiting = slots[~self.held[slots]]
-        if self.mechanism.new_jobs_wait:
-            waiting = waiting[self.in_alloc[waiting]]
-        fifo = self.policy.fifo
+        waiting = self._waiting(slots)
         if not self.fractional:  # GPUs only fill as jobs start: a job that fits nowhere now will not fit below
-            fits = ((self.T[waiting] > 0) & (np.asarray(idle)[None, :] >= self.gpu_num[waiting][:, None])).any(axis=1)
-            if not fifo:
-                waiting = waiting[fits]
-            elif not fits.all():  # FIFO stops at the first job that fits nowhere
-                waiting = waiting[: int(np.argmin(fits)) + 1]
+            waiting = waiting[self._fits(waiting, idle)]
         if not len(waiting):
             return
-        if not fifo:  # by allocation ÷ time received on the best type, then arrival
-            waiting = waiting[np.lexsort((waiting, -(self.X[waiting] / self.G[waiting]).max(axis=1)))]
+        # by allocation ÷ time received on the best type, then arrival
+        waiting = waiting[np.lexsort((waiting, -(self.X[waiting] / self.G[waiting]).max(axis=1)))]
         for s in waiting.tolist():
-            job = self.jobs[s]
-            options = [j for j in self.type_order
-                       if self.T[s, j] > 0 and (self.fractional or self.vc.pools[self.types[j]].free_gpus >= job.gpu_num)]
-            if not options and not fifo:
-                continue
-            if self.in_alloc[s]:
-                options.sort(key=lambda j: -self._priority((s,), j)[0])
-            placed = any(self._start((s,), j, now, ctx) for j in options)
-            if not placed and fifo:
-                break
+            self._try_start(s, now, ctx)
+
+    def _fill_in_order(self, idle: list[int], now: float, ctx: SchedulingContext) -> None:
+        """FIFO's mid-round fill: waiting jobs in arrival order until the first that does not start.  The active
+        rows are read a block at a time (the waiting head is near the front, behind the running jobs), which
+        decides as reading them all would: a job's fit is judged on the GPUs idle when the fill began."""
+        slots = self.active_rows()
+        start, block = 0, 32
+        while start < len(slots):
+            waiting = self._waiting(slots[start: start + block])
+            start, block = start + block, 4 * block
+            if not self.fractional:  # the first job that fits nowhere stops the fill
+                fits = self._fits(waiting, idle)
+                if not fits.all():
+                    waiting = waiting[: int(np.argmin(fits)) + 1]
+            for s in waiting.tolist():
+                if not self._try_start(s, now, ctx):
+                    return
+
+    def _waiting(self, slots: np.ndarray) -> np.ndarray:
+        """Of ``slots``, those holding no GPUs (and, where new jobs wait, in the allocation)."""
+        waiting = slots[~self.held[slots]]
+        return waiting[self.in_alloc[waiting]] if self.mechanism.new_jobs_wait else waiting
+
+    def _fits(self, waiting: np.ndarray, idle: list[int]) -> np.ndarray:
+        """Whether each job fits on some type it runs on, in the ``idle`` GPUs."""
+        return ((self.T[waiting] > 0) & (np.asarray(idle)[None, :] >= self.gpu_num[waiting][:, None])).any(axis=1)
+
+    def _try_start(self, s: int, now: float, ctx: SchedulingContext) -> bool:
+        """Start waiting job ``s`` on the first type of the round's order with room (its allocation's types first,
+        by priority); False if it did not start."""
+        job = self.jobs[s]
+        options = [j for j in self.type_order
+                   if self.T[s, j] > 0 and (self.fractional or self.vc.pools[self.types[j]].free_gpus >= job.gpu_num)]
+        if not options:
+            return False
+        if self.in_alloc[s]:
+            options.sort(key=lambda j: -self._priority((s,), j)[0])
+        return any(self._start((s,), j, now, ctx) for j in options)
