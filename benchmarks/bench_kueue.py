@@ -8,9 +8,11 @@ mu 7, sigma 1.8, at most 3 days; Poisson arrivals offering ``--load`` of the GPU
 a tenth of them at priority 100, the rest 0.  The Kueue objects, written for the run: one ClusterQueue per
 LocalQueue, each with an equal share of the GPUs as nominal quota, in ``--cohorts`` cohorts,
 ``reclaimWithinCohort: Any``, ``withinClusterQueue: LowerPriority``, BestEffortFIFO.  Runs fifo (no queues: the
-baseline), then kueue without and with fair sharing, each in a fresh interpreter.  Prints sim CPU-s (best of
-``--repeat``), the ratio to fifo (the target: at most 4), microseconds per job, preemptions and the avg JCT.
-CPU seconds are ``time.process_time``; on a shared machine read them as upper bounds.
+baseline), then kueue without and with fair sharing (``--fair off``: without only), each in a fresh interpreter.
+Prints sim CPU-s (best of ``--repeat``), the ratio to fifo (the target: at most 4), microseconds per job,
+preemptions, the avg JCT, kueue's ``quota_fit_but_no_room`` and a digest of every job's start, end and
+preemptions (two versions of the code that decide alike print the same digests).  CPU seconds are
+``time.process_time``; on a shared machine read them as upper bounds.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from rich.console import Console
 from rich.table import Table
 
 RUN = r"""
-import json, sys
+import hashlib, json, sys
 import numpy as np
 import pandas as pd
 from simcluster.api import load_trace, simulate
@@ -45,9 +47,12 @@ if policy == "kueue":
     frame["priority"] = np.where(np.arange(len(frame)) % 10 == 0, 100, 0)
 trace = load_trace(frame, {"vc0": int(nodes)})
 config = SimConfig(policy=policy, kueue=kueue if policy == "kueue" else None, fair_sharing=fair)
-summary = simulate(trace, config).summary
+result = simulate(trace, config)
+summary, table = result.summary, result.jobs[["job_id", "start_time", "end_time", "preemptions"]]
+digest = hashlib.sha256(table.to_csv(index=False).encode()).hexdigest()[:16]  # (every job's start and end)
 print(json.dumps(dict(sim_cpu=summary["sim_cpu_seconds"], avg_jct=summary["avg_jct"],
-                      preemptions=summary["preemptions"], jobs=len(frame))))
+                      preemptions=summary["preemptions"], jobs=len(frame), digest=digest,
+                      no_room=summary.get("kueue", {}).get("quota_fit_but_no_room", 0))))
 """
 
 
@@ -83,16 +88,21 @@ def main() -> None:
     parser.add_argument("--cohorts", type=int, default=3)
     parser.add_argument("--load", type=float, default=1.1, help="GPU-time offered per GPU-time of the cluster")
     parser.add_argument("--repeat", type=int, default=1, help="runs of each; the best sim CPU counts")
+    parser.add_argument("--fair", default="off,on", help="the kueue runs: fair sharing off, on, or both (off,on)")
     args = parser.parse_args()
+    fairs = [f.strip() for f in args.fair.split(",") if f.strip()]
+    if not fairs or any(f not in ("off", "on") for f in fairs):
+        parser.error(f"--fair {args.fair!r}: give off, on or off,on")
     console = Console(width=150)
     folder = Path(tempfile.mkdtemp())
     kueue = kueue_yaml(folder / "kueue.yaml", args.nodes * 8, args.queues, args.cohorts)
     table = Table(title=f"{args.jobs:,} jobs on {args.nodes:,} nodes × 8 GPUs at load {args.load}, {args.queues} "
                   f"ClusterQueues in {args.cohorts} cohorts: sim CPU-s (best of {args.repeat})", title_justify="left")
-    for column in ("policy", "fair sharing", "sim CPU-s", "× fifo", "µs/job", "preemptions", "avg JCT s"):
+    for column in ("policy", "fair sharing", "sim CPU-s", "× fifo", "µs/job", "preemptions", "avg JCT s",
+                   "no room", "jobs' digest"):
         table.add_column(column, justify="left" if column in ("policy", "fair sharing") else "right")
     base = None
-    for policy, fair in (("fifo", "auto"), ("kueue", "off"), ("kueue", "on")):
+    for policy, fair in (("fifo", "auto"), *(("kueue", fair) for fair in fairs)):
         best = None
         for _ in range(args.repeat):
             out = subprocess.run([sys.executable, "-c", RUN, str(args.jobs), str(args.nodes), str(args.queues), str(kueue),
@@ -104,8 +114,10 @@ def main() -> None:
         base = base or best["sim_cpu"]
         table.add_row(policy, fair if policy == "kueue" else "–", f"{best['sim_cpu']:.2f}",
                       f"{best['sim_cpu'] / base:.2f}", f"{best['sim_cpu'] / best['jobs'] * 1e6:,.1f}",
-                      f"{best['preemptions']:,}", f"{best['avg_jct']:,.0f}")
-        console.print(f"{policy} (fair sharing {fair}): {best['sim_cpu']:.2f} CPU-s", highlight=False)
+                      f"{best['preemptions']:,}", f"{best['avg_jct']:,.0f}", f"{best['no_room']:,}", best["digest"])
+        console.print(f"{policy} (fair sharing {fair}): {best['sim_cpu']:.2f} CPU-s, avg JCT {best['avg_jct']!r}, "
+                      f"{best['preemptions']} preemptions, {best['no_room']} quota_fit_but_no_room, jobs' digest "
+                      f"{best['digest']}", highlight=False)
     console.print(table)
 
 
