@@ -130,11 +130,20 @@ def shared_plan(job: Job, vc: VirtualCluster, ctx: SchedulingContext, partner_co
         shareable = []
         limit = node.gpu_memory or default_memory
         for i, holders in enumerate(node.gpus):
-            if not holders or len(holders) >= max_jobs or holders[0].gpu_milli < 1000:
+            count = len(holders)
+            if not count or count >= max_jobs or holders[0].gpu_milli < 1000:
                 continue  # idle, full, or shared by fraction
-            # (node.memory_used, inlined; 0 + m is m, so one holder needs no sum)
-            used = holders[0].memory if len(holders) == 1 else node.memory_used(i)
-            if used + memory > limit:
+            if count == 1:  # (the loop below for one holder, the common case: its memory is the GPU's, one cost)
+                resident = holders[0]
+                if resident.memory + memory > limit:
+                    continue
+                if resident not in costs:
+                    costs[resident] = partner_cost(job, resident)
+                c = costs[resident]
+                if c is not None:
+                    shareable.append((max(0.0, c), i))
+                continue
+            if node.memory_used(i) + memory > limit:
                 continue
             worst = 0.0
             for resident in holders:
@@ -153,6 +162,11 @@ def shared_plan(job: Job, vc: VirtualCluster, ctx: SchedulingContext, partner_co
     if need <= vc.gpus_per_node:
         return _one_node_plan(job, vc, usable, max_jobs, partner_cost is share_anyone)
     if max_jobs == 2:
+        if need > vc.free_gpus + vc.used_gpus - vc.shared_gpus:
+            # not even every idle and singly used GPU would do: the search would fail after asking every partner
+            # it may share with, so ask just those (``colocation_fallbacks`` counts them) and skip the search
+            ask_every_partner(job, vc, costs, partner_cost, default_memory)
+            return None
         return _nodes_plan(job, vc, usable)
     candidates = [(node, *usable(node)) for node in vc.nodes if node.up and node.used and job.speed_on(node.gpu_type)]
     idle_nodes: list[tuple[Node, list[int], list[tuple[float, int]]]] = [
@@ -168,6 +182,38 @@ def shared_plan(job: Job, vc: VirtualCluster, ctx: SchedulingContext, partner_co
         if not left:
             return plan
     return None
+
+
+def ask_every_partner(job: Job, vc: VirtualCluster, costs: dict[Job, float | None], partner_cost: PartnerCost,
+                      default_memory: float) -> None:
+    """Fill ``costs`` as :func:`_nodes_plan` does when it fails (a GPU holding at most two jobs): the cost of every
+    job that holds a GPU alone, whole, with room for ``job``'s memory beside it, on an up node ``job`` can run on.
+    A failing search visits every such node; this asks the same partners without building its lists.
+
+    >>> from simcluster.cluster import Cluster
+    >>> from simcluster.cluster_spec import ClusterSpec
+    >>> node, other = Cluster(ClusterSpec.uniform({"v": 2}, 2), 2).vcs["v"].nodes
+    >>> a, b, c, big = [Job(index=i, job_id=str(i), vc="v", gpu_num=1, submit_time=0, duration=9) for i in range(4)]
+    >>> a.allocation = ((node, node.attach(a, [0])),); b.allocation = ((node, node.attach(b, [0])),)
+    >>> c.allocation = ((other, other.attach(c, [1])),)
+    >>> costs = {}
+    >>> ask_every_partner(big, node.vc, costs, lambda waiting, resident: 1.0, 0.0)  # (a and b fill GPU 0)
+    >>> [job.job_id for job in costs]
+    ['2']
+    """
+    memory = job.memory
+    for node in vc.nodes:
+        if not node.up or node.used == node.shared or not job.speed_on(node.gpu_type):
+            continue  # (down, or every used GPU holds two jobs already, or not a node the job runs on)
+        limit = node.gpu_memory or default_memory
+        gpus = node.gpus
+        for resident, ids in node.jobs.items():
+            if resident in costs or resident.gpu_milli < 1000 or resident.memory + memory > limit:
+                continue
+            for i in ids:
+                if len(gpus[i]) == 1:
+                    costs[resident] = partner_cost(job, resident)
+                    break
 
 
 def _one_node_plan(job: Job, vc: VirtualCluster, usable: Callable[[Node], tuple[list[int], list[tuple[float, int]]]],

@@ -14,7 +14,8 @@ class _SjfSharing(ShortestJobFirst):
     Where partners cost nothing (SJF-FFS), a head asking for more GPUs than every idle and singly used GPU
     together is not searched for: no node could make up the difference, and the search would look up no
     partner's slowdown.  (SJF-BSBF's search looks some up, which ``colocation_fallbacks`` counts, so it
-    searches as before.)
+    searches; a search over several nodes that cannot succeed asks those partners without building every node's
+    lists, :func:`~simcluster.policies.sharing.ask_every_partner`.)
     """
 
     shares_gpus = True

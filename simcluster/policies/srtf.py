@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from collections.abc import Iterable
 from operator import itemgetter
 
 from simcluster.cluster import VirtualCluster
@@ -7,7 +8,6 @@ from simcluster.config import SimConfig
 from simcluster.job import Job
 from simcluster.policies.base import POLICIES, Policy, SchedulingContext
 from simcluster.policies.quota import (
-    gpu_share,
     queue_is_tiered,
     queue_streams,
     walk_changes_nothing,
@@ -76,6 +76,67 @@ class ShortestRemainingTimeFirst(Policy):
             ctx.wake_at(now)
 
 
+class KeptShares:
+    """:func:`~simcluster.policies.quota.gpu_share` per running job, kept until one of its nodes' jobs change.
+
+    A shared job's share sums a fraction per GPU, thousands for a big job, and srtf's sharing walk asks for it at
+    every pass that may preempt; it changes only when a job starts or stops beside it, which bumps that node's
+    :attr:`~simcluster.cluster.Node.version`.  So each share is kept with its run's allocation, its nodes'
+    versions and the sum before each node, and summed again (the same additions in the same order: the same
+    float) only from the first node whose version moved.
+
+    >>> from simcluster.cluster import Cluster
+    >>> from simcluster.cluster_spec import ClusterSpec
+    >>> from simcluster.policies.quota import gpu_share
+    >>> first, second = Cluster(ClusterSpec.uniform({"v": 2}, 2), 2).vcs["v"].nodes
+    >>> a, b = [Job(index=i, job_id=str(i), vc="v", gpu_num=4 - 3 * i, submit_time=0, duration=9) for i in range(2)]
+    >>> a.allocation = ((first, first.attach(a, [0, 1])), (second, second.attach(a, [0, 1]))); a.sharing = True
+    >>> shares = KeptShares()
+    >>> shares(a)
+    4.0
+    >>> b.allocation = ((second, second.attach(b, [1])),)
+    >>> shares(a), gpu_share(a)
+    (3.5, 3.5)
+    """
+
+    __slots__ = ("_kept",)
+
+    def __init__(self) -> None:
+        # job → (allocation, its nodes' versions, the share summed before each node and after the last)
+        self._kept: dict[Job, tuple[object, list[int], list[float]]] = {}
+
+    def __call__(self, job: Job) -> float:
+        if not job.sharing:
+            return job.gpu_num
+        allocation = job.allocation
+        versions = [node.version for node, _ in allocation]
+        kept = self._kept.get(job)
+        if kept is None or kept[0] is not allocation:
+            kept = self._kept[job] = (allocation, [-1] * len(versions), [0] * (len(versions) + 1))
+        elif kept[1] == versions:
+            return kept[2][-1]
+        _, seen, sums = kept
+        first, count = 0, len(versions)
+        while first < count and seen[first] == versions[first]:
+            first += 1
+        share = sums[first]
+        for k in range(first, count):  # (gpu_share's additions, from the first node that changed)
+            node, ids = allocation[k]
+            gpus = node.gpus
+            for i in ids:
+                share += 1.0 / len(gpus[i])
+            sums[k + 1] = share
+        seen[first:] = versions[first:]
+        return share
+
+    def keep_only(self, running: Iterable[Job]) -> None:
+        """Forget the jobs not in ``running`` (they stopped: their next run has a new allocation anyway)."""
+        self._kept = {job: self._kept[job] for job in running if job in self._kept}
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+
 class SrtfSharing(ShortestRemainingTimeFirst):
     """SRTF's walk for the sharing variants, then the jobs still waiting offered shared GPUs in SRTF order
     (:mod:`simcluster.policies.sharing`), each variant with its rule for a partner (:meth:`partner_cost`).
@@ -91,6 +152,10 @@ class SrtfSharing(ShortestRemainingTimeFirst):
     vc_independent = False  # one colocation model, fallback counts per run
     on_run_start = Policy.on_run_start
     on_run_stop = Policy.on_run_stop
+
+    def __init__(self, config: SimConfig | None = None) -> None:
+        super().__init__(config)
+        self._shares = KeptShares()
 
     def partner_cost(self, ctx: SchedulingContext) -> PartnerCost:
         raise NotImplementedError
@@ -128,13 +193,16 @@ class SrtfSharing(ShortestRemainingTimeFirst):
             running = [((tier_rank(j), j.remaining_at(now)), j) for j in vc.running]
         else:
             running = [(j.remaining_at(now), j) for j in vc.running]
+        shares = self._shares
+        if len(shares) > 2 * len(running) + 64:
+            shares.keep_only(vc.running)
         head = vc.pending.first_entry()[0]
         quota_used: float = 0
         if running and head > max(map(itemgetter(0), running)):
             running = []  # every running job comes first and fits: only what is left is handed out
-            quota_used = sum(gpu_share(j) for j in vc.running)
+            quota_used = sum(shares(j) for j in vc.running)
             if walk_changes_nothing(vc, quota_used):
                 return  # and no waiting job fits what is left (none at all when nothing is)
         streams = queue_streams(vc, vc.total_gpus - quota_used)
-        walk_quota(vc, ctx, running, streams, reserved=quota_used, quota_of=gpu_share)
+        walk_quota(vc, ctx, running, streams, reserved=quota_used, quota_of=shares)
         # (no second look after a preemption, unlike srtf's: sharing variants would chase their own tail)
