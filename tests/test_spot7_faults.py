@@ -13,6 +13,8 @@ from simcluster.config import SimConfig
 from simcluster.faults.models import Outage, Outages
 from simcluster.metrics.observer import Observer
 from simcluster.settings.fields import ConfigError
+from simcluster.traces import load_trace as load_folder
+from tests.test_spot_nodes import default_trace_with_preemptible_jobs
 
 
 class Listed(Outages):
@@ -126,23 +128,10 @@ def test_reclaims_are_not_node_failures(reclaims):
     assert result.summary["spot"]["reclaims"] == 1 and result.summary["node_failures"] == 0 and not lives.downs
 
 
-def default_trace_with_preemptible_jobs(tmp_path):
-    from simcluster.paths import DEFAULT_TRACE
-    from simcluster.traces import load_trace as load_folder
-
-    jobs = pd.read_csv(DEFAULT_TRACE / "cluster_full_log.csv")
-    jobs["preemptible"] = [i % 3 == 0 for i in range(len(jobs))]
-    folder = tmp_path / "trace"
-    folder.mkdir()
-    jobs.to_csv(folder / "cluster_full_log.csv", index=False)
-    (folder / "vc_config.csv").write_text((DEFAULT_TRACE / "vc_config.csv").read_text())
-    return load_folder(folder)
-
-
 def test_node_mtbf_faults_and_reclaims_each_count_their_own(tmp_path):
     # a node's faults under --node-mtbf are drawn from its own stream, the reclaims from theirs: up to a common
     # horizon (5 of the run's 11 days) each count is the same with the other on or off; and every job finishes once
-    trace = default_trace_with_preemptible_jobs(tmp_path)
+    trace = load_folder(default_trace_with_preemptible_jobs(tmp_path))
     base = {"policy": "fifo", "spot_nodes": "25%", "checkpoint_interval": 1800}
     faults, reclaims, until = {"node_mtbf": 5 * 86_400}, {"spot_reclaims": "mtbf=1d,repair=2h"}, 5 * 86_400
     both = simulate(trace, SimConfig(**base, **faults, **reclaims, until=until)).summary
