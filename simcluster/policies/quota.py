@@ -27,10 +27,11 @@ import numpy as np
 from simcluster.cluster import VirtualCluster
 from simcluster.job import Job
 from simcluster.policies.base import SchedulingContext
-from simcluster.policies.running_order import KeyMap, Position, RunningOrder, gpu_count
+from simcluster.policies.running_order import KeyMap, Position, RunningOrder, _same, gpu_count
 from simcluster.queue import SizedRun
 
 _BY_INDEX = attrgetter("index")
+# (the walks' default key map is the order's own identity, _same: with it the order's searches skip the map)
 
 
 def queue_streams(vc: VirtualCluster, max_gpus: float | None = None) -> dict[int, SizedRun]:
@@ -80,10 +81,6 @@ def walk_changes_nothing(vc: VirtualCluster, reserved: float, rest: float = 0) -
 
 
 SMALL_ORDER = 64  # a RunningOrder of at most this many jobs is walked as pairs
-
-
-def _same(key: Any) -> Any:
-    return key
 
 
 def walk_quota(vc: VirtualCluster, ctx: SchedulingContext, running: RunningOrder | list[tuple[Any, Job]],
@@ -162,17 +159,19 @@ def _walk_order(vc: VirtualCluster, order: RunningOrder, key: KeyMap, pending_fi
                    for size, (entries, jobs, first) in vc.pending.runs_by_size(quota).items() if first < len(entries))
     to_preempt: list[Job] = []
     to_start: list[Job] = []
+    first_over = order.first_over
+    # the walk's key at a position: the stored one where the map is the identity (one call, not two)
+    key_at = order.key_at if key is _same else lambda at: key(order.key_at(at))
     while quota > 0:
-        over, _ = order.first_over(cursor, quota)
-        over_key = key(order.key_at(over)) if over is not None else None
+        over, _ = first_over(cursor, quota)
+        over_key = key_at(over) if over is not None else None
         chosen = -1  # the head that starts next, if one fits before the overflow
         for n, (first_key, _, _, size, _) in enumerate(heads):
             if over_key is not None and not (first_key <= over_key if pending_first else first_key < over_key):
                 break  # this one and those after it come after the running job that does not fit
             if size <= quota:
-                limit, _ = order.first_over(cursor, quota - size)
-                if limit is None or (first_key <= key(order.key_at(limit)) if pending_first
-                                     else first_key < key(order.key_at(limit))):
+                limit, _ = first_over(cursor, quota - size)
+                if limit is None or (first_key <= key_at(limit) if pending_first else first_key < key_at(limit)):
                     chosen = n
                     break
             # (else: it does not fit at its turn, nor will any later job of its GPU count)
