@@ -139,17 +139,17 @@ class GittinsIndex:
         services, prefix = self._services, self._prefix
         n = len(services)
         last = np.isinf(quantum_ends)
-        alive = np.searchsorted(services, attained, "right")
-        with np.errstate(divide="ignore", invalid="ignore"):
-            quantum = quantum_ends - attained
-            # (the end as index() computes it: a + (end - a) may round away from end)
-            done = np.where(last, n, np.searchsorted(services, attained + quantum, "right"))
-            count = done - alive
-            served = prefix[done] - prefix[alive] - attained * count + (n - done) * np.where(last, 0.0, quantum)
-            index = np.where((count > 0) & ((served > 0) | last), count / served, 0.0)
-        if np.any(last & (count > 0) & (served == 0)):
+        alive = services.searchsorted(attained, "right")
+        quantum = quantum_ends - attained
+        # (the end as index() computes it: a + (end - a) may round away from end; inf in the last queue, so n)
+        done = services.searchsorted(attained + quantum, "right")
+        count = done - alive
+        quantum[last] = 0.0  # (no quantum's worth beyond it in the last queue: (n - n) * 0)
+        served = prefix[done] - prefix[alive] - attained * count + (n - done) * quantum
+        if (last & (count > 0) & (served == 0)).any():
             return None
-        return index
+        positive = (count > 0) & ((served > 0) | last)  # (where=: no division where the index is 0, no warning)
+        return np.divide(count, served, out=np.zeros(len(served)), where=positive)
 
 
 CROSSING_MARGIN = 1e-3  # seconds: far above a crossing time's rounding error, far below a quantum
@@ -324,7 +324,7 @@ class TiresiasGittins(Tiresias):
     def _attained_and_queue(self, columns: RunningColumns, now: float) -> tuple[np.ndarray, np.ndarray]:
         """Each running job's attained service at ``now`` and its queue (:meth:`queue_of`), as arrays."""
         attained = columns.attained(now)
-        return attained, np.searchsorted(self._ends[:-1], attained, "left")
+        return attained, self._ends[:-1].searchsorted(attained, "left")
 
     def _split_running(self, vc: VirtualCluster, now: float, head_key: Any) -> tuple[int, list[tuple[Any, Job]]]:
         """(GPUs of the running jobs whose key is at most ``head_key``, [(key, job) of the others]); with no
