@@ -93,25 +93,29 @@ def test_victims_spread_over_two_racks_are_not_preempted_for_a_job_requiring_a_r
     was gained: at 300 s d ends (n3 free), ``big``'s one target is c (priority 0, admitted after a), on n2: rack r1
     is free, ``big`` runs there 300–800 s, c is preempted a second time.
 
-    After (topology test): at 100 s, n0 and n2 are in different racks, so no rack would hold ``big``: nobody is
-    preempted and ``big`` waits.  At 300 s, the same as before: c goes, ``big`` runs on n2 and n3, 300–800 s.  The
-    same start for ``big``, one preemption instead of three, and a runs 0–1,000 s undisturbed."""
+    After (Kueue's loop, tests/test_tas_victims7.py): candidates go in Kueue's order, c, a, d, b, until the quota
+    fits *and* a rack would hold ``big``: with c and a gone the quota fits but n0 and n2 are in two racks, so d goes
+    too (r1 free); the fill-back puts a back (the quota and r1 hold without it).  Victims c and d, both in r1, at
+    100 s: ``big`` runs on n2 and n3, 100–600 s, 200 s sooner.  d (priority 5, queued again) then preempts a
+    (priority 0, its queue's LowerPriority rule) and runs on n0 until 340 s, where a starts again; c waits for big's
+    rack.  Three preemptions as before, none for nothing: each freed GPUs that a job started on at once."""
     durations = [1000, 1000, 1000, 297]  # (d, submitted at 3 s, ends at 300 s)
     before, old, old_nodes = run(tmp_path, [0, 5, 0, 5], durations, whole_node_test=True, monkeypatch=monkeypatch)
     monkeypatch.undo()
     after, new, new_nodes = run(tmp_path, [0, 5, 0, 5], durations)
     for nodes in (old_nodes, new_nodes):  # (the fillers one per node, a and b in r0, c and d in r1)
-        assert [nodes[j] for j in "abcd"] == [["n0"], ["n1"], ["n2"], ["n3"]]
+        assert [nodes[j][-1] for j in "abcd"] == ["n0", "n1", "n2", "n3"]
         assert nodes["big"] == ["n2", "n3"]
+    assert old_nodes["d"] == ["n3"] and new_nodes["d"] == ["n0", "n3"]  # (d back on a's node)
     assert old["preemptions"].to_dict() == {"a": 1, "b": 0, "c": 2, "d": 0, "big": 0}
     assert before.summary["preemptions"] == 3
-    assert new["preemptions"].to_dict() == {"a": 0, "b": 0, "c": 1, "d": 0, "big": 0}
-    assert after.summary["preemptions"] == 1
-    for table in (old, new):
-        assert (table.loc["big", "start_time"], table.loc["big", "end_time"]) == (300, 800)
-    assert (new.loc["a", "start_time"], new.loc["a", "end_time"]) == (0, 1000)
+    assert new["preemptions"].to_dict() == {"a": 1, "b": 0, "c": 1, "d": 1, "big": 0}
+    assert after.summary["preemptions"] == 3
+    assert (old.loc["big", "start_time"], old.loc["big", "end_time"]) == (300, 800)
+    assert (new.loc["big", "start_time"], new.loc["big", "end_time"]) == (100, 600)
+    assert (new.loc["d", "end_time"], new.loc["a", "end_time"]) == (340, 1280)  # (a again at 340 s, 900 s left)
     assert old.loc["a", "end_time"] > 1000  # (preempted at 100 s for nothing: it pays the restart)
-    assert after.summary["kueue"]["quota_fit_but_no_room"] >= 1  # (big at 100 s: quota, no rack)
+    assert after.summary["kueue"]["quota_fit_but_no_room"] == 0  # (big found its victims at once)
 
 
 def test_victims_that_free_a_rack_are_preempted_and_the_job_runs_in_that_rack(tmp_path):
@@ -308,18 +312,12 @@ def cohort_files(tmp_path) -> SimConfig:
                      topology=str(tmp_path / "racks.csv"))
 
 
-def test_jobs_requiring_racks_no_longer_evict_each_others_victims_forever(tmp_path, monkeypatch):
-    """The livelock the whole-node test allowed, on 400 jobs of :func:`tiered_trace`: at 34,428 s two jobs
-    requiring a rack, of queues q0 and q2, each evict lower-priority jobs of their own queue (q0's on n4 and n8, two
-    racks), find no rack and wait; the victims start again where they were, and each eviction's release reopens the
-    other's line (GPUs came free), so they evict again, at the same instant, forever.  With the topology test
-    neither evicts where it would find no rack: the run ends, every job done."""
-    config = cohort_files(tmp_path)
-    result = simulate(load_trace(tiered_trace(400), {"vc0": 64}), config)
-    assert result.jobs["end_time"].notna().all() and len(result.jobs) == 400
+def whole_node_test_counting_evictions():
+    """The room test before this change (whole-node room wherever it is), raising :class:`EvictingForever` once it
+    has let over 1,000 evictions through at one instant."""
     evictions: dict[float, int] = {}
 
-    def whole_node_test(job, leaving, room):  # (the test before, counting the evictions it lets through)
+    def whole_node_test(job, leaving, room):
         leaving = list(leaving)
         answer = fits_once_freed(job, leaving, room)
         if answer and leaving:
@@ -329,6 +327,31 @@ def test_jobs_requiring_racks_no_longer_evict_each_others_victims_forever(tmp_pa
                 raise EvictingForever(now)
         return answer
 
-    monkeypatch.setattr(kueue_policy, "fits_in_topology_once_freed", whole_node_test)
+    return whole_node_test
+
+
+def test_jobs_requiring_racks_no_longer_evict_each_others_victims_forever(tmp_path, monkeypatch):
+    """The livelock the whole-node test allowed, on 400 jobs of :func:`tiered_trace`: at 34,428 s two jobs
+    requiring a rack, of queues q0 and q2, each evict lower-priority jobs of their own queue (q0's on n4 and n8, two
+    racks), find no rack and wait; the victims start again where they were, and each eviction's release reopens the
+    other's line (GPUs came free), so they evict again, at the same instant, forever.  With the topology test
+    neither evicts where it would find no rack: the run ends, every job done."""
+    config = cohort_files(tmp_path)
+    result = simulate(load_trace(tiered_trace(400), {"vc0": 64}), config)
+    assert result.jobs["end_time"].notna().all() and len(result.jobs) == 400
+    monkeypatch.setattr(kueue_policy, "fits_in_topology_once_freed", whole_node_test_counting_evictions())
+    with pytest.raises(EvictingForever):
+        simulate(load_trace(tiered_trace(400), {"vc0": 64}), config)
+
+
+def test_without_tas_flavors_jobs_requiring_racks_do_not_evict_each_others_victims_forever(tmp_path, monkeypatch):
+    """The same livelock in a run whose flavor has no ``topologyName``: the run's topology requests are honoured on
+    every flavor (docs/tiers.md), so the room asked before preempting is the topology's there too.  With the
+    whole-node test it evicts forever at one instant; with the topology's, the run ends, every job done."""
+    config = cohort_files(tmp_path)
+    (tmp_path / "kueue.yaml").write_text((tmp_path / "kueue.yaml").read_text().replace(", topologyName: dc", ""))
+    result = simulate(load_trace(tiered_trace(400), {"vc0": 64}), config)
+    assert result.jobs["end_time"].notna().all() and len(result.jobs) == 400
+    monkeypatch.setattr(kueue_policy, "fits_in_topology_once_freed", whole_node_test_counting_evictions())
     with pytest.raises(EvictingForever):
         simulate(load_trace(tiered_trace(400), {"vc0": 64}), config)

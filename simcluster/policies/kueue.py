@@ -26,7 +26,10 @@ cluster of several GPU types a flavor's jobs are placed on the nodes of the type
 account over all the nodes.  A flavor with a ``topologyName`` is placed by TAS: as Kueue's flavor assigner, a job
 asking for a topology (``job.topology``: a level or slices) takes only its queue's TAS flavors, and the run's
 topology-aware placement honours its level; a job asking for none takes the others, or, in a queue of TAS flavors
-only, those, unconstrained (:func:`~simcluster.tiers.flavors.flavor_choices`).
+only, those, unconstrained (:func:`~simcluster.tiers.flavors.flavor_choices`).  For a job that requires a level (or
+slices) on a TAS flavor, victims are chosen by topology as Kueue's ``workloadFits`` does: candidates go, in Kueue's
+order, until the quota fits *and* a domain would hold the job, and the fill-back keeps only those it cannot do without
+(:func:`~simcluster.tiers.preemption.preemption_targets`' ``room``).
 
 >>> Kueue.preemptive, Kueue.reads
 (True, frozenset({'kueue'}))
@@ -43,12 +46,13 @@ from typing import Any
 
 from simcluster.job import JobState
 from simcluster.placement.room import fits_once_freed
-from simcluster.placement.room_topology import fits_in_topology_once_freed
+from simcluster.placement.room_topology import fits_in_topology_once_freed, needs_topology_room
 from simcluster.policies.base import POLICIES, Policy, SchedulingContext
 from simcluster.settings.fields import ConfigError, setting
 from simcluster.tiers.flavors import check_tas_run, flavor_choices, flavor_types, tas_flavors
 from simcluster.tiers.loaded import fair_sharing_of, kueue_of
 from simcluster.tiers.model import ClusterQueueSpec, FlavorQuota, KueueConfig
+from simcluster.tiers.preemption import Room, preemption_targets
 from simcluster.tiers.preemption_bound import PreemptionBound
 from simcluster.tiers.quota_tree import QuotaTree, Workload
 from simcluster.views import ClusterView, JobView, VCView
@@ -286,18 +290,11 @@ class Kueue(Policy):
                 break
         victims: list[Workload] = []
         if chosen is None:
-            for flavor in flavors:
-                incoming = self._workload(job, flavor, job.pending_since)
-                if not self._bound.could_fit(incoming, self.fair.enabled):
-                    continue
-                targets = tree.preemption_targets(incoming, self.fair)
-                if targets:
-                    chosen, victims = flavor, targets
-                    break
+            chosen, victims = self._preempting_flavor(job, flavors)
             if chosen is None:
                 return False
         gpu_type = self._flavor_type.get(chosen)
-        room = self._vc if gpu_type is None else self._vc.pools.get(gpu_type, self._vc)
+        room = self._pool_of(chosen)
         if not self._room_once_freed(job, chosen, [self._holding[victim.key] for victim in victims], room):
             # the quota fits but the GPUs would not: no victim loses its work for nothing, and the job waits for
             # GPUs to come free (Kueue admits by quota; the pods of a workload that found no node would wait)
@@ -323,11 +320,50 @@ class Kueue(Policy):
         self._placement_failed = True
         return False
 
+    def _preempting_flavor(self, job: JobView, flavors: tuple[str, ...]) -> tuple[str | None, list[Workload]]:
+        """The first of ``flavors`` where preempting admits ``job``, and its victims (Kueue's default flavor
+        fungibility); (None, []) where none does.  On a TAS flavor a job that requires a level (or slices) takes
+        victims until its quota fits *and* a domain would hold it (:meth:`_room_test`).  Where that search finds none
+        but the quota's alone found some, the job waits for GPUs, as one whose victims' GPUs would not hold it."""
+        tree, quota_victims = self.tree, False
+        for flavor in flavors:
+            incoming = self._workload(job, flavor, job.pending_since)
+            if not self._bound.could_fit(incoming, self.fair.enabled):
+                continue
+            room = self._room_test(job, flavor)
+            targets = tree.preemption_targets(incoming, self.fair) if room is None else preemption_targets(
+                tree, incoming, self.fair, room)
+            if targets:
+                return flavor, targets
+            # (the quota's search is remembered: asking it again costs a look-up)
+            quota_victims |= room is not None and bool(tree.preemption_targets(incoming, self.fair))
+        if quota_victims:  # (the quota would have victims, the topology no domain: more GPUs may give one)
+            self._stats.no_room += 1
+            self._placement_failed = True
+        return None, []
+
+    def _room_test(self, job: JobView, flavor: str) -> Room | None:
+        """For a job on a TAS flavor that requires a level or slices, whether it finds a domain once the victims
+        leave (what Kueue's ``workloadFits`` asks of the topology assignment); None for any other job (the quota
+        alone, as before: its room is asked of the victims found, :meth:`_room_once_freed`)."""
+        if flavor not in self._tas or not needs_topology_room(job.topology):
+            return None
+        pool, holding = self._pool_of(flavor), self._holding
+        return lambda victims: fits_in_topology_once_freed(job, [holding[v.key] for v in victims], pool)
+
+    def _pool_of(self, flavor: str) -> Any:
+        """Where a flavor's jobs are placed in the pass's VC: its GPU type's nodes, or all of them."""
+        gpu_type = self._flavor_type.get(flavor)
+        return self._vc if gpu_type is None else self._vc.pools.get(gpu_type, self._vc)
+
     def _room_once_freed(self, job: JobView, flavor: str, leaving: list[JobView], room: Any) -> bool:
-        """Whether ``job`` finds GPUs in ``room`` once ``leaving`` have left.  On a TAS flavor, a job that requires a
-        level (or slices) needs a domain there with room for its pods, as Kueue takes victims only where the
-        topology assignment then succeeds; any other job, whole-node room (runs without TAS flavors as before)."""
-        if flavor in self._tas and self._asks_topology(job):
+        """Whether ``job`` finds GPUs in ``room`` once ``leaving`` have left.  A job that requires a level (or slices)
+        where its request is honoured (a TAS flavor; any flavor in a run without one) needs a domain there with room
+        for its pods, as Kueue takes victims only where the topology assignment then succeeds, and as the placement
+        will place it (a whole-node test would evict victims on two racks for a job that needs one, and two such jobs
+        could evict each other's victims forever at one instant); any other job, whole-node room."""
+        honoured = flavor in self._tas if self._tas else bool(room.topology_levels)
+        if honoured and needs_topology_room(job.topology):
             return fits_in_topology_once_freed(job, leaving, room)
         return fits_once_freed(job, leaving, room)
 

@@ -10,6 +10,11 @@ tree's index in preemption order (:meth:`~simcluster.tiers.quota_tree.QuotaTree.
 policy), merged across queues only as far as an attempt goes; a search's answer (targets or none) is remembered
 until the cohort tree changes; fair sharing works out a target's share once per size of workload evicted.
 
+A search may be given a ``room`` test beside the quota's (:data:`Room`): Kueue's ``workloadFits`` also runs the
+topology assignment for a workload placed by TAS, so a candidate is taken while the quota does not fit *or* the
+victims so far would free no domain the workload can use, and the fill-back puts a victim back only where both
+still hold without it.  Such a search reads the GPUs too, not only the tree: it is not remembered.
+
 >>> from simcluster.tiers.model import ClusterQueueSpec, FlavorQuota, KueueConfig, Preemption
 >>> from simcluster.tiers.quota_tree import QuotaTree
 >>> rules = Preemption(within_cluster_queue="LowerPriority")
@@ -31,6 +36,11 @@ from simcluster.tiers.quota_node import QuotaNode, Workload, tiebreak
 
 if TYPE_CHECKING:
     from simcluster.tiers.quota_tree import QuotaTree
+
+
+# Whether the incoming would find room once the given victims leave (the topology assignment of Kueue's
+# ``workloadFits``); asked only once the quota fits, inside the search's trial.
+Room = Callable[[Sequence[Workload]], bool]
 
 
 # the classical candidates' kinds (classical/hierarchical_preemption.go's preemptionVariant)
@@ -64,14 +74,21 @@ def satisfies_policy(policy: str, incoming: Workload, candidate: Workload) -> bo
     return policy == "Any"
 
 
-def preemption_targets(tree: QuotaTree, incoming: Workload,
-                       fair_sharing: FairSharing | None = None) -> list[Workload] | None:
+def preemption_targets(tree: QuotaTree, incoming: Workload, fair_sharing: FairSharing | None = None,
+                       room: Room | None = None) -> list[Workload] | None:
     """The admitted workloads Kueue would evict so that ``incoming`` fits on its flavor: ``[]`` when it fits
     as is, None when no allowed preemption makes it fit.  ``fair_sharing`` (default: the config's) chooses
     Kueue's fair-sharing preemption (``fairPreemptions``) over the classical one.  A search that found nothing
     is remembered until the cohort tree next changes (:meth:`QuotaTree.facts`): the answer is a function of the
     tree's admitted workloads and the incoming's queue, flavor, GPUs, priority and queueing time.  So is a search
-    that found targets: a head whose targets' GPUs would not hold it asks again when another tree frees GPUs."""
+    that found targets: a head whose targets' GPUs would not hold it asks again when another tree frees GPUs.
+
+    ``room`` (None: the quota alone) must hold too, wherever the quota is asked (:data:`Room`).  Such a search
+    reads the GPUs, so it is not remembered; it removes the same candidates in the same order, only further, so it
+    is run only where the quota's own (remembered) search found targets.  Its cost is the quota search's plus a
+    room test per candidate taken once the quota fits, and per target in the fill-back."""
+    if room is not None:
+        return _with_room(tree, incoming, fair_sharing, room)
     cq = tree.queue_node(incoming.cluster_queue)
     if incoming.flavor not in cq.quotas:
         return None
@@ -97,13 +114,52 @@ def preemption_targets(tree: QuotaTree, incoming: Workload,
 _SEARCHED = "preemption targets"  # (the tag of a search's answer among a tree's facts: None, or its targets)
 
 
-def _fill_back(tree: QuotaTree, incoming: Workload, targets: list[Workload], borrowing: bool) -> list[Workload]:
+def _with_room(tree: QuotaTree, incoming: Workload, fair_sharing: FairSharing | None,
+               room: Room) -> list[Workload] | None:
+    """:func:`preemption_targets` with a room test: none where the quota's own search finds none (the removals are
+    the same, and a stricter test stops no sooner), ``[]`` where the quota fits and the room holds as is."""
+    quota_only = preemption_targets(tree, incoming, fair_sharing)
+    if quota_only is None:
+        return None
+    if not quota_only:  # (the quota fits with no victim: Kueue would not preempt; the room is the caller's to ask)
+        return []
+    fair_sharing = fair_sharing if fair_sharing is not None else tree.config.fair_sharing
+    with tree.trial():
+        if fair_sharing is not None and fair_sharing.enabled:
+            return _fair_preemptions(tree, incoming, fair_sharing.preemption_strategies, room)
+        return _classical_preemptions(tree, incoming, room)
+
+
+def _given(room: Room | None) -> tuple[Room, ...]:
+    """A search step's room argument: none where no room is asked, so that a search without one calls its steps
+    exactly as before (tests/test_kueue_fast.py swaps in the steps' plain versions, which take no room)."""
+    return () if room is None else (room,)
+
+
+def _fill_back(tree: QuotaTree, incoming: Workload, targets: list[Workload], borrowing: bool,
+               room: Room | None = None) -> list[Workload]:
     """``fillBackWorkloads``: from the last-but-one target backwards, put each back while ``incoming``
-    still fits; only those it cannot do without stay targets."""
+    still fits (its quota, and ``room`` without it); only those it cannot do without stay targets.
+
+    >>> from simcluster.tiers.model import ClusterQueueSpec, FlavorQuota, KueueConfig
+    >>> from simcluster.tiers.quota_tree import QuotaTree
+    >>> tree = QuotaTree(KueueConfig({"a": ClusterQueueSpec("a", quotas=(FlavorQuota("f", 8),))}))
+    >>> w, x, y, z = (Workload(k, "a", "f", 2) for k in "wxyz")
+    >>> for each in (w, x, y, z):
+    ...     tree.admit(each)
+    >>> def fill_back(room):  # (x, y and z removed; 4 GPUs wanted: one of x and y may go back)
+    ...     with tree.trial():
+    ...         for each in (x, y, z):
+    ...             tree.remove_usage(each)
+    ...         return [t.key for t in _fill_back(tree, Workload("in", "a", "f", 4), [x, y, z], True, room)]
+    >>> fill_back(None), fill_back(lambda victims: y in victims)  # (a room that needs y gone keeps y)
+    (['x', 'z'], ['y', 'z'])
+    """
     kept = list(targets)
     for i in range(len(kept) - 2, -1, -1):
         tree.add_usage(kept[i])
-        if tree.fits(incoming.cluster_queue, incoming.flavor, incoming.gpus, borrowing):
+        if tree.fits(incoming.cluster_queue, incoming.flavor, incoming.gpus, borrowing) and (
+                room is None or room(kept[:i] + kept[i + 1:])):
             del kept[i]
         else:
             tree.remove_usage(kept[i])
@@ -195,10 +251,10 @@ def _still_valid(tree: QuotaTree, incoming: Workload, candidate: tuple, borrowin
     return True
 
 
-def _classical_preemptions(tree: QuotaTree, incoming: Workload) -> list[Workload] | None:
+def _classical_preemptions(tree: QuotaTree, incoming: Workload, room: Room | None = None) -> list[Workload] | None:
     """``classicalPreemptions``: candidates in the order hierarchy, priority, same queue (each sorted by
     ``CandidatesOrdering``); one or two attempts, with and without borrowing, in the order the code picks;
-    each removes valid candidates until the incoming fits, then fills back."""
+    each removes valid candidates until the incoming fits (its quota, and ``room``), then fills back."""
     cq, flavor = tree.queue_node(incoming.cluster_queue), incoming.flavor
     rules = cq.spec.preemption
     own = tree.in_preemption_order(cq.name, flavor, rules.within_cluster_queue, incoming)
@@ -219,15 +275,16 @@ def _classical_preemptions(tree: QuotaTree, incoming: Workload) -> list[Workload
     else:
         attempts = (True, False)
     for borrowing in attempts:
-        targets = _minimal_set(tree, incoming, (hierarchy, priority, same), borrowing)
+        targets = _minimal_set(tree, incoming, (hierarchy, priority, same), borrowing, *_given(room))
         if targets is not None:
             return targets
     return None
 
 
-def _minimal_set(tree: QuotaTree, incoming: Workload, groups: Iterable[list[Source]],
-                 borrowing: bool) -> list[Workload] | None:
-    """One attempt: remove candidates in order until the incoming fits, fill back; usage restored.  Each group
+def _minimal_set(tree: QuotaTree, incoming: Workload, groups: Iterable[list[Source]], borrowing: bool,
+                 room: Room | None = None) -> list[Workload] | None:
+    """One attempt: remove candidates in order until the incoming fits (and ``room`` holds), fill back; usage
+    restored.  Each group
     is read in ``CandidatesOrdering`` by merging its queues' ordered candidates, only as far as the attempt
     goes; a queue whose candidate is no longer valid is left for the rest of the attempt, since none of its
     later ones is valid either (its queue and cohorts only go down in usage; a reclaim without borrowing stays
@@ -251,8 +308,8 @@ def _minimal_set(tree: QuotaTree, incoming: Workload, groups: Iterable[list[Sour
                 tree.remove_usage(w)
                 targets.append(w)
                 reach += w.gpus
-                if reach >= gpus and tree.fits(queue, flavor, gpus, borrowing):
-                    return _fill_back(tree, incoming, targets, borrowing)
+                if reach >= gpus and tree.fits(queue, flavor, gpus, borrowing) and (room is None or room(targets)):
+                    return _fill_back(tree, incoming, targets, borrowing, room)
                 if pos + 1 < len(entries):
                     heapq.heapreplace(heap, (entries[pos + 1][0], entries[pos + 1][1], i, pos + 1))
                 else:
@@ -291,33 +348,35 @@ def _fits_without_incoming(tree: QuotaTree, incoming: Workload) -> bool:
         return tree.fits(incoming.cluster_queue, incoming.flavor, incoming.gpus)
 
 
-def _fair_preemptions(tree: QuotaTree, incoming: Workload, strategies: tuple[str, ...]) -> list[Workload] | None:
+def _fair_preemptions(tree: QuotaTree, incoming: Workload, strategies: tuple[str, ...],
+                      room: Room | None = None) -> list[Workload] | None:
     """``fairPreemptions``: with the incoming's usage simulated, the first strategy over the queues in
     ``TargetClusterQueueOrdering``; if it falls short and a second is configured, rule S2-b
-    (LessThanInitialShare) over the candidates the first passed by; then fill back."""
+    (LessThanInitialShare) over the candidates the first passed by; then fill back.  The incoming fits where its
+    quota does and ``room`` holds for the targets so far."""
     candidates = _fair_candidates(tree, incoming)
     if not candidates:
         return None
     strategies = strategies or FAIR_SHARING_STRATEGIES
     tree.add_usage(incoming)
-    fits, targets, retry = _first_strategy(tree, incoming, candidates, strategies[0])
+    fits, targets, retry = _first_strategy(tree, incoming, candidates, strategies[0], *_given(room))
     if not fits and len(strategies) > 1:
-        fits = _second_strategy(tree, incoming, retry, targets)
+        fits = _second_strategy(tree, incoming, retry, targets, *_given(room))
     tree.remove_usage(incoming)
     if not fits:
         return None
-    return _fill_back(tree, incoming, targets, True)
+    return _fill_back(tree, incoming, targets, True, room)
 
 
-def _take(tree: QuotaTree, incoming: Workload, w: Workload, targets: list[Workload]) -> bool:
-    """Remove ``w`` as a target; does the incoming fit now?"""
+def _take(tree: QuotaTree, incoming: Workload, w: Workload, targets: list[Workload], room: Room | None = None) -> bool:
+    """Remove ``w`` as a target; does the incoming fit now (its quota, then ``room``)?"""
     tree.remove_usage(w)
     targets.append(w)
-    return _fits_without_incoming(tree, incoming)
+    return _fits_without_incoming(tree, incoming) and (room is None or room(targets))
 
 
-def _first_strategy(tree: QuotaTree, incoming: Workload, candidates: dict[str, list[Workload]],
-                    strategy: str) -> tuple[bool, list[Workload], dict[str, Workload]]:
+def _first_strategy(tree: QuotaTree, incoming: Workload, candidates: dict[str, list[Workload]], strategy: str,
+                    room: Room | None = None) -> tuple[bool, list[Workload], dict[str, Workload]]:
     """``runFirstFsStrategy``: own-queue candidates go unconditionally, and so do others' while the
     preemptor stays within nominal (FairSharingPreemptWithinNominal, on by default); otherwise a candidate
     goes when ``strategy`` holds on the almost-lowest-common-ancestors' shares.  Returns whether the incoming
@@ -329,7 +388,7 @@ def _first_strategy(tree: QuotaTree, incoming: Workload, candidates: dict[str, l
     within_nominal = not tree.would_borrow(incoming.cluster_queue, incoming.flavor, 0)
     for queue in ordering:
         if queue.name == incoming.cluster_queue or within_nominal:
-            if _take(tree, incoming, ordering.pop(queue), targets):
+            if _take(tree, incoming, ordering.pop(queue), targets, room):
                 return True, targets, retry
             continue
         preemptor_new, target_old = ordering.shares(queue)
@@ -357,14 +416,14 @@ def _first_strategy(tree: QuotaTree, incoming: Workload, candidates: dict[str, l
                 break
             retry.setdefault(name, w)
         ordering.next_of[name] = at
-        if chosen is not None and _take(tree, incoming, chosen, targets):
+        if chosen is not None and _take(tree, incoming, chosen, targets, room):
             return True, targets, retry
         # (taken or not, the shares changed: the ordering may now pick another queue)
     return False, targets, retry
 
 
-def _second_strategy(tree: QuotaTree, incoming: Workload, retry: dict[str, Workload],
-                     targets: list[Workload]) -> bool:
+def _second_strategy(tree: QuotaTree, incoming: Workload, retry: dict[str, Workload], targets: list[Workload],
+                     room: Room | None = None) -> bool:
     """``runSecondFsStrategy`` (rule S2-b): per queue in order, its first retry candidate goes if the
     preemptor's new share is below the target's current one; then the queue is dropped (so a queue's first
     retry candidate is all it is given)."""
@@ -373,7 +432,7 @@ def _second_strategy(tree: QuotaTree, incoming: Workload, retry: dict[str, Workl
         preemptor_new, target_old = ordering.shares(queue)
         w = ordering.pop(queue)
         passes = _strategy_holds("LessThanInitialShare", preemptor_new, target_old, target_old)
-        if passes and _take(tree, incoming, w, targets):
+        if passes and _take(tree, incoming, w, targets, room):
             return True
         ordering.drop(queue)
     return False
