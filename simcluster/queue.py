@@ -8,9 +8,7 @@ FIFO queue of a million jobs drains in linear time.  The same order is also
 kept per GPU count, so a policy can ask for "the next waiting job that fits
 in g GPUs" without stepping over every bigger one; that index is built the
 first time a policy asks for it, so policies that never do (fifo, sjf) do not
-pay for it on every push and removal.  Every job a preemptive policy starts or preempts is one removal and one
-push, so :meth:`JobQueue.push` and :meth:`JobQueue.remove` do the common cases (an append, the head) in place
-rather than through :class:`_SortedJobs`' methods (tests/test_queue_cost7.py holds them to the plain order).
+pay for it on every push and removal.
 """
 
 from __future__ import annotations
@@ -113,44 +111,18 @@ class JobQueue:
     def push(self, job: Job) -> None:
         entry = (self._key(job), job.index)
         self._entry_of[job] = entry
-        every = self._all
-        keys = every.keys
-        if len(keys) == every.head or keys[-1] <= entry:  # (_SortedJobs.push, inlined: at every arrival and requeue)
-            keys.append(entry)
-            every.jobs.append(job)
-        else:
-            pos = bisect_right(keys, entry, every.head)
-            keys.insert(pos, entry)
-            every.jobs.insert(pos, job)
-        by_size = self._by_size
-        if by_size is not None:
-            sized = by_size.get(job.gpu_num)  # (_push_sized, inlined)
-            if sized is None:
-                sized = by_size[job.gpu_num] = _SortedJobs()
-            sized.push(entry, job)
+        self._all.push(entry, job)
+        if self._by_size is not None:
+            _push_sized(self._by_size, entry, job)
 
     def remove(self, job: Job) -> None:
         entry = self._entry_of.pop(job)
-        every = self._all
-        head = every.head
-        if every.jobs[head] is job and head < 1024:  # (_SortedJobs.remove of the head, inlined: at every start)
-            every.jobs[head] = None
-            every.head = head + 1
-        else:
-            every.remove(entry, job)
-        by_size = self._by_size
-        if by_size is not None:
-            sized = by_size[job.gpu_num]
-            head = sized.head
-            if sized.jobs[head] is job and head < 1024:  # (the same, in its GPU count's queue)
-                sized.jobs[head] = None
-                sized.head = head + 1
-                if head + 1 == len(sized.keys):
-                    del by_size[job.gpu_num]
-            else:
-                sized.remove(entry, job)
-                if not sized:
-                    del by_size[job.gpu_num]
+        self._all.remove(entry, job)
+        if self._by_size is not None:
+            sized = self._by_size[job.gpu_num]
+            sized.remove(entry, job)
+            if not sized:
+                del self._by_size[job.gpu_num]
 
     def _sized(self) -> dict[int, _SortedJobs]:
         """The queue per GPU count, built from the queue the first time it is asked for, kept from then on."""

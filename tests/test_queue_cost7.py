@@ -112,7 +112,7 @@ def test_the_kept_walk_decides_as_the_pairs_walk_with_or_without_the_identity_ma
     for i, (gpus, level, submit) in enumerate(waiting, start=len(running)):
         queue.push(make_job(i, gpus, (level, float(submit))))
     vc = SimpleNamespace(pending=queue)
-    kept = quota._walk_kept(vc, order, quota._same, pending_first, quota_gpus)  # type: ignore[arg-type]
+    kept = quota._walk_kept(vc, order, quota.same_key, pending_first, quota_gpus)  # type: ignore[arg-type]
     mapped = quota._walk_kept(vc, order, lambda key: key, pending_first, quota_gpus)  # type: ignore[arg-type]
     pairs = quota._walk_pairs(list(order.items()), queue.runs_by_size(quota_gpus), pending_first, quota_gpus,
                               quota.gpu_count) if queue else ([], [])

@@ -27,11 +27,11 @@ import numpy as np
 from simcluster.cluster import VirtualCluster
 from simcluster.job import Job
 from simcluster.policies.base import SchedulingContext
-from simcluster.policies.running_order import KeyMap, Position, RunningOrder, _same, gpu_count
+from simcluster.policies.running_order import KeyMap, Position, RunningOrder, gpu_count, same_key
 from simcluster.queue import SizedRun
 
 _BY_INDEX = attrgetter("index")
-# (the walks' default key map is the order's own identity, _same: with it the order's searches skip the map)
+# (the walks' default key map is the order's own identity, same_key: with it the order's searches skip the map)
 
 
 def queue_streams(vc: VirtualCluster, max_gpus: float | None = None) -> dict[int, SizedRun]:
@@ -85,7 +85,7 @@ SMALL_ORDER = 64  # a RunningOrder of at most this many jobs is walked as pairs
 
 def walk_quota(vc: VirtualCluster, ctx: SchedulingContext, running: RunningOrder | list[tuple[Any, Job]],
                pending: dict[int, SizedRun] | None = None, pending_first_on_ties: bool = True, reserved: float = 0,
-               quota_of: Callable[[Job], float] = gpu_count, key: KeyMap = _same) -> int:
+               quota_of: Callable[[Job], float] = gpu_count, key: KeyMap = same_key) -> int:
     """Preempt and start jobs of ``vc`` by the quota walk; returns how many it preempted.
 
     ``running``: the running jobs the walk hands quota to, as a :class:`RunningOrder` (``key`` maps each stored
@@ -161,7 +161,7 @@ def _walk_order(vc: VirtualCluster, order: RunningOrder, key: KeyMap, pending_fi
     to_start: list[Job] = []
     first_over = order.first_over
     # the walk's key at a position: the stored one where the map is the identity (one call, not two)
-    key_at = order.key_at if key is _same else lambda at: key(order.key_at(at))
+    key_at = order.key_at if key is same_key else lambda at: key(order.key_at(at))
     while quota > 0:
         over, _ = first_over(cursor, quota)
         over_key = key_at(over) if over is not None else None

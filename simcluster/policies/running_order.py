@@ -48,7 +48,8 @@ def gpu_count(job: Job) -> int:
     return job.gpu_num
 
 
-def _same(key: Any) -> Any:
+def same_key(key: Any) -> Any:
+    """The identity key map: a walk over the order's own keys (its searches then skip the map)."""
     return key
 
 
@@ -258,7 +259,7 @@ class RunningOrder:
             for block in blocks[b + 1:]:
                 yield from ((entry[0], entry[2]) for entry in block)
 
-    def listed(self, key: KeyMap = _same) -> tuple[list[Any], list[Job], list[int]]:
+    def listed(self, key: KeyMap = same_key) -> tuple[list[Any], list[Job], list[int]]:
         """Every job's mapped key, the jobs and their weights, in order (for a walk over a few jobs)."""
         entries = [entry for block in self._blocks for entry in block] if len(self._blocks) != 1 else self._blocks[0]
         if type(key) is Minus:  # (exactly: a subclass maps its keys its own way)
@@ -291,16 +292,16 @@ class RunningOrder:
     def end(self) -> Position:
         return (len(self._blocks), 0)
 
-    def locate(self, probe: Any, key: KeyMap = _same, after_ties: bool = False) -> Position:
+    def locate(self, probe: Any, key: KeyMap = same_key, after_ties: bool = False) -> Position:
         """The position of the first job whose ``key(stored key)`` is at least ``probe`` (``after_ties``: more
         than ``probe``), or the end."""
-        if key is _same:  # (an entry is (key, index, job): (probe,) sorts before every entry of key probe, and
+        if key is same_key:  # (an entry is (key, index, job): (probe,) sorts before every entry of key probe, and
             # (probe, inf) after every one, so the search compares no job)
             bound = (probe, _AFTER) if after_ties else (probe,)
             b = bisect_left(self._lasts, bound)
             return (b, 0) if b == len(self._lasts) else (b, bisect_left(self._blocks[b], bound))
         if isinstance(key, Minus):
-            return self._locate_near(self.locate(key.stored(probe), _same, after_ties), probe, key, after_ties)
+            return self._locate_near(self.locate(key.stored(probe), same_key, after_ties), probe, key, after_ties)
         find = bisect_right if after_ties else bisect_left
         lasts = self._lasts
         b = find(lasts, probe, key=lambda entry: key(entry[0]))

@@ -145,15 +145,21 @@ class Tiresias(Policy):
 
     def pending_key(self, job: Job) -> Any:
         """A waiting job's key, constant while it waits: its queue by attained service, then its submit time."""
+        return (self._attained_and_queue(job, 0.0)[1], job.submit_time)
+
+    def _attained_and_queue(self, job: Job, now: float) -> tuple[float, int]:
+        """:meth:`attained` and :meth:`queue_of` in one step, inlined where no subclass overrides them: asked at
+        every start and of every job the queue takes."""
         if not self._plain_keys:
-            return (self.queue_of(self.attained(job, 0.0)), job.submit_time)
-        busy = job.busy_time  # (attained and queue_of, inlined: the key of every job the queue takes)
+            attained = self.attained(job, now)
+            return attained, self.queue_of(attained)
+        busy = job.busy_time
         if job.state is RUNNING:
-            busy -= job.run_started_at
+            busy += now - job.run_started_at
         attained = job.gpu_num * busy
         if self._forgiven and job in self._forgiven:
             attained -= self._forgiven[job]
-        return (bisect_left(self.thresholds, attained), job.submit_time)
+        return attained, bisect_left(self.thresholds, attained)
 
     def running_key(self, job: Job, now: float) -> Any:
         return (self.running_queue(job, self.queue_of(self.attained(job, now))), job.submit_time)
@@ -166,17 +172,7 @@ class Tiresias(Policy):
         self._runs += 1
         self._run_of[job] = run = self._runs
         now = self.now
-        if self._plain_keys:  # (attained and queue_of, inlined: at every start)
-            busy = job.busy_time
-            if job.state is RUNNING:
-                busy += now - job.run_started_at
-            attained = job.gpu_num * busy
-            if self._forgiven and job in self._forgiven:
-                attained -= self._forgiven[job]
-            queue = bisect_left(self.thresholds, attained)
-        else:
-            attained = self.attained(job, now)
-            queue = self.queue_of(attained)
+        attained, queue = self._attained_and_queue(job, now)
         if self._forgiven:
             self._note_promoted_start(job)
         key = (self.running_queue(job, queue), job.submit_time)
