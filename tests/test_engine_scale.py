@@ -85,7 +85,7 @@ def test_a_sharing_run_is_the_same_with_speeds_never_kept(policy: str, monkeypat
     real_of = SpeedModel.of
 
     def forgetful_of(self: SpeedModel, job: Job) -> tuple[float, bool]:
-        self._kept.clear()
+        self.kept.clear()
         return real_of(self, job)
 
     monkeypatch.setattr(SpeedModel, "of", forgetful_of)

@@ -205,8 +205,10 @@ def test_a_search_remembered_in_one_tree_is_forgotten_when_that_tree_changes_onl
     assert tree.preemption_targets(incoming) == []
 
 
-def plain_minimal_set(tree: QuotaTree, incoming: Workload, groups: list, borrowing: bool) -> list[Workload] | None:
-    """``_minimal_set`` as it was: the fit asked after every removal."""
+def plain_minimal_set(tree: QuotaTree, incoming: Workload, groups: list, borrowing: bool,
+                      room: None = None) -> list[Workload] | None:
+    """``_minimal_set`` as it was: the fit asked after every removal (no room test: searches here ask none)."""
+    assert room is None
     targets = []
     with tree.trial():
         for group in groups:
@@ -252,8 +254,10 @@ def test_classical_targets_asking_the_fit_only_once_it_can_hold_equal_asking_aft
         assert (None if fast is None else [w.key for w in fast]) == (None if plain is None else [w.key for w in plain])
 
 
-def plain_first_strategy(tree: QuotaTree, incoming: Workload, candidates: dict, strategy: str) -> tuple:
-    """``_first_strategy`` as it was: every candidate passed by listed, in order."""
+def plain_first_strategy(tree: QuotaTree, incoming: Workload, candidates: dict, strategy: str,
+                         room: None = None) -> tuple:
+    """``_first_strategy`` as it was: every candidate passed by listed, in order (no room test)."""
+    assert room is None
     ordering = preemption._FairOrdering(tree, incoming, candidates)
     targets: list[Workload] = []
     retry: list[Workload] = []
@@ -281,8 +285,9 @@ def plain_first_strategy(tree: QuotaTree, incoming: Workload, candidates: dict, 
     return False, targets, retry
 
 
-def plain_second_strategy(tree: QuotaTree, incoming: Workload, retry: list, targets: list) -> bool:
-    """``_second_strategy`` as it was: the candidates passed by grouped by queue, all of them."""
+def plain_second_strategy(tree: QuotaTree, incoming: Workload, retry: list, targets: list, room: None = None) -> bool:
+    """``_second_strategy`` as it was: the candidates passed by grouped by queue, all of them (no room test)."""
+    assert room is None
     by_queue: dict[str, list[Workload]] = {}
     for w in retry:
         by_queue.setdefault(w.cluster_queue, []).append(w)

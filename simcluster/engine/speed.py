@@ -53,9 +53,9 @@ class SpeedModel:
         self._per_type = hasattr(colocation, "on")  # a model per GPU type (PerGpuType): asked for the GPU's type
         self.terms = tuple(terms)
         # per running job whose speed was asked: (its allocation, then per node of it: the node's version, the
-        # job's slowest speed there, whether it shares a GPU there), as of that version
-        self._kept: dict[Job, tuple[tuple, list[int], list[float], list[bool]]] = {}
-        self.kept = self._kept  # (the same dict: whether anything is kept, read by the engine at every stop)
+        # job's slowest speed there, whether it shares a GPU there), as of that version; the engine reads whether
+        # anything is kept at every stop
+        self.kept: dict[Job, tuple[tuple, list[int], list[float], list[bool]]] = {}
 
     @staticmethod
     def partners(job: Job) -> set[Job]:
@@ -94,7 +94,7 @@ class SpeedModel:
         """The job's speed now, and whether it shares a GPU: on each GPU it shares with whole-GPU jobs, its speed
         alone there times its pair speed with each partner (:meth:`pair`); the slowest GPU sets the pace.
 
-        Each node's slowest speed is kept (:attr:`_kept`) until that node's jobs change (:attr:`Node.version
+        Each node's slowest speed is kept (:attr:`kept`) until that node's jobs change (:attr:`Node.version
         <simcluster.cluster.Node.version>`) or the job's GPUs do: a big job's partner that started or stopped on one
         of its nodes costs that node's GPUs, not all of them.  The minimum over nodes is the same as GPU by GPU.
 
@@ -115,10 +115,10 @@ class SpeedModel:
         (1.0, False)
         """
         allocation = job.allocation
-        kept = self._kept.get(job)
+        kept = self.kept.get(job)
         if kept is None or kept[0] is not allocation:
             n = len(allocation)
-            kept = self._kept[job] = (allocation, [-1] * n, [0.0] * n, [False] * n)
+            kept = self.kept[job] = (allocation, [-1] * n, [0.0] * n, [False] * n)
         _, versions, slowest_on, sharing_on = kept
         factors: dict[tuple[Job, str], float] = {}  # a partner's factor per GPU type, looked up once per call
         for k, (node, ids) in enumerate(allocation):
@@ -132,7 +132,7 @@ class SpeedModel:
 
     def forget(self, job: Job) -> None:
         """Drop what :meth:`of` keeps for ``job`` (it left its GPUs)."""
-        self._kept.pop(job, None)
+        self.kept.pop(job, None)
 
     def _on_node(self, job: Job, node: Node, ids: list[int], factors: dict[tuple[Job, str], float]) -> tuple[float, bool]:
         """``job``'s slowest speed over its GPUs ``ids`` of ``node``, and whether it shares one of them."""

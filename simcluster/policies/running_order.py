@@ -200,28 +200,10 @@ class RunningOrder:
 
     def first_over(self, first: Position, budget: float) -> tuple[Position | None, int]:
         """Walking from ``first``, every job fits ``budget`` until the one returned: (its position, what the jobs
-        before it from ``first`` hold), or (None, what they all hold) when every one fits.
-
-        (:meth:`gpus_before` and :meth:`_passing`, inlined: a walk asks this at each of its steps.)"""
-        ends = self._ends
-        if ends is None:
-            ends = self._block_ends()
-        b, i = first
-        blocks = len(self._blocks)
-        if b == blocks:
-            base = self.gpus
-        else:
-            base = ends[b - 1] if b else 0
-            if i:
-                base += self._within(b)[i - 1]
-        total = base + budget
-        b = bisect_right(ends, total, b)
-        if b == blocks:
-            return None, self.gpus - base
-        before = ends[b - 1] if b else 0
-        within = self._within(b)
-        j = bisect_right(within, total - before)
-        return (b, j), (before + within[j - 1] if j else before) - base
+        before it from ``first`` hold), or (None, what they all hold) when every one fits."""
+        base = self.gpus_before(first)
+        over = self._passing(first[0], base + budget)
+        return over, (self.gpus_before(over) if over is not None else self.gpus) - base
 
     def reach(self, first: Position, budgets: list[float]) -> list[Position | None]:
         """For each budget, :meth:`first_over`'s position (None: every job from ``first`` fits it)."""
@@ -310,25 +292,16 @@ class RunningOrder:
         return (b, find(self._blocks[b], probe, key=lambda entry: key(entry[0])))
 
     def _locate_near(self, at: Position, probe: Any, key: KeyMap, after_ties: bool) -> Position:
-        """:meth:`locate`'s answer from a position next to it: step while the exact comparison says whether the job
-        there is at or after where ``probe`` goes (:meth:`preceding` and :meth:`following`, inlined)."""
-        blocks = self._blocks
-        b, i = at
-        while b or i:  # back, while the job before is past the probe
-            back = (b, i - 1) if i else (b - 1, len(blocks[b - 1]) - 1)
-            mapped = key(blocks[back[0]][back[1]][0])
-            if not (mapped > probe if after_ties else mapped >= probe):
-                break
-            b, i = back
-        count = len(blocks)
-        while b < count:  # forth, while the job here is not
-            mapped = key(blocks[b][i][0])
-            if mapped > probe if after_ties else mapped >= probe:
-                break
-            i += 1
-            if i == len(blocks[b]):
-                b, i = b + 1, 0
-        return (b, i)
+        """:meth:`locate`'s answer from a position next to it: step while the exact comparison says so."""
+        def past(position: Position) -> bool:  # whether the job there is at or after where ``probe`` goes
+            mapped = key(self.key_at(position))
+            return mapped > probe if after_ties else mapped >= probe
+
+        while at != self.start and past(before := self.preceding(at)):
+            at = before
+        while at != self.end and not past(at):
+            at = self.following(at)
+        return at
 
     def job_at(self, at: Position) -> Job:
         b, i = at

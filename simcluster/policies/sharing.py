@@ -130,20 +130,11 @@ def shared_plan(job: Job, vc: VirtualCluster, ctx: SchedulingContext, partner_co
         shareable = []
         limit = node.gpu_memory or default_memory
         for i, holders in enumerate(node.gpus):
-            count = len(holders)
-            if not count or count >= max_jobs or holders[0].gpu_milli < 1000:
+            if not holders or len(holders) >= max_jobs or holders[0].gpu_milli < 1000:
                 continue  # idle, full, or shared by fraction
-            if count == 1:  # (the loop below for one holder, the common case: its memory is the GPU's, one cost)
-                resident = holders[0]
-                if resident.memory + memory > limit:
-                    continue
-                if resident not in costs:
-                    costs[resident] = partner_cost(job, resident)
-                c = costs[resident]
-                if c is not None:
-                    shareable.append((max(0.0, c), i))
-                continue
-            if node.memory_used(i) + memory > limit:
+            # (node.memory_used, inlined; 0 + m is m, so one holder needs no sum)
+            used = holders[0].memory if len(holders) == 1 else node.memory_used(i)
+            if used + memory > limit:
                 continue
             worst = 0.0
             for resident in holders:

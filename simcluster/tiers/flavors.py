@@ -120,7 +120,7 @@ this run has no topology; give --topology FILE (a CSV node,LEVEL,...; Slurm's to
 -o json with --topology-levels naming the Topology's YAML), or remove the flavor's topologyName to use its quota \
 without a topology
     """
-    named = sorted(name for name, spec in flavors.items() if spec.topology_name)
+    named = sorted(tas_flavors(flavors))
     if not named:
         return
     first = flavors[named[0]]

@@ -130,12 +130,6 @@ def _with_room(tree: QuotaTree, incoming: Workload, fair_sharing: FairSharing | 
         return _classical_preemptions(tree, incoming, room)
 
 
-def _given(room: Room | None) -> tuple[Room, ...]:
-    """A search step's room argument: none where no room is asked, so that a search without one calls its steps
-    exactly as before (tests/test_kueue_fast.py swaps in the steps' plain versions, which take no room)."""
-    return () if room is None else (room,)
-
-
 def _fill_back(tree: QuotaTree, incoming: Workload, targets: list[Workload], borrowing: bool,
                room: Room | None = None) -> list[Workload]:
     """``fillBackWorkloads``: from the last-but-one target backwards, put each back while ``incoming``
@@ -275,7 +269,7 @@ def _classical_preemptions(tree: QuotaTree, incoming: Workload, room: Room | Non
     else:
         attempts = (True, False)
     for borrowing in attempts:
-        targets = _minimal_set(tree, incoming, (hierarchy, priority, same), borrowing, *_given(room))
+        targets = _minimal_set(tree, incoming, (hierarchy, priority, same), borrowing, room)
         if targets is not None:
             return targets
     return None
@@ -359,9 +353,9 @@ def _fair_preemptions(tree: QuotaTree, incoming: Workload, strategies: tuple[str
         return None
     strategies = strategies or FAIR_SHARING_STRATEGIES
     tree.add_usage(incoming)
-    fits, targets, retry = _first_strategy(tree, incoming, candidates, strategies[0], *_given(room))
+    fits, targets, retry = _first_strategy(tree, incoming, candidates, strategies[0], room)
     if not fits and len(strategies) > 1:
-        fits = _second_strategy(tree, incoming, retry, targets, *_given(room))
+        fits = _second_strategy(tree, incoming, retry, targets, room)
     tree.remove_usage(incoming)
     if not fits:
         return None
