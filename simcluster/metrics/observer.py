@@ -154,9 +154,8 @@ def numbers(values: array) -> np.ndarray | array:
 class NodeFailures(Observer):
     """Counts node failures (what a run needs from its observers besides the timeline: its finished
     jobs it takes from the jobs themselves afterwards, so no hook is called as each job finishes): ``summary.json``'s
-    ``node_failures``.  Faults only: the engine tells observers of no spot reclaim (``spot.reclaims`` counts them),
-    and of a fault that struck a reclaimed node as that reclaim ends or at its repair
-    (:meth:`~simcluster.engine.simulation.Simulation.node_up`).
+    ``node_failures``.  Faults only, each as it strikes (a reclaimed node's too): the engine tells observers of no
+    spot reclaim (``spot.reclaims`` counts them; :meth:`~simcluster.engine.simulation.Simulation.node_down`).
 
     >>> failures = NodeFailures()
     >>> failures.on_node_down("a/n0", 5.0); failures.count

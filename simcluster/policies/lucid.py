@@ -240,7 +240,7 @@ class Lucid(Policy):
         for job in [j for j in vc.running if now - j.run_started_at >= window - 1e-9]:
             ctx.move(job, job.vc)  # profiled: on to its own VC, with the progress it made
             self.counts["profiled"] += 1
-        while (waiting := vc.pending.first()) is not None and may_fit(waiting, vc) and ctx.try_start(waiting):
+        while (waiting := vc.pending.first()) is not None and ctx.try_start(waiting):
             ctx.wake_at(now + window)
 
     # --- a VC: priority order, affine pairs while load is high ---------------------
@@ -258,7 +258,7 @@ class Lucid(Policy):
                 continue
             if size in no_room:
                 continue
-            if not (may_fit(job, vc) and ctx.try_start(job)):
+            if not ctx.try_start(job):
                 if not backfill:
                     return
                 no_room.add(size)
@@ -286,7 +286,7 @@ class Lucid(Policy):
             _, size, i = heads[0]
             job = jobs_of[size][i]
             if not (size <= small and self._pair(job, exclusive[size], ctx)) and size not in no_room \
-                    and not (may_fit(job, vc) and ctx.try_start(job)):
+                    and not ctx.try_start(job):
                 no_room.add(size)
             i += 1
             if i < len(jobs_of[size]) and (size not in no_room or (size <= small and exclusive[size].total)):
@@ -495,20 +495,6 @@ class _Candidates:
         for bucket in self.buckets.values():
             entries += [(key if isinstance(key, int) else key[1], job) for key, job in bucket]
         return iter(sorted(entries, key=itemgetter(0)))
-
-
-def may_fit(job: Job, vc: VirtualCluster) -> bool:
-    """False where ``ctx.try_start(job)`` must fail: a job of whole GPUs asking for more than ``vc``'s idle ones.
-
-    The engine says the same at once, but a congested queue asks it a hundred thousand times a run; read here,
-    the answer costs an attribute, not a call through the context.  GPU fractions are left to the engine.
-
-    >>> vc = VirtualCluster("v", 1, 8)
-    >>> job = Job(index=0, job_id="a", vc="v", gpu_num=16, submit_time=0, duration=1)
-    >>> may_fit(job, vc), vc.free_gpus
-    (False, 8)
-    """
-    return job.gpu_num <= vc.free_gpus or job.gpu_milli < 1000
 
 
 def can_share(job: Job, partner: Job, table: Any) -> bool:
