@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
 
 import highspy
 import numpy as np
@@ -269,35 +268,6 @@ def max_min(inp: AllocationInput, coef: np.ndarray, pair_subset: np.ndarray | No
     return prog.allocation(x), float(x[-1])
 
 
-class Memo:
-    """The last ``size`` answers by key, oldest dropped first: HiGHS' answer depends only on the model passed (each
-    call passes a new one), so an LP asked again is answered as HiGHS answered it, without solving it.
-
-    >>> memo = Memo(2)
-    >>> memo.put(b"a", 1); memo.put(b"b", 2); memo.put(b"c", 3)
-    >>> memo.get(b"a"), memo.get(b"c"), memo.hits
-    (None, 3, 1)
-    """
-
-    def __init__(self, size: int) -> None:
-        self.size, self.hits = size, 0
-        self.answers: dict[bytes, Any] = {}
-
-    def get(self, key: bytes) -> Any:
-        answer = self.answers.get(key)
-        self.hits += answer is not None
-        return answer
-
-    def put(self, key: bytes, answer: Any) -> None:
-        if len(self.answers) >= self.size:
-            del self.answers[next(iter(self.answers))]
-        self.answers[key] = answer
-
-
-# the class LPs of max-min fairness, by their inputs: the same job classes and counts recur as jobs come and go
-CLASS_SOLUTIONS = Memo(64)
-
-
 def _max_min_classes(inp: AllocationInput, coef: np.ndarray, central: bool = False) -> tuple[Allocation, float]:
     """The single-job max-min LP over *classes* of interchangeable jobs (same coefficients and scale).
 
@@ -333,12 +303,8 @@ def _max_min_classes(inp: AllocationInput, coef: np.ndarray, central: bool = Fal
     start = cat((np.arange(0, 3 * N + 1, 3), [3 * N + k]))
     upper = cat((np.ones(k), inp.capacity, np.zeros(k)))
     cost = cat((-tie_break(central) * (kc * counts[:, None]).ravel() / max(inp.n, 1), [-1.0]))
-    key = b"".join((bytes([central]), kc.tobytes(), counts.tobytes(), scale.tobytes(), inp.capacity.tobytes()))
-    solution = CLASS_SOLUTIONS.get(key)
-    if solution is None:
-        solution = run_highs(cost, (start, index, value), np.full(2 * k + m, -np.inf), upper, np.zeros(N + 1),
-                             cat(((kc.ravel() > 0).astype(float), [np.inf])), central)
-        CLASS_SOLUTIONS.put(key, solution)
+    solution = run_highs(cost, (start, index, value), np.full(2 * k + m, -np.inf), upper, np.zeros(N + 1),
+                         cat(((kc.ravel() > 0).astype(float), [np.inf])), central)
     if solution is None:
         raise LPFailed("max-min fairness LP found no solution")
     x = np.clip(solution, 0.0, 1.0)
