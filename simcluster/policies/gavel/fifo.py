@@ -32,8 +32,6 @@ def _greedy(inp: AllocationInput, single: np.ndarray, free: np.ndarray, queue: l
     >>> _greedy(inp, single, free, [0, 1, 2], _fastest), single.tolist(), free.tolist()
     ([1, 2], [[0.0, 1.0], [0.0, 0.0], [0.0, 0.0]], [1.0, 1.0])
     """
-    if len(free) == 1 and choose is _fastest:
-        return _greedy_one_type(inp, single, free, queue)
     left: list[int] = []
     room = free.tolist()
     types = range(len(room))
@@ -49,32 +47,6 @@ def _greedy(inp: AllocationInput, single: np.ndarray, free: np.ndarray, queue: l
         room[j] -= need
     free[:] = room
     return left
-
-
-def _greedy_one_type(inp: AllocationInput, single: np.ndarray, free: np.ndarray, queue: list[int]) -> list[int]:
-    """:func:`_greedy` on one GPU type, where the only choice is whether the next job fits: the room before each
-    job is the running difference (``np.subtract.accumulate`` subtracts in order, as the loop does), and the
-    first job it does not cover, or that cannot run there, stops the queue (read a block at a time).
-
-    >>> inp = AllocationInput([0, 1, 2], np.ones((3, 1)), np.array([2.0, 1.0, 2.0]), np.ones(3), np.ones(3),
-    ...                       np.zeros(3), np.array([4.0]))
-    >>> single, free = np.zeros((3, 1)), inp.capacity.copy()
-    >>> _greedy_one_type(inp, single, free, [0, 1, 2]), single.ravel().tolist(), free.tolist()
-    ([2], [1.0, 1.0, 0.0], [1.0])
-    """
-    start, block = 0, 64  # a block of the queue at a time: the GPUs run out long before a long queue does
-    while start < len(queue):
-        rows = np.asarray(queue[start: start + block], dtype=np.int64)
-        need = inp.scale[rows]
-        room = np.subtract.accumulate(np.concatenate((free[:1], need)))  # room[k]: before job k, all before placed
-        fits = (room[:-1] >= need - 1e-9) & (inp.throughput[rows, 0] > 0)
-        placed = int(np.argmin(fits)) if not fits.all() else len(rows)
-        single[rows[:placed], 0] = 1.0
-        free[0] = room[placed]
-        if placed < len(rows):
-            return list(queue[start + placed:])
-        start, block = start + block, 4 * block
-    return []
 
 
 def _fastest(fits: list[int], throughputs: list[float]) -> int:

@@ -35,8 +35,7 @@ What a pass costs (issue 55): the mid-round fill and the round's plan read per-s
 (no walk of every job in Python); runs that node failures ended are looked for among the jobs that left GPUs
 since the last pass (``on_run_stop``), not among every run; a reset touches the active jobs' rows only; the
 jobs' remaining work is worked out only for the policies that read it (``reads_remaining``).  FIFO's mid-round
-fill reads the active rows a block at a time up to the waiting head, and a round's plan takes a GPU type's
-ranked entries at once when all of them fit (``Rounds._all_fit``) instead of walking them.  Each of these
+fill reads the active rows a block at a time up to the waiting head.  Each of these
 decides as the plain walk did (tests/test_gavel_scale.py and tests/test_gavel_scale7.py hold them to it).
 
 Where we differ from Gavel's simulator by default, :class:`~simcluster.policies.gavel.mechanism.Mechanism`
@@ -498,12 +497,6 @@ class Rounds:
             if fifo:
                 rows = rows[P[rows, j] > 0]
             ranked = rows[np.lexsort((-A[rows, j], -D[rows, j], -P[rows, j]))]
-            if len(ranked) and ranked.max() < pair_rows and self._all_fit(ranked, left, need, smallest, slots, taken):
-                left = float(np.subtract.accumulate(np.concatenate(([left], need[ranked])))[-1])
-                placed = [slots[r] for r in ranked.tolist()]
-                taken.update(placed)
-                plan.extend(((s,), j) for s in placed)
-                continue
             for r in ranked.tolist():
                 if left < 1e-9 or left + 1e-9 < smallest:
                     break
@@ -522,24 +515,6 @@ class Rounds:
                 left -= needs[r]
                 plan.append((key, j))
         return plan
-
-    @staticmethod
-    def _all_fit(ranked: np.ndarray, left: float, need: np.ndarray, smallest: float, slots: list[int],
-                 taken: set[int]) -> bool:
-        """Whether the plan's walk of one type would take every one of ``ranked`` (jobs alone, none taken yet):
-        then it need not walk them.  The room before each is the running difference (subtracted in order, as the
-        walk does), and each test is the walk's own: room left, room for the smallest entry, room for this one.
-
-        >>> Rounds._all_fit(np.array([0, 1]), 4.0, np.array([1.0, 3.0, 2.0]), 1.0, [5, 6, 7], set())
-        True
-        >>> Rounds._all_fit(np.array([0, 2]), 2.5, np.array([1.0, 3.0, 2.0]), 1.0, [5, 6, 7], set())
-        False
-        """
-        wanted = need[ranked]
-        room = np.subtract.accumulate(np.concatenate(([left], wanted)))[:-1]
-        if ((room < 1e-9) | (room + 1e-9 < smallest) | (wanted > room + 1e-9)).any():
-            return False
-        return taken.isdisjoint(slots[r] for r in ranked.tolist())
 
     def _apply(self, plan: list[tuple[Key, int]], now: float, ctx: SchedulingContext) -> None:
         """Extend the leases the plan keeps; preempt the other runs; start the plan's new entries."""
